@@ -1,0 +1,109 @@
+"""Record values → model: metadata records (``MetadataRecordSerde`` framing) and raft control records.
+
+Nothing is ever dropped here. A version newer than the definitions is read with the newest
+known layout when that consumes its bytes exactly (Kafka evolves these records through tagged
+fields, which then land in ``_unknownTaggedFields``) and flagged best-effort; anything else that
+cannot be read is kept as raw bytes with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from records.definitions import MessageDef, by_api_key, by_control_type
+from records.kafka_codec import (
+    METADATA_FRAME_VERSION,
+    DecodeError,
+    decode_body,
+    read_control_key,
+    read_control_version,
+    read_metadata_header,
+)
+from records.model import LogEntry, MetadataRecord, RawRecord, ReadMode
+
+if TYPE_CHECKING:
+    from records.batch import RecordBatch
+
+Decoded = tuple[MetadataRecord | RawRecord, ReadMode, tuple[str, ...]]
+
+
+def _decode_known(message: MessageDef, version: int, value: bytes, start: int,
+                  api_key: int | None, control_type: int | None) -> Decoded:
+    newest = message.versions[-1]
+    read_version = version if version in message.valid_versions else newest
+    try:
+        data, end = decode_body(message, read_version, value, start)
+    except DecodeError as exc:
+        reason = f"{message.name} v{version} does not decode: {exc}"
+        return RawRecord(api_key, control_type, version, value, reason), ReadMode.RAW, (reason,)
+    if end != len(value):
+        reason = (f"{message.name} v{version}: {len(value) - end} bytes left over after the body "
+                  f"(read as v{read_version})")
+        return RawRecord(api_key, control_type, version, value, reason), ReadMode.RAW, (reason,)
+    if read_version != version:
+        note = (f"{message.name} v{version} is newer than the known versions "
+                f"{message.valid_versions}; read with the v{newest} layout, which consumed every byte")
+        # The model holds the layout actually read; the original version stays in the notes.
+        return MetadataRecord(message.name, read_version, data), ReadMode.BEST_EFFORT, (
+            note, f"original version {version}")
+    return MetadataRecord(message.name, version, data), ReadMode.EXACT, ()
+
+
+def decode_metadata_value(value: bytes) -> Decoded:
+    """A metadata record value: frame version, api key, version, body."""
+    try:
+        frame, api_key, version, start = read_metadata_header(value)
+    except DecodeError as exc:
+        reason = f"metadata record header does not decode: {exc}"
+        return RawRecord(None, None, -1, value, reason), ReadMode.RAW, (reason,)
+    if frame != METADATA_FRAME_VERSION:
+        reason = f"unknown metadata frame version {frame} (expected {METADATA_FRAME_VERSION})"
+        return RawRecord(api_key, None, version, value, reason), ReadMode.RAW, (reason,)
+    message = by_api_key().get(api_key)
+    if message is None:
+        reason = f"unknown metadata record api key {api_key} (version {version})"
+        return RawRecord(api_key, None, version, value, reason), ReadMode.RAW, (reason,)
+    return _decode_known(message, version, value, start, api_key, None)
+
+
+def decode_control_value(key: bytes | None, value: bytes | None) -> Decoded:
+    """A raft control record: the key names its ControlRecordType, the value starts with its version."""
+    value = value or b""
+    try:
+        control_type = read_control_key(key or b"")
+    except DecodeError as exc:
+        reason = f"control record key does not decode: {exc}"
+        return RawRecord(None, -1, -1, value, reason), ReadMode.RAW, (reason,)
+    message = by_control_type().get(control_type)
+    if message is None:
+        reason = f"control record type {control_type} is not a raft control record kraft-replay knows"
+        return RawRecord(None, control_type, 0, value, reason), ReadMode.RAW, (reason,)
+    try:
+        version = read_control_version(value)
+    except DecodeError as exc:
+        reason = f"{message.name}: {exc}"
+        return RawRecord(None, control_type, -1, value, reason), ReadMode.RAW, (reason,)
+    return _decode_known(message, version, value, 0, None, control_type)
+
+
+def entries_from_batch(batch: RecordBatch, cluster_id: str | None = None,
+                       source: str | None = None) -> Iterator[LogEntry]:
+    """The log entries of one record batch, with their place in the log."""
+    for rec in batch.records:
+        if batch.is_control:
+            record, mode, notes = decode_control_value(rec.key, rec.value)
+        else:
+            record, mode, notes = decode_metadata_value(rec.value or b"")
+        yield LogEntry(
+            offset=rec.offset,
+            record=record,
+            batch_base_offset=batch.base_offset,
+            raft_leader_epoch=batch.partition_leader_epoch,
+            append_time_ms=rec.timestamp,
+            cluster_id=cluster_id,
+            read_mode=mode,
+            source=source if source is not None else batch.source,
+            position=batch.position,
+            notes=notes,
+        )

@@ -1,0 +1,133 @@
+"""Kafka's JSON form of a record, as ``kafka-dump-log --cluster-metadata-decoder`` prints it.
+
+``{"type": "PARTITION_CHANGE_RECORD", "version": 0, "data": {...}}`` with camelCase fields,
+UUIDs as Kafka's base64url strings and bytes as base64. Like Kafka's generated JSON converters,
+a tagged field is printed only when it differs from its default, and a field the version does
+not have is never printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from records.definitions import FieldDef, MessageDef, StructDef, by_json_type_name, definitions
+from records.errors import RecordValidationError
+from records.kafka_codec import UNKNOWN_TAGGED
+from records.model import MetadataRecord, RawRecord, uuid_to_str
+from records.validation import (
+    FieldProblem,
+    check_version,
+    convert_struct,
+    json_leaf,
+    model_leaf,
+)
+
+
+def _leaf_to_json(kind: str, value: Any) -> Any:
+    if kind == "uuid":
+        return uuid_to_str(value)
+    if kind in ("bytes", "records"):
+        return base64.b64encode(value).decode("ascii")
+    return value
+
+
+def _field_to_json(fdef: FieldDef, version: int, value: Any) -> Any:
+    if value is None:
+        return None
+    if fdef.is_array:
+        return [_element_to_json(fdef, version, item) for item in value]
+    return _element_to_json(fdef, version, value)
+
+
+def _element_to_json(fdef: FieldDef, version: int, value: Any) -> Any:
+    if fdef.struct is not None:
+        return struct_to_json(fdef.struct, version, value)
+    return _leaf_to_json(fdef.element_type, value)
+
+
+def struct_to_json(sdef: StructDef, version: int, data: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for fdef in sdef.fields_in(version):
+        value = data.get(fdef.json_name, fdef.default)
+        if fdef.tagged_in(version) and value == fdef.default:
+            continue
+        out[fdef.json_name] = _field_to_json(fdef, version, value)
+    unknown = data.get(UNKNOWN_TAGGED)
+    if unknown:
+        out[UNKNOWN_TAGGED] = [
+            {"tag": tag, "data": base64.b64encode(raw).decode("ascii")} for tag, raw in unknown
+        ]
+    return out
+
+
+def record_to_json(record: MetadataRecord | RawRecord) -> dict[str, Any]:
+    """The ``{"type", "version", "data"}`` object; a raw record carries its bytes as ``raw``."""
+    if isinstance(record, RawRecord):
+        out: dict[str, Any] = {"type": raw_type_name(record), "version": record.version}
+        if record.api_key is not None:
+            out["apiKey"] = record.api_key
+        if record.control_type is not None:
+            out["controlType"] = record.control_type
+        out["raw"] = base64.b64encode(record.value).decode("ascii")
+        out["reason"] = record.reason
+        return out
+    message = record.definition
+    return {
+        "type": message.json_type_name,
+        "version": record.version,
+        "data": struct_to_json(message.body, record.version, record.data),
+    }
+
+
+def raw_type_name(record: RawRecord) -> str:
+    known = definitions().get(record.type_name)
+    if known is not None:
+        return known.json_type_name
+    if record.control_type is not None:
+        return f"UNKNOWN_CONTROL_RECORD_{record.control_type}"
+    return f"UNKNOWN_RECORD_{record.api_key}"
+
+
+def message_for_json_type(type_name: Any) -> MessageDef:
+    if not isinstance(type_name, str):
+        raise FieldProblem("type", f"expected a record type name, got {type_name!r}")
+    message = by_json_type_name().get(type_name)
+    if message is None:
+        known = ", ".join(sorted(by_json_type_name()))
+        raise FieldProblem("type", f"unknown record type {type_name!r} (expected one of {known})")
+    return message
+
+
+def record_from_json(obj: Any) -> MetadataRecord:
+    """Kafka's JSON form → model; raises :class:`FieldProblem` naming the field."""
+    if not isinstance(obj, dict):
+        raise FieldProblem("", "expected a JSON object with type, version and data")
+    message = message_for_json_type(obj.get("type"))
+    if "version" not in obj:
+        raise FieldProblem("version", "missing: every record needs its version")
+    version = check_version(message, obj["version"])
+    if "data" not in obj:
+        raise FieldProblem("data", "missing: every record needs its data object")
+    data = convert_struct(message.body, version, obj["data"], "", json_leaf, require_all=True)
+    return MetadataRecord(message.name, version, data)
+
+
+def make_record(type_name: str, version: int, **fields: Any) -> MetadataRecord:
+    """Build a record in Python: missing fields take Kafka's defaults; values are checked."""
+    message = definitions().get(type_name)
+    if message is None:
+        raise RecordValidationError(f"unknown record type {type_name!r}")
+    try:
+        check_version(message, version)
+        data = convert_struct(message.body, version, fields, "", model_leaf, require_all=False)
+    except FieldProblem as exc:
+        raise RecordValidationError(exc.problem, path=exc.path or None,
+                                    source=f"{type_name} v{version}") from None
+    return MetadataRecord(message.name, version, data)
+
+
+def dumps_compact(obj: Any) -> str:
+    """The JSON text Kafka's Jackson writer produces: no spaces, non-ASCII kept."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)

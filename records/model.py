@@ -1,0 +1,119 @@
+"""The record model: one Kafka record body, and the envelope that places it in the log.
+
+A record keeps Kafka's own field names (camelCase, as Kafka's JSON converters print them) and
+Kafka's own values, "no change" markers included (leader ``-2``, ``None`` arrays, recovery state
+``-1``): replay semantics depend on them, so nothing here normalises them away.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from records.definitions import MessageDef, by_api_key, by_control_type, definitions
+
+
+def uuid_to_str(raw: bytes) -> str:
+    """Kafka's ``Uuid.toString()``: URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def uuid_from_str(text: str) -> bytes:
+    """Kafka's ``Uuid.fromString``; raises ValueError unless it is 16 bytes of base64url."""
+    if not isinstance(text, str) or len(text) != 22:
+        raise ValueError(f"expected a 22-character base64url Kafka Uuid, got {text!r}")
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (ValueError, TypeError):
+        raise ValueError(f"expected a base64url Kafka Uuid, got {text!r}") from None
+    if len(raw) != 16:
+        raise ValueError(f"expected a Kafka Uuid of 16 bytes, got {len(raw)} from {text!r}")
+    return raw
+
+
+class ReadMode(StrEnum):
+    """How faithfully a record's bytes were understood."""
+
+    EXACT = "exact"  # a version the definitions know, every byte consumed
+    BEST_EFFORT = "best-effort"  # a newer version read with the newest known layout
+    RAW = "raw"  # not understood: kept as raw bytes, never dropped
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRecord:
+    """A decoded record body: its Kafka type, the record version and the fields of that version."""
+
+    type_name: str
+    version: int
+    data: dict[str, Any]
+
+    @property
+    def definition(self) -> MessageDef:
+        return definitions()[self.type_name]
+
+    @property
+    def api_key(self) -> int | None:
+        return self.definition.api_key
+
+    @property
+    def is_control(self) -> bool:
+        return self.definition.is_control
+
+    def __getitem__(self, json_name: str) -> Any:
+        return self.data[json_name]
+
+    def get(self, json_name: str, default: Any = None) -> Any:
+        return self.data.get(json_name, default)
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """A record the definitions cannot read (unknown type, or a version whose bytes do not fit)."""
+
+    api_key: int | None
+    control_type: int | None
+    version: int
+    value: bytes
+    reason: str
+
+    @property
+    def type_name(self) -> str:
+        if self.control_type is not None:
+            known = by_control_type().get(self.control_type)
+            return known.name if known else f"UnknownControlRecord{self.control_type}"
+        known = by_api_key().get(self.api_key) if self.api_key is not None else None
+        return known.name if known else f"UnknownRecord{self.api_key}"
+
+    @property
+    def is_control(self) -> bool:
+        return self.control_type is not None
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One record at its place in the metadata log: the envelope of the Avro model."""
+
+    offset: int
+    record: MetadataRecord | RawRecord
+    batch_base_offset: int | None = None
+    raft_leader_epoch: int | None = None
+    append_time_ms: int | None = None
+    cluster_id: str | None = None
+    read_mode: ReadMode = ReadMode.EXACT
+    source: str | None = None
+    position: int | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def is_control(self) -> bool:
+        return self.record.is_control
+
+    @property
+    def type_name(self) -> str:
+        return self.record.type_name
+
+    @property
+    def version(self) -> int:
+        return self.record.version

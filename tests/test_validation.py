@@ -1,0 +1,168 @@
+"""Bad input gives a clear error naming file, line and offset — never a traceback, never a drop."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from records.decode import decode_control_value, decode_metadata_value
+from records.definitions import definitions
+from records.errors import RecordValidationError
+from records.jsonl import entry_to_line, read_jsonl
+from records.kafka_codec import encode_body, encode_control_key, encode_metadata_value, uvarint_bytes
+from records.kafka_json import make_record
+from records.model import RawRecord, ReadMode
+
+TOPIC = "_3Hx0m1zQ4mBbPw_6E4vVw"
+GOOD = {"offset": 7, "type": "FENCE_BROKER_RECORD", "version": 0, "data": {"id": 1, "epoch": 5}}
+
+
+def _read(lines: list[dict | str]) -> list:
+    text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
+    return list(read_jsonl(io.StringIO(text), "cluster.jsonl"))
+
+
+def _error(lines: list[dict | str]) -> str:
+    with pytest.raises(RecordValidationError) as info:
+        _read(lines)
+    return str(info.value)
+
+
+def test_good_lines_read() -> None:
+    entries = _read([GOOD, {"offset": 8, "type": "PARTITION_CHANGE_RECORD", "version": 0,
+                            "data": {"partitionId": 2, "topicId": TOPIC, "leader": -1}}])
+    assert [e.offset for e in entries] == [7, 8]
+    assert entries[0].record.data == {"id": 1, "epoch": 5}
+    assert entries[1].record["leader"] == -1 and entries[1].record["isr"] is None
+
+
+def test_unknown_record_type() -> None:
+    message = _error([GOOD, {**GOOD, "offset": 8, "type": "FROB_RECORD"}])
+    assert message.startswith("cluster.jsonl, line 2, offset 8: field type: unknown record type "
+                              "'FROB_RECORD' (expected one of ")
+    assert "PARTITION_CHANGE_RECORD" in message
+
+
+def test_unsupported_version() -> None:
+    message = _error([{**GOOD, "type": "PARTITION_CHANGE_RECORD", "version": 9,
+                       "data": {"partitionId": 0, "topicId": TOPIC}}])
+    assert message == ("cluster.jsonl, line 1, offset 7: field version: unsupported version 9 of "
+                       "PartitionChangeRecord (known versions 0-2)")
+
+
+def test_missing_required_field() -> None:
+    message = _error([GOOD, {**GOOD, "offset": 9, "data": {"id": 1}}])
+    assert message == ("cluster.jsonl, line 2, offset 9: field epoch: missing: epoch is mandatory in "
+                       "FenceBrokerRecord version 0")
+
+
+def test_missing_required_nested_field() -> None:
+    broker = {"brokerId": 1, "incarnationId": TOPIC, "brokerEpoch": 4, "endPoints": [
+        {"name": "PLAINTEXT", "host": "b1", "port": 9092, "securityProtocol": 0},
+        {"name": "SSL", "host": "b1", "securityProtocol": 1}], "features": [], "rack": None,
+        "fenced": True}
+    message = _error([{"offset": 3, "type": "REGISTER_BROKER_RECORD", "version": 0, "data": broker}])
+    assert message == ("cluster.jsonl, line 1, offset 3: field endPoints[1].port: missing: port is "
+                       "mandatory in BrokerEndpoint version 0")
+
+
+def test_wrong_type() -> None:
+    message = _error([{**GOOD, "data": {"id": "one", "epoch": 5}}])
+    assert message == "cluster.jsonl, line 1, offset 7: field id: expected int32, got a string ('one')"
+    message = _error([{**GOOD, "type": "PARTITION_CHANGE_RECORD",
+                       "data": {"partitionId": 0, "topicId": TOPIC, "leaderRecoveryState": 300}}])
+    assert "field leaderRecoveryState: expected int8 in -128..127, got 300" in message
+    message = _error([{**GOOD, "type": "TOPIC_RECORD", "data": {"name": "orders", "topicId": "nope"}}])
+    assert "field topicId: expected a 22-character base64url Kafka Uuid, got 'nope'" in message
+    message = _error([{**GOOD, "type": "PARTITION_RECORD", "data": {
+        "partitionId": 0, "topicId": TOPIC, "replicas": None, "isr": [], "removingReplicas": [],
+        "addingReplicas": [], "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0}}])
+    assert "field replicas: is null, but Replicas is not nullable in version 0" in message
+
+
+def test_field_of_a_later_version() -> None:
+    message = _error([{**GOOD, "type": "PARTITION_CHANGE_RECORD", "version": 0,
+                       "data": {"partitionId": 0, "topicId": TOPIC, "eligibleLeaderReplicas": [1]}}])
+    assert message.endswith("field eligibleLeaderReplicas: PartitionChangeRecord version 0 has no "
+                            "field eligibleLeaderReplicas (it exists in versions 2+)")
+
+
+def test_non_increasing_offset() -> None:
+    message = _error([GOOD, {**GOOD, "offset": 8}, {**GOOD, "offset": 8}])
+    assert message == ("cluster.jsonl, line 3, offset 8: offset 8 does not increase (line 2 has "
+                       "offset 8); expected offsets in strictly increasing order")
+
+
+def test_not_json_and_missing_offset() -> None:
+    assert _error([GOOD, "{not json"]) == ("cluster.jsonl, line 2: not valid JSON: Expecting "
+                                           "property name enclosed in double quotes at column 2; "
+                                           "expected one JSON object per line")
+    message = _error([{k: v for k, v in GOOD.items() if k != "offset"}])
+    assert message == ("cluster.jsonl, line 1: field offset: missing: every line needs 'offset' "
+                       "(the record's log offset)")
+
+
+def test_control_flag_must_match() -> None:
+    message = _error([{**GOOD, "control": True}])
+    assert "field control: FENCE_BROKER_RECORD is not a control record" in message
+
+
+def test_make_record_checks_values() -> None:
+    with pytest.raises(RecordValidationError) as info:
+        make_record("FenceBrokerRecord", 0, id=2**40, epoch=1)
+    assert str(info.value) == "FenceBrokerRecord v0: field id: expected int32 in -2147483648..2147483647, got 1099511627776"
+
+
+# --- newer than the definitions: kept, flagged, never dropped --------------------------------
+
+
+def test_unknown_api_key_is_kept_raw() -> None:
+    value = uvarint_bytes(1) + uvarint_bytes(99) + uvarint_bytes(0) + b"\x07\x00"
+    record, mode, notes = decode_metadata_value(value)
+    assert isinstance(record, RawRecord) and mode is ReadMode.RAW
+    assert record.api_key == 99 and record.value == value
+    assert notes == ("unknown metadata record api key 99 (version 0)",)
+
+
+def test_newer_version_read_best_effort_when_bytes_fit() -> None:
+    """RegisterBrokerRecord v4 (Kafka 4.x) = v3 layout plus tagged fields: read, tags preserved."""
+    message = definitions()["RegisterBrokerRecord"]
+    v3 = make_record("RegisterBrokerRecord", 3, brokerId=4, brokerEpoch=77,
+                     incarnationId=bytes(range(16)), rack="r1", fenced=False,
+                     _unknownTaggedFields=[[1, b"\x02\x01"]])
+    body = encode_body(message, 3, v3.data)
+    value = uvarint_bytes(1) + uvarint_bytes(0) + uvarint_bytes(4) + body
+    record, mode, notes = decode_metadata_value(value)
+    assert mode is ReadMode.BEST_EFFORT
+    assert record.data["brokerEpoch"] == 77 and record.data["_unknownTaggedFields"] == [[1, b"\x02\x01"]]
+    assert "original version 4" in notes
+    assert "newer than the known versions 0-3" in notes[0]
+
+
+def test_newer_version_kept_raw_when_bytes_do_not_fit() -> None:
+    message = definitions()["FenceBrokerRecord"]
+    value = encode_metadata_value(message, 0, {"id": 1, "epoch": 2})
+    value = value[:2] + uvarint_bytes(5) + value[3:] + b"\xff\xff"
+    record, mode, notes = decode_metadata_value(value)
+    assert isinstance(record, RawRecord) and mode is ReadMode.RAW
+    assert record.version == 5 and record.value == value
+    assert "bytes left over" in notes[0]
+
+
+def test_unknown_control_type_is_kept_raw() -> None:
+    record, mode, _ = decode_control_value(encode_control_key(42), b"\x00\x00\x00")
+    assert isinstance(record, RawRecord) and record.control_type == 42 and mode is ReadMode.RAW
+
+
+def test_raw_entries_survive_json_lines() -> None:
+    value = uvarint_bytes(1) + uvarint_bytes(99) + uvarint_bytes(0) + b"\x00"
+    record, mode, notes = decode_metadata_value(value)
+    from records.model import LogEntry
+    entry = LogEntry(offset=12, record=record, batch_base_offset=12, read_mode=mode, notes=notes)
+    line = entry_to_line(entry)
+    assert json.loads(line)["raw"] and json.loads(line)["readMode"] == "raw"
+    back = list(read_jsonl(io.StringIO(line + "\n"), "raw.jsonl"))
+    assert back[0].record == record and back[0].read_mode is ReadMode.RAW
+    assert entry_to_line(back[0]) == line
