@@ -6,6 +6,8 @@ never a traceback.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class RecordsError(Exception):
     """Base of every input error; ``str()`` is the whole user-facing message."""
@@ -31,3 +33,33 @@ class RecordValidationError(RecordsError):
         prefix = ", ".join(where)
         field_part = f"field {path}: " if path else ""
         super().__init__(f"{prefix}: {field_part}{problem}" if prefix else f"{field_part}{problem}")
+
+
+class CorruptBatchError(RecordsError):
+    """A Kafka record batch on disk is damaged: names the file, byte position, base offset and the fault."""
+
+    def __init__(self, reason: str, *, source: str, position: int, base_offset: int | None = None) -> None:
+        self.reason = reason
+        self.source = source
+        self.position = position
+        self.base_offset = base_offset
+        where = f"byte {position}" if base_offset is None else f"byte {position} (base offset {base_offset})"
+        super().__init__(f"{source}: corrupt record batch at {where}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class TruncatedTailWarning:
+    """A partial batch at the end of the last segment, as a crashed writer leaves it; Kafka truncates it."""
+
+    source: str
+    position: int
+    base_offset: int | None
+    bytes_present: int
+    bytes_expected: int | None
+
+    def __str__(self) -> str:
+        offset = "" if self.base_offset is None else f" (base offset {self.base_offset})"
+        expected = "a full batch header" if self.bytes_expected is None else f"{self.bytes_expected} bytes"
+        return (f"{self.source}: partial record batch at byte {self.position}{offset} at the end of the log: "
+                f"{self.bytes_present} bytes present, {expected} expected; "
+                "ignored as Kafka's log recovery does")

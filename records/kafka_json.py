@@ -114,7 +114,7 @@ def record_from_json(obj: Any) -> MetadataRecord:
     return MetadataRecord(message.name, version, data)
 
 
-def make_record(type_name: str, version: int, **fields: Any) -> MetadataRecord:
+def make_record(type_name: str, version: int, /, **fields: Any) -> MetadataRecord:
     """Build a record in Python: missing fields take Kafka's defaults; values are checked."""
     message = definitions().get(type_name)
     if message is None:

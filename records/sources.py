@@ -128,5 +128,10 @@ def read_entries(path: Path, options: ReadOptions | None = None,
     elif kind == "avro":
         yield from read_container(path)
     else:
-        with path.open("r", encoding="utf-8", errors="strict") as stream:
-            yield from dumplog.read_dump_log(stream, str(path), cluster_id=options.cluster_id)
+        skipped: list[dumplog.SkippedRecord] = []
+        try:
+            with path.open("r", encoding="utf-8", errors="strict") as stream:
+                yield from dumplog.read_dump_log(stream, str(path), cluster_id=options.cluster_id,
+                                                 skip_unparsable=options.skip_corrupt, skipped=skipped)
+        finally:
+            report.notes.extend(str(item) for item in skipped)

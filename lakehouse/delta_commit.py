@@ -1,0 +1,245 @@
+"""Delta Lake tables without delta-spark: Spark writes and reads Parquet, delta-rs owns the transaction log.
+
+delta-spark's JVM jars come from Maven Central, which the embedded default cannot reach, so:
+- `commit_spark_parquet` lets Spark's executors write Parquet into a fresh staging directory inside the
+  table root, has Spark compute per-file statistics with one aggregate, and commits those files with
+  delta-rs as a single Delta transaction (one new version; conflict checks and retries are delta-rs's).
+- `read_delta` asks delta-rs which files make up a version and has Spark read exactly those.
+The tables stay plain Delta (protocol reader 1 / writer 2 for the usual types), readable by delta-spark.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Schema
+from deltalake.transaction import AddAction, create_table_with_add_actions
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    DateType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampType,
+)
+
+# Commit-info key naming the staging directory: finds our commit's version and where its files came from.
+STAGING_KEY = "kraftReplay.staging"
+_STAGING_PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # no '=', '%', '/', leading '.' or '_': plain, visible names
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Types whose min/max go into Delta stats; the rest (booleans, binary, nested) only get null counts.
+_MIN_MAX_TYPES = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType, DateType)
+
+
+def commit_spark_parquet(
+    spark_df: DataFrame,
+    table_root: str,
+    mode: Literal["append", "overwrite"],
+    staging_prefix: str = "part",
+) -> int:
+    """Write `spark_df` as Parquet from Spark and commit it to the Delta table at `table_root`.
+
+    Creates the table (version 0) when there is none. `append` requires the table's column names and
+    types (nullability aside); `overwrite` replaces the rows and the schema. Files stay where Spark
+    wrote them, in `<table_root>/<staging_prefix>-<uuid>/`, referenced by relative paths. Only
+    unpartitioned tables are supported. Returns the Delta version this commit created.
+    """
+    if mode not in ("append", "overwrite"):
+        raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+    if not _STAGING_PREFIX.fullmatch(staging_prefix):
+        raise ValueError(f"staging_prefix must match {_STAGING_PREFIX.pattern}, not {staging_prefix!r}")
+    root = _normalize_root(table_root)
+    arrow_schema = to_arrow_schema(spark_df.schema)
+    existing = DeltaTable(root) if DeltaTable.is_deltatable(root) else None
+    if existing is not None:
+        _check_target(existing, arrow_schema, mode)
+
+    staging = f"{staging_prefix}-{uuid.uuid4().hex}"
+    spark_df.write.mode("errorifexists").parquet(f"{root}/{staging}")
+    actions = _add_actions(spark_df.sparkSession, spark_df.schema, root, staging)
+    commit = CommitProperties(custom_metadata={STAGING_KEY: staging})
+    if existing is None:
+        delta_schema = Schema.from_arrow(arrow_schema)
+        create_table_with_add_actions(root, delta_schema, actions, commit_properties=commit)
+        return _committed_version(root, staging, since=-1)
+    existing.create_write_transaction(actions, mode=mode, schema=arrow_schema, commit_properties=commit)
+    return _committed_version(root, staging, since=existing.version())
+
+
+def read_delta(spark: SparkSession, table_root: str, version: int | None = None) -> DataFrame:
+    """Spark DataFrame of a Delta table version (latest by default), file list from delta-rs.
+
+    Reads the Parquet files directly, so tables using deletion vectors or column mapping (written by
+    delta-spark with those features on) are refused rather than read wrongly.
+    """
+    table = DeltaTable(_normalize_root(table_root), version=version)
+    features = table.protocol().reader_features or []
+    mapping = table.metadata().configuration.get("delta.columnMapping.mode") or "none"
+    if "deletionVectors" in features or mapping != "none":
+        raise ValueError(
+            f"{table_root} uses deletion vectors or column mapping: read it with delta-spark instead"
+        )
+    schema = from_arrow_schema(pa.schema(table.schema().to_arrow()))
+    uris = table.file_uris()
+    if not uris:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(*uris)
+
+
+def _normalize_root(table_root: str) -> str:
+    """Absolute local path (both Spark and delta-rs accept it) or the URI unchanged, no trailing slash."""
+    if "://" in table_root:
+        return table_root.rstrip("/")
+    return str(Path(table_root).expanduser().resolve())
+
+
+def _check_target(table: DeltaTable, arrow_schema: pa.Schema, mode: str) -> None:
+    """Refuse commits delta-rs would accept but that would corrupt the table."""
+    if table.metadata().partition_columns:
+        raise ValueError(f"{table.table_uri} is partitioned: commit_spark_parquet writes unpartitioned files")
+    if mode == "overwrite":
+        return
+    # delta-rs appends files of any schema without complaint; the log would then lie about them.
+    table_schema = json.loads(table.schema().to_json())
+    new_schema = json.loads(Schema.from_arrow(arrow_schema).to_json())
+    if _without_nullability(table_schema) != _without_nullability(new_schema):
+        raise ValueError(f"cannot append {new_schema} to {table.table_uri} with schema {table_schema}")
+    nullable = {f["name"] for f in new_schema["fields"] if f["nullable"]}
+    required = [f["name"] for f in table_schema["fields"] if not f["nullable"] and f["name"] in nullable]
+    if required:
+        raise ValueError(f"{required} are NOT NULL in {table.table_uri} but nullable in the DataFrame")
+
+
+def _without_nullability(schema_json: Any) -> Any:
+    """A Delta schema JSON with every nullability flag dropped and field metadata ignored."""
+    if isinstance(schema_json, dict):
+        return {
+            key: _without_nullability(value)
+            for key, value in schema_json.items()
+            if key not in ("nullable", "containsNull", "valueContainsNull", "metadata")
+        }
+    if isinstance(schema_json, list):
+        return [_without_nullability(item) for item in schema_json]
+    return schema_json
+
+
+def _leaves(schema: StructType, parent: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], DataType]]:
+    """Every non-struct column with its path: Delta stats nest struct fields but not arrays or maps."""
+    leaves: list[tuple[tuple[str, ...], DataType]] = []
+    for struct_field in schema.fields:
+        path = (*parent, struct_field.name)
+        if isinstance(struct_field.dataType, StructType):
+            leaves.extend(_leaves(struct_field.dataType, path))
+        else:
+            leaves.append((path, struct_field.dataType))
+    return leaves
+
+
+def _column(path: tuple[str, ...]) -> Column:
+    """Column for a (possibly nested) path, quoting names that contain dots or backticks."""
+    return F.col(".".join("`" + part.replace("`", "``") + "`" for part in path))
+
+
+def _add_actions(spark: SparkSession, schema: StructType, root: str, staging: str) -> list[AddAction]:
+    """AddActions for the Parquet files Spark wrote, stats from one Spark aggregate grouped by file.
+
+    Rows are never collected: only one result row per file comes back to the driver. Files without
+    rows (Spark writes one for an empty DataFrame) get no row and are not committed.
+    """
+    leaves = _leaves(schema)
+    aggregates: list[Column] = [F.count(F.lit(1)).alias("numRecords")]
+    for index, (path, data_type) in enumerate(leaves):
+        column = _column(path)
+        aggregates.append(F.count_if(column.isNull()).alias(f"nulls{index}"))
+        if isinstance(data_type, TimestampType):
+            aggregates += [F.min(F.unix_micros(column)).alias(f"min{index}")]
+            aggregates += [F.max(F.unix_micros(column)).alias(f"max{index}")]
+        elif isinstance(data_type, _MIN_MAX_TYPES):
+            aggregates += [F.min(column).alias(f"min{index}"), F.max(column).alias(f"max{index}")]
+    files = (
+        spark.read.schema(schema)
+        .parquet(f"{root}/{staging}")
+        .groupBy(
+            F.col("_metadata.file_path").alias("path"),
+            F.col("_metadata.file_size").alias("size"),
+            F.unix_millis(F.col("_metadata.file_modification_time")).alias("mtime"),
+        )
+        .agg(*aggregates)
+        .collect()
+    )
+    actions = []
+    for row in files:
+        values = row.asDict()
+        stats: dict[str, Any] = {"numRecords": values["numRecords"], "minValues": {}, "maxValues": {}}
+        stats["nullCount"] = {}
+        for index, (path, data_type) in enumerate(leaves):
+            _put(stats["nullCount"], path, values[f"nulls{index}"])
+            if values.get(f"min{index}") is not None:
+                _put(stats["minValues"], path, _stat_value(values[f"min{index}"], data_type, upper=False))
+                _put(stats["maxValues"], path, _stat_value(values[f"max{index}"], data_type, upper=True))
+        actions.append(
+            AddAction(
+                path=f"{staging}/{values['path'].rsplit(f'/{staging}/', 1)[1]}",
+                size=values["size"],
+                partition_values={},
+                modification_time=values["mtime"],
+                data_change=True,
+                stats=json.dumps(_prune(stats), allow_nan=False),
+            )
+        )
+    return actions
+
+
+def _stat_value(value: Any, data_type: DataType, *, upper: bool) -> Any:
+    """JSON form of a min/max; None (left out) when JSON cannot hold it exactly enough to be a bound.
+
+    Timestamps arrive as epoch microseconds and are written at millisecond precision like delta-spark,
+    rounded outwards so the bound still holds.
+    """
+    if isinstance(data_type, TimestampType):
+        millis = -(-value // 1000) if upper else value // 1000
+        moment = _EPOCH + timedelta(milliseconds=millis)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    if isinstance(data_type, DateType):
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Set a nested stats value (Delta nests struct fields); None values are skipped."""
+    if value is None:
+        return
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    target[path[-1]] = value
+
+
+def _prune(stats: dict[str, Any]) -> dict[str, Any]:
+    """Drop empty stats sections so readers see no stats rather than misleading empty ones."""
+    return {key: value for key, value in stats.items() if value != {}}
+
+
+def _committed_version(root: str, staging: str, *, since: int) -> int:
+    """The version whose commit info names `staging`: concurrent writers may have committed after us."""
+    latest = DeltaTable(root)
+    for commit in latest.history(limit=latest.version() - since):
+        if commit.get(STAGING_KEY) == staging:
+            return int(commit["version"])
+    raise RuntimeError(f"commit of {staging} is not in the history of {root}")

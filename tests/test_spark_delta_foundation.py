@@ -1,0 +1,138 @@
+"""Spark computes and writes Parquet, delta-rs commits it: the Delta Lake foundation, end to end, no mocks."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta
+from lakehouse.spark import has_delta_spark
+
+pytestmark = pytest.mark.spark
+
+ROWS = 10_000
+
+
+def _partitions(spark: SparkSession, start: int = 0) -> DataFrame:
+    """ROWS partition-change-like rows in 3 files with disjoint offset ranges; every 1000th ISR is null."""
+    return spark.range(start, start + ROWS, numPartitions=3).select(
+        F.col("id").alias("offset"),
+        (F.col("id") % 3).cast("int").alias("leader"),
+        F.when(F.col("id") % 1000 == 999, F.lit(None))
+        .otherwise(F.array((F.col("id") % 3).cast("int"), ((F.col("id") + 1) % 3).cast("int")))
+        .alias("isr"),
+    )
+
+
+def _log_entries(root: Path, version: int) -> list[dict]:
+    """The actions of one commit, straight from the JSON log (what any Delta reader sees)."""
+    log = root / "_delta_log" / f"{version:020d}.json"
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_spark_writes_parquet_and_delta_rs_commits_it(spark: SparkSession, tmp_path: Path) -> None:
+    root = tmp_path / "partitions"
+
+    version = commit_spark_parquet(_partitions(spark), str(root), mode="append")
+
+    assert version == 0
+    entries = _log_entries(root, 0)
+    adds = [entry["add"] for entry in entries if "add" in entry]
+    assert len(adds) == 3
+    commit_info = next(entry["commitInfo"] for entry in entries if "commitInfo" in entry)
+    staging = commit_info[STAGING_KEY]
+    assert staging.startswith("part-")
+    for add in adds:
+        assert add["path"].startswith(f"{staging}/") and add["path"].endswith(".parquet")
+        assert add["size"] == (root / add["path"]).stat().st_size
+        assert add["partitionValues"] == {} and add["dataChange"] is True
+    stats = sorted((json.loads(add["stats"]) for add in adds), key=lambda s: s["minValues"]["offset"])
+    assert sum(s["numRecords"] for s in stats) == ROWS
+    assert stats[0]["minValues"] == {"offset": 0, "leader": 0}
+    assert stats[-1]["maxValues"] == {"offset": ROWS - 1, "leader": 2}
+    assert sum(s["nullCount"]["isr"] for s in stats) == ROWS // 1000
+    assert all(s["nullCount"]["offset"] == 0 for s in stats)
+
+    table = DeltaTable(str(root))
+    protocol = table.protocol()
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2)
+    # The stats are valid for delta-rs: a predicate on offset prunes to the one file holding it.
+    assert len(table.file_uris(file_pruning_predicate="offset >= 9990")) == 1
+
+    arrow_rows = table.to_pyarrow_table().sort_by("offset").to_pylist()
+    assert len(arrow_rows) == ROWS
+    assert arrow_rows[4242] == {"offset": 4242, "leader": 0, "isr": [0, 1]}
+    assert arrow_rows[999] == {"offset": 999, "leader": 0, "isr": None}
+
+    spark_rows = [row.asDict() for row in read_delta(spark, str(root)).orderBy("offset").collect()]
+    assert spark_rows == arrow_rows
+
+
+def test_append_overwrite_and_time_travel(spark: SparkSession, tmp_path: Path) -> None:
+    root = str(tmp_path / "partitions")
+    assert commit_spark_parquet(_partitions(spark), root, mode="append") == 0
+    assert commit_spark_parquet(_partitions(spark, start=ROWS), root, mode="append") == 1
+    assert read_delta(spark, root).count() == 2 * ROWS
+
+    assert commit_spark_parquet(_partitions(spark).limit(5), root, mode="overwrite") == 2
+    assert sorted(row.offset for row in read_delta(spark, root).collect()) == [0, 1, 2, 3, 4]
+    assert read_delta(spark, root, version=1).count() == 2 * ROWS
+    assert read_delta(spark, root, version=0).agg(F.max("offset")).first()[0] == ROWS - 1
+
+    assert commit_spark_parquet(_partitions(spark).limit(0), root, mode="overwrite") == 3
+    assert read_delta(spark, root).count() == 0
+    assert read_delta(spark, root).columns == ["offset", "leader", "isr"]
+
+
+def test_append_with_another_schema_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    root = str(tmp_path / "partitions")
+    commit_spark_parquet(_partitions(spark), root, mode="append")
+    renamed = _partitions(spark).withColumnRenamed("leader", "leader_id")
+    with pytest.raises(ValueError, match="cannot append"):
+        commit_spark_parquet(renamed, root, mode="append")
+    assert DeltaTable(root).version() == 0
+
+
+def test_timestamp_and_struct_stats_are_valid_bounds(spark: SparkSession, tmp_path: Path) -> None:
+    root = tmp_path / "events"
+    events = spark.createDataFrame(
+        [
+            (1, datetime(2024, 5, 1, 12, 0, 0, 123_456, tzinfo=UTC), ("broker", 7)),
+            (2, datetime(2024, 5, 1, 12, 0, 1, 999_999, tzinfo=UTC), ("broker", None)),
+        ],
+        "offset long, appended_at timestamp, source struct<kind: string, id: int>",
+    ).coalesce(1)
+
+    commit_spark_parquet(events, str(root), mode="append")
+
+    (add,) = [entry["add"] for entry in _log_entries(root, 0) if "add" in entry]
+    stats = json.loads(add["stats"])
+    # Millisecond precision like delta-spark, rounded outwards so the bounds still hold.
+    assert stats["minValues"]["appended_at"] == "2024-05-01T12:00:00.123Z"
+    assert stats["maxValues"]["appended_at"] == "2024-05-01T12:00:02.000Z"
+    assert stats["minValues"]["source"] == {"kind": "broker", "id": 7}
+    assert stats["nullCount"]["source"] == {"kind": 0, "id": 1}
+    table = DeltaTable(str(root))
+    assert table.file_uris(file_pruning_predicate="appended_at > '2024-05-01T12:00:03Z'") == []
+    rows = read_delta(spark, str(root)).orderBy("offset").collect()
+    # PySpark gives naive datetimes in the Python process's local time zone.
+    assert rows[1].appended_at.astimezone(UTC) == datetime(2024, 5, 1, 12, 0, 1, 999_999, tzinfo=UTC)
+    assert rows[1].source.id is None
+
+
+def test_embedded_default_has_no_delta_spark(spark: SparkSession) -> None:
+    assert has_delta_spark(spark) is False
+
+
+def test_session_defaults(spark: SparkSession) -> None:
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
+    assert spark.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
+    assert spark.sparkContext.master == "local[2]"
