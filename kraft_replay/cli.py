@@ -104,8 +104,8 @@ def _table_lines(entries: Iterator[LogEntry]) -> Iterator[str]:
 def dump(
     source: Annotated[Path, typer.Argument(help="A segment, snapshot, __cluster_metadata-0 or data "
                                                 "directory, kafka-dump-log text, JSON lines or Avro file.")],
-    fmt: Annotated[DumpFormat, typer.Option("--format", help="jsonl: one Kafka-JSON line per "
-                                                             "record; table: for people.")] = DumpFormat.jsonl,
+    fmt: Annotated[DumpFormat, typer.Option(
+        "--format", help="jsonl: one Kafka-JSON line per record; table: for people.")] = DumpFormat.jsonl,
     input_format: Annotated[str | None, typer.Option(
         "--input-format", help=f"Skip auto-detection: one of {', '.join(FORMATS)}.")] = None,
     skip_corrupt: Annotated[bool, typer.Option(
@@ -160,7 +160,7 @@ def schemas(
                                                                           m.api_key or 0, m.name)):
                 key = str(message.api_key) if message.api_key is not None else f"ctl {message.control_type}"
                 typer.echo(f"{message.name:<34} {message.json_type_name:<36} {key:>7} "
-                           f"{str(message.valid_versions):<8} {schema_id(message.name)}")
+                           f"{message.valid_versions!s:<8} {schema_id(message.name)}")
             return
         name = _resolve_type(record_type)
         if version is None:

@@ -112,7 +112,8 @@ def test_control_flag_must_match() -> None:
 def test_make_record_checks_values() -> None:
     with pytest.raises(RecordValidationError) as info:
         make_record("FenceBrokerRecord", 0, id=2**40, epoch=1)
-    assert str(info.value) == "FenceBrokerRecord v0: field id: expected int32 in -2147483648..2147483647, got 1099511627776"
+    assert str(info.value) == ("FenceBrokerRecord v0: field id: expected int32 in "
+                               "-2147483648..2147483647, got 1099511627776")
 
 
 # --- newer than the definitions: kept, flagged, never dropped --------------------------------
