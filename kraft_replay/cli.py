@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from records.avro_codec import schema_id, schema_text
+from records.avro_codec import schema_id, schema_text, write_container
 from records.avro_schema import ENVELOPE_NAME, record_schema, schema_json
 from records.definitions import by_json_type_name, definitions
 from records.errors import RecordsError
@@ -126,6 +126,33 @@ def dump(
         out.flush()
         for note in report.notes:
             typer.secho(f"note: {note}", err=True, fg=typer.colors.YELLOW)
+
+    guarded(run)
+
+
+@app.command(epilog="Examples:\n\n"
+             "  kraft-replay export /var/lib/kafka/data/__cluster_metadata-0 --out metadata.avro\n\n"
+             "  kraft-replay dump metadata.avro --format table")
+def export(
+    source: Annotated[Path, typer.Argument(help="Any input `dump` reads.")],
+    out: Annotated[Path, typer.Option(help="The Avro object container file to write.")],
+    codec: Annotated[str, typer.Option(help="Avro block codec: null, deflate, snappy or zstandard.")]
+    = "deflate",
+    skip_corrupt: Annotated[bool, typer.Option(
+        "--skip-corrupt", help="Skip damaged batches (each one is listed) instead of stopping.")] = False,
+    cluster_id: Annotated[str | None, typer.Option(help="Cluster id when meta.properties is absent.")] = None,
+) -> None:
+    """Write every record of SOURCE to an Avro container file (schema MetadataLogEntry) for bulk import."""
+
+    def run() -> None:
+        report = ReadReport()
+        entries = read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id), report)
+        partial = out.with_name(out.name + ".partial")
+        count = write_container(partial, entries, codec=codec)
+        partial.replace(out)  # never leave a half-written file under the final name
+        for note in report.notes:
+            typer.secho(f"note: {note}", err=True, fg=typer.colors.YELLOW)
+        typer.echo(f"wrote {count} records to {out}")
 
     guarded(run)
 

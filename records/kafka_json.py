@@ -119,6 +119,8 @@ def make_record(type_name: str, version: int, /, **fields: Any) -> MetadataRecor
     message = definitions().get(type_name)
     if message is None:
         raise RecordValidationError(f"unknown record type {type_name!r}")
+    if message.is_control:
+        fields.setdefault("version", version)  # a control record carries its version in its body too
     try:
         check_version(message, version)
         data = convert_struct(message.body, version, fields, "", model_leaf, require_all=False)

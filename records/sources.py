@@ -16,9 +16,9 @@ from pathlib import Path
 
 from records import dumplog, log_dir
 from records.avro_codec import read_container
-from records.batch import BatchIssue, iter_batches
+from records.batch import BatchIssue, RecordBatch, iter_batches
 from records.decode import entries_from_batch
-from records.errors import RecordsError
+from records.errors import CorruptBatchError, RecordsError
 from records.jsonl import read_jsonl_file
 from records.model import LogEntry
 
@@ -79,12 +79,37 @@ def detect_format(path: Path) -> str:
         "Avro container file)")
 
 
+@dataclass
+class _OffsetGuard:
+    """Offsets only grow in a log; the base offset is outside the CRC, so a flipped bit there is
+    only caught by this check (Kafka's DumpLogSegments reports the same as non-consecutive offsets)."""
+
+    next_offset: int = 0
+
+    def admit(self, batch: RecordBatch, options: ReadOptions, report: ReadReport) -> bool:
+        if batch.base_offset >= self.next_offset:
+            self.next_offset = batch.last_offset + 1
+            return True
+        error = CorruptBatchError(
+            f"base offset {batch.base_offset} goes backwards (expected at least {self.next_offset}); "
+            "offsets in a log only grow", source=batch.source, position=batch.position,
+            base_offset=batch.base_offset)
+        if not options.skip_corrupt:
+            raise error
+        report.add_issue(BatchIssue("skipped-corrupt", batch.source, batch.position, batch.base_offset,
+                                    str(error), error))
+        return False
+
+
 def _read_batches_file(path: Path, options: ReadOptions, report: ReadReport, *,
-                       is_last_segment: bool, cluster_id: str | None) -> Iterator[LogEntry]:
+                       is_last_segment: bool, cluster_id: str | None,
+                       guard: _OffsetGuard | None = None) -> Iterator[LogEntry]:
+    guard = guard or _OffsetGuard()
     with path.open("rb") as stream:
         for batch in iter_batches(stream, source=str(path), is_last_segment=is_last_segment,
                                   skip_corrupt=options.skip_corrupt, on_issue=report.add_issue):
-            yield from entries_from_batch(batch, cluster_id=cluster_id)
+            if guard.admit(batch, options, report):
+                yield from entries_from_batch(batch, cluster_id=cluster_id)
 
 
 def _read_directory(path: Path, options: ReadOptions, report: ReadReport) -> Iterator[LogEntry]:
@@ -104,9 +129,10 @@ def _read_directory(path: Path, options: ReadOptions, report: ReadReport) -> Ite
         raise RecordsError(f"{path}: no log segments (*.log) found; expected a "
                            "__cluster_metadata-0 directory or the Kafka data directory holding it")
     last = len(layout.segments) - 1
+    guard = _OffsetGuard()
     for index, segment in enumerate(layout.segments):
         yield from _read_batches_file(segment.path, options, report, is_last_segment=index == last,
-                                      cluster_id=cluster_id)
+                                      cluster_id=cluster_id, guard=guard)
 
 
 def read_entries(path: Path, options: ReadOptions | None = None,

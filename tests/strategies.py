@@ -53,7 +53,11 @@ def struct_values(sdef: StructDef, version: int, flexible: bool) -> st.SearchStr
 
 
 def record_data(message: MessageDef, version: int) -> st.SearchStrategy[dict[str, Any]]:
-    return struct_values(message.body, version, message.is_flexible(version))
+    values = struct_values(message.body, version, message.is_flexible(version))
+    if message.is_control:
+        # A raft control record starts with its own Version field: the record's version.
+        values = values.map(lambda data: data | {"version": version})
+    return values
 
 
 def all_type_versions() -> list[tuple[str, int]]:
