@@ -231,6 +231,15 @@ def demo() -> None:
     guarded(run)
 
 
+def _register_commands() -> None:
+    from kraft_replay.simulate_command import SIMULATE_EPILOG, simulate
+
+    app.command(epilog=SIMULATE_EPILOG)(simulate)
+
+
+_register_commands()
+
+
 def main() -> None:
     app()
 

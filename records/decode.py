@@ -8,6 +8,7 @@ cannot be read is kept as raw bytes with the reason.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -15,17 +16,36 @@ from records.definitions import MessageDef, by_api_key, by_control_type
 from records.kafka_codec import (
     METADATA_FRAME_VERSION,
     DecodeError,
+    Reader,
+    body_reader,
     decode_body,
     read_control_key,
     read_control_version,
     read_metadata_header,
 )
-from records.model import LogEntry, MetadataRecord, RawRecord, ReadMode
+from records.model import LogEntry, LogEntryTwin, MetadataRecord, MetadataRecordTwin, RawRecord, ReadMode
 
 if TYPE_CHECKING:
     from records.batch import RecordBatch
 
 Decoded = tuple[MetadataRecord | RawRecord, ReadMode, tuple[str, ...]]
+# How to read a metadata value, by its first three bytes (frame 1, one-byte api key and version: every
+# value Kafka writes today): type name, version read, body reader, read mode and notes. Filled by the
+# checked path the first time a header is seen, so the fast path only ever repeats what it decided.
+Plan = tuple[str, int, Reader, ReadMode, tuple[str, ...]]
+_PLANS: dict[bytes, Plan] = {}
+_FAST_ERRORS = (DecodeError, IndexError, struct.error)
+
+
+def _plan(message: MessageDef, version: int) -> Plan:
+    """What :func:`_decode_known` does for this version when the bytes fit it."""
+    if version in message.valid_versions:
+        return message.name, version, body_reader(message, version), ReadMode.EXACT, ()
+    newest = message.versions[-1]
+    note = (f"{message.name} v{version} is newer than the known versions "
+            f"{message.valid_versions}; read with the v{newest} layout, which consumed every byte")
+    return (message.name, newest, body_reader(message, newest), ReadMode.BEST_EFFORT,
+            (note, f"original version {version}"))
 
 
 def _decode_known(message: MessageDef, version: int, value: bytes, start: int,
@@ -52,6 +72,23 @@ def _decode_known(message: MessageDef, version: int, value: bytes, start: int,
 
 def decode_metadata_value(value: bytes) -> Decoded:
     """A metadata record value: frame version, api key, version, body."""
+    plan = _PLANS.get(value[:3])
+    if plan is not None:
+        name, read_version, reader, mode, notes = plan
+        try:
+            data, end = reader(value, 3)
+        except _FAST_ERRORS:
+            pass  # the checked path below says what is wrong
+        else:
+            if end == len(value):
+                record = MetadataRecordTwin(name, read_version, data)
+                record.__class__ = MetadataRecord
+                return record, mode, notes
+    return _decode_metadata_value_checked(value)
+
+
+def _decode_metadata_value_checked(value: bytes) -> Decoded:
+    """:func:`decode_metadata_value` step by step; remembers the plan for one-byte headers."""
     try:
         frame, api_key, version, start = read_metadata_header(value)
     except DecodeError as exc:
@@ -64,6 +101,8 @@ def decode_metadata_value(value: bytes) -> Decoded:
     if message is None:
         reason = f"unknown metadata record api key {api_key} (version {version})"
         return RawRecord(api_key, None, version, value, reason), ReadMode.RAW, (reason,)
+    if start == 3 and len(_PLANS) < 4096:  # bounded: hostile input could invent many headers
+        _PLANS[bytes(value[:3])] = _plan(message, version)
     return _decode_known(message, version, value, start, api_key, None)
 
 
@@ -89,21 +128,45 @@ def decode_control_value(key: bytes | None, value: bytes | None) -> Decoded:
 
 def entries_from_batch(batch: RecordBatch, cluster_id: str | None = None,
                        source: str | None = None) -> Iterator[LogEntry]:
-    """The log entries of one record batch, with their place in the log."""
-    for rec in batch.records:
-        if batch.is_control:
+    """The log entries of one record batch, with their place in the log.
+
+    The hot loop of a full read: the per-batch values are hoisted, the fast path of
+    :func:`decode_metadata_value` is inlined, and entries are built through their unfrozen twin.
+    """
+    base_offset = batch.base_offset
+    leader_epoch = batch.partition_leader_epoch
+    position = batch.position
+    source = source if source is not None else batch.source
+    twin, frozen = LogEntryTwin, LogEntry
+    if batch.is_control:
+        for rec in batch.records:
             record, mode, notes = decode_control_value(rec.key, rec.value)
+            entry = twin(rec.offset, record, base_offset, leader_epoch, rec.timestamp, cluster_id, mode,
+                         source, position, notes)
+            entry.__class__ = frozen
+            yield entry
+        return
+    plans = _PLANS
+    record_twin, record_frozen = MetadataRecordTwin, MetadataRecord
+    for rec in batch.records:
+        value = rec.value or b""
+        plan = plans.get(value[:3])
+        decoded = None
+        if plan is not None:
+            name, read_version, reader, mode, notes = plan
+            try:
+                data, end = reader(value, 3)
+            except _FAST_ERRORS:
+                pass
+            else:
+                if end == len(value):
+                    decoded = record_twin(name, read_version, data)
+                    decoded.__class__ = record_frozen
+        if decoded is None:
+            record, mode, notes = _decode_metadata_value_checked(value)
         else:
-            record, mode, notes = decode_metadata_value(rec.value or b"")
-        yield LogEntry(
-            offset=rec.offset,
-            record=record,
-            batch_base_offset=batch.base_offset,
-            raft_leader_epoch=batch.partition_leader_epoch,
-            append_time_ms=rec.timestamp,
-            cluster_id=cluster_id,
-            read_mode=mode,
-            source=source if source is not None else batch.source,
-            position=batch.position,
-            notes=notes,
-        )
+            record = decoded
+        entry = twin(rec.offset, record, base_offset, leader_epoch, rec.timestamp, cluster_id, mode, source,
+                     position, notes)
+        entry.__class__ = frozen
+        yield entry

@@ -364,12 +364,285 @@ def _struct_writer(sdef: StructDef, version: int, flexible: bool) -> Writer:
 
 
 # ---------------------------------------------------------------------------------------------
+# generated readers: the fast path
+#
+# The closures above check every read and say exactly what is wrong; a chain of them costs a call per
+# field. For decoding millions of records, each (struct, version) also gets one generated function
+# that reads all plain fields inline (runs of fixed-size fields with one struct.unpack_from, int arrays
+# with one unpack) and builds the dict with a single literal. It checks just enough to never return
+# anything the checked reader would not; on anything unusual it re-reads the struct with the checked
+# reader, so results and error messages are the same as the checked reader's by construction.
+
+
+class _Fallback(Exception):
+    """Internal: the generated reader met something unusual; the checked reader takes over."""
+
+
+# DecodeError is deliberately absent: one raised by a nested reader's own fallback is already the error
+# the checked reader of the enclosing struct would raise.
+_FAST_ERRORS = (_Fallback, IndexError, struct.error, UnicodeDecodeError)
+_FIXED_CODES = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
+                "float64": "d", "bool": "?", "uuid": "16s"}
+_ARRAY_CACHE_MAX = 64  # element counts up to this get a cached Struct; larger ones are built per use
+
+
+def _fast_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """:func:`read_uvarint` for varints of two bytes or more; failures go to the checked reader."""
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise _Fallback
+
+
+def _array_structs(code: str) -> tuple[dict[int, Callable[[bytes, int], tuple[Any, ...]]],
+                                         Callable[[int], Callable[[bytes, int], tuple[Any, ...]]]]:
+    """A cache of ``unpack_from`` for arrays of ``n`` values of ``code``, and the function filling it."""
+    cache: dict[int, Callable[[bytes, int], tuple[Any, ...]]] = {}
+    repeat = code.endswith("s")  # a uuid is "16s": "3" + "16s" would be one 16-byte string, not three
+
+    def make(n: int) -> Callable[[bytes, int], tuple[Any, ...]]:
+        reader = struct.Struct(">" + (code * n if repeat else f"{n}{code}")).unpack_from
+        if n <= _ARRAY_CACHE_MAX:
+            cache[n] = reader
+        return reader
+
+    return cache, make
+
+
+_ARRAY_MAKERS = {code: _array_structs(code) for code in set(_FIXED_CODES.values())}
+
+
+class _Emitter:
+    """Python source for one generated reader, and the constants it refers to."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ns: dict[str, Any] = {"_Fallback": _Fallback, "_FAST_ERRORS": _FAST_ERRORS,
+                                   "uvarint": _fast_uvarint, "_copy_default": _copy_default}
+        self.counter = 0
+
+    def const(self, value: Any) -> str:
+        self.counter += 1
+        name = f"K{self.counter}"
+        self.ns[name] = value
+        return name
+
+    def var(self) -> str:
+        self.counter += 1
+        return f"v{self.counter}"
+
+    def emit(self, indent: int, *lines: str) -> None:
+        self.lines.extend("    " * indent + line for line in lines)
+
+    def uvarint(self, indent: int, target: str) -> None:
+        self.emit(indent, f"{target} = buf[pos]", f"if {target} < 0x80:", "    pos += 1", "else:",
+                  f"    {target}, pos = uvarint(buf, pos)")
+
+    def length(self, indent: int, target: str, flexible: bool, code: str) -> None:
+        """A length prefix: uvarint + 1 when flexible, else a signed int16 (strings) or int32."""
+        if flexible:
+            self.uvarint(indent, target)
+            self.emit(indent, f"{target} -= 1")
+        else:
+            size = 2 if code == "h" else 4
+            self.emit(indent, f"{target}, = {self.const(struct.Struct('>' + code).unpack_from)}(buf, pos)",
+                      f"pos += {size}")
+
+    def null_or(self, indent: int, n: str, target: str, nullable: bool) -> int:
+        """``target = None`` for length -1 when allowed; returns the indent of the non-null branch."""
+        if nullable:
+            self.emit(indent, f"if {n} == -1:", f"    {target} = None", f"elif {n} < -1:",
+                      "    raise _Fallback", "else:")
+        else:
+            self.emit(indent, f"if {n} < 0:", "    raise _Fallback", "else:")
+        return indent + 1
+
+    def blob(self, indent: int, target: str, kind: str, flexible: bool, nullable: bool,
+             limit: str = "len(buf)") -> None:
+        n = self.var()
+        self.length(indent, n, flexible, "h" if kind == "string" else "i")
+        indent = self.null_or(indent, n, target, nullable)
+        self.emit(indent, f"{n} += pos", f"if {n} > {limit}:", "    raise _Fallback")
+        if kind == "string":
+            self.emit(indent, f"{target} = str(buf[pos:{n}], 'utf-8')")
+        else:
+            self.emit(indent, f"{target} = bytes(buf[pos:{n}])")
+        self.emit(indent, f"pos = {n}")
+
+    def field(self, indent: int, target: str, fdef: FieldDef, version: int, flexible: bool,
+              limit: str = "len(buf)") -> None:
+        """Code reading one field into ``target``; ``limit`` is where its bytes must end at the latest.
+
+        Fixed-size reads and single bytes are bounded by the buffer itself (struct.error, IndexError);
+        a tagged field is read inline from the whole value, so its caller checks it ended at its end.
+        """
+        kind = fdef.element_type
+        blob = "string" if kind == "string" else "bytes"
+        if not fdef.is_array:
+            if fdef.struct is not None:
+                reader = self.const(_fast_struct_reader(fdef.struct, version, flexible))
+                self.emit(indent, f"{target}, pos = {reader}(buf, pos)")
+            elif kind in _FIXED_CODES:
+                unpack = self.const(struct.Struct(">" + _FIXED_CODES[kind]).unpack_from)
+                self.emit(indent, f"{target}, = {unpack}(buf, pos)",
+                          f"pos += {struct.calcsize('>' + _FIXED_CODES[kind])}")
+            elif kind in ("string", "bytes", "records"):
+                self.blob(indent, target, blob, flexible, fdef.nullable_in(version), limit)
+            else:
+                raise ValueError(f"unsupported type {kind}")
+            return
+        n = self.var()
+        self.length(indent, n, flexible, "i")
+        indent = self.null_or(indent, n, target, fdef.nullable_in(version))
+        if kind in _FIXED_CODES:  # one unpack for the whole array; uuids come out as bytes too
+            code = _FIXED_CODES[kind]
+            shared_cache, shared_make = _ARRAY_MAKERS[code]
+            cache, make = self.const(shared_cache), self.const(shared_make)
+            unpack, end = self.var(), self.var()
+            self.emit(indent, f"{end} = pos + {struct.calcsize('>' + code)} * {n}", f"if {end} > {limit}:",
+                      "    raise _Fallback", f"if {n}:", f"    {unpack} = {cache}.get({n})",
+                      f"    if {unpack} is None:", f"        {unpack} = {make}({n})",
+                      f"    {target} = list({unpack}(buf, pos))", "else:", f"    {target} = []",
+                      f"pos = {end}")
+        else:
+            self.emit(indent, f"if {n} > {limit} - pos:", "    raise _Fallback")
+            if fdef.struct is not None:
+                element = _fast_struct_reader(fdef.struct, version, flexible)
+            elif kind in ("string", "bytes", "records"):
+                element = _fast_blob_reader(blob, flexible)
+            else:
+                raise ValueError(f"unsupported type {kind}")
+            read, item = self.const(element), self.var()
+            self.emit(indent, f"{target} = []", f"for _ in range({n}):",
+                      f"    {item}, pos = {read}(buf, pos)", f"    {target}.append({item})")
+
+    def compile(self, name: str) -> Reader:
+        exec(compile("\n".join(self.lines), f"<kafka_codec {name}>", "exec"), self.ns)
+        return self.ns["read"]
+
+
+@cache
+def _fast_blob_reader(kind: str, flexible: bool) -> Reader:
+    """An array element that is a string or bytes (never null); raises _Fallback on anything unusual."""
+    out = _Emitter()
+    out.emit(0, "def read(buf, pos):")
+    out.blob(1, "value", kind, flexible, nullable=False)
+    out.emit(1, "return value, pos")
+    return out.compile(f"[]{kind}")
+
+
+def _fast_field_reader(fdef: FieldDef, version: int, flexible: bool) -> Reader:
+    """A tagged field's value, with the checked field reader as the fallback."""
+    out = _Emitter()
+    out.ns["checked"] = _field_reader(fdef, version, flexible)
+    out.emit(0, "def read(buf, pos):", "    start = pos", "    try:")
+    out.field(2, "value", fdef, version, flexible)
+    out.emit(1, "except _FAST_ERRORS:", "    return checked(buf, start)", "return value, pos")
+    return out.compile(f"{fdef.name} v{version}")
+
+
+@cache
+def _fast_struct_reader(sdef: StructDef, version: int, flexible: bool) -> Reader:
+    """The generated reader of a struct; same results and errors as :func:`_struct_reader`."""
+    out = _Emitter()
+    out.ns["checked"] = _struct_reader(sdef, version, flexible)
+    out.emit(0, "def read(buf, pos):", "    start = pos", "    try:")
+    items: list[str] = []  # "'jsonName': variable" of the result dict, in the checked reader's order
+    run: list[tuple[str, str]] = []  # consecutive fixed-size fields: (struct code, variable)
+
+    def flush_run() -> None:
+        if run:
+            layout = struct.Struct(">" + "".join(code for code, _ in run))
+            targets = "".join(f"{target}, " for _, target in run)
+            out.emit(2, f"{targets}= {out.const(layout.unpack_from)}(buf, pos)", f"pos += {layout.size}")
+            run.clear()
+
+    tagged: list[tuple[FieldDef, str]] = []
+    for fdef in sdef.fields_in(version):
+        target = out.var()
+        if flexible and fdef.tagged_in(version):
+            tagged.append((fdef, target))
+            continue
+        items.append(f"{fdef.json_name!r}: {target}")
+        if not fdef.is_array and fdef.struct is None and fdef.type in _FIXED_CODES:
+            run.append((_FIXED_CODES[fdef.type], target))
+        else:
+            flush_run()
+            out.field(2, target, fdef, version, flexible)
+    flush_run()
+    if flexible:
+        for fdef, target in tagged:
+            items.append(f"{fdef.json_name!r}: {target}")
+            default = fdef.default
+            if isinstance(default, list) and not default:
+                out.emit(2, f"{target} = []")
+            elif isinstance(default, list | dict):
+                out.emit(2, f"{target} = _copy_default({out.const(default)})")
+            else:
+                out.emit(2, f"{target} = {out.const(default)}")
+        out.emit(2, "unknown = None")
+        out.uvarint(2, "count")
+        out.emit(2, "for _ in range(count):")
+        out.uvarint(3, "tag")
+        out.uvarint(3, "size")
+        out.emit(3, "end = pos + size", "if end > len(buf):", "    raise _Fallback")
+        keyword = "if"
+        for fdef, target in tagged:
+            assert fdef.tag is not None
+            out.emit(3, f"{keyword} tag == {fdef.tag}:")
+            keyword = "elif"
+            if fdef.struct is None:  # read inline; the check below catches any read past its end
+                out.field(4, target, fdef, version, flexible, limit="end")
+                out.emit(4, "used = pos")
+            else:  # a nested reader bounds itself by its buffer, so it gets only the field's bytes
+                reader = out.const(_fast_field_reader(fdef, version, flexible))
+                out.emit(4, "part = buf if end == len(buf) else buf[:end]",
+                         f"{target}, used = {reader}(part, pos)")
+        unknown = ["if unknown is None:", "    unknown = []", "unknown.append([tag, bytes(buf[pos:end])])",
+                   "used = end"]
+        if tagged:
+            out.emit(3, "else:", *("    " + line for line in unknown))
+        else:
+            out.emit(3, *unknown)
+        out.emit(3, "if used != end:", "    raise _Fallback", "pos = end")
+    out.emit(1, "except _FAST_ERRORS:", "    return checked(buf, start)")
+    out.emit(1, "result = {" + ", ".join(items) + "}")
+    if flexible:
+        out.emit(1, "if unknown:", f"    result[{UNKNOWN_TAGGED!r}] = unknown")
+    out.emit(1, "return result, pos")
+    return out.compile(f"{sdef.name} v{version}")
+
+
+# ---------------------------------------------------------------------------------------------
 # public API
+
+
+_BODY_READERS: dict[tuple[int, int], tuple[MessageDef, Reader]] = {}
+
+
+def body_reader(message: MessageDef, version: int) -> Reader:
+    """The (generated) reader of a message body at ``version``, looked up by identity.
+
+    Keyed by ``id(message)`` because hashing a MessageDef hashes its whole definition tree, which cost
+    more than decoding the record; the entry keeps ``message`` alive, so the id cannot be reused.
+    """
+    hit = _BODY_READERS.get((id(message), version))
+    if hit is None or hit[0] is not message:
+        hit = (message, _fast_struct_reader(message.body, version, message.is_flexible(version)))
+        _BODY_READERS[(id(message), version)] = hit
+    return hit[1]
 
 
 def decode_body(message: MessageDef, version: int, buf: bytes, pos: int = 0) -> tuple[dict[str, Any], int]:
     """Decode one message body at ``version``; returns the data and the position after it."""
-    reader = _struct_reader(message.body, version, message.is_flexible(version))
+    reader = body_reader(message, version)
     try:
         return reader(buf, pos)
     except (IndexError, struct.error) as exc:  # pragma: no cover - guarded above, kept as a net

@@ -1,0 +1,31 @@
+"""A deterministic, seeded simulator of Kafka's KRaft controller: it writes ``__cluster_metadata`` logs
+with Kafka's records, batches and rules, plus the facts (offsets of every injected incident)."""
+
+from simulator.controller import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    ControllerSimulator,
+    Election,
+    SimConfig,
+    SimulationError,
+)
+from simulator.facts import ScenarioFacts
+from simulator.output import write_log
+from simulator.scenarios import SCENARIOS, ScenarioOptions, ScenarioRun, run_scenario
+from simulator.versions import MetadataVersion
+
+__all__ = [
+    "NO_LEADER",
+    "NO_LEADER_CHANGE",
+    "SCENARIOS",
+    "ControllerSimulator",
+    "Election",
+    "MetadataVersion",
+    "ScenarioFacts",
+    "ScenarioOptions",
+    "ScenarioRun",
+    "SimConfig",
+    "SimulationError",
+    "run_scenario",
+    "write_log",
+]

@@ -1,0 +1,466 @@
+"""Named incident stories and a seeded random mix, each streaming its log and recording its facts.
+
+A scenario is a generator over controller operations; :class:`ScenarioRun` drains the simulator after
+every step, so a run of any length keeps only the cluster state in memory. ``run.facts`` fills in as
+the entries are consumed and is complete once the iterator is exhausted.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from records.model import LogEntry
+from simulator.controller import NO_LEADER, UNCLEAN_KEY, ControllerSimulator, SimConfig, SimulationError
+from simulator.facts import ScenarioFacts
+
+Steps = Iterator[None]
+
+
+@dataclass(frozen=True)
+class ScenarioOptions:
+    """Cluster size and switches shared by every scenario."""
+
+    brokers: int = 6
+    topics: int = 3
+    partitions_per_topic: int = 6
+    replication_factor: int = 3
+    events: int = 200
+    seed: int = 0
+    metadata_version: str = "3.9"
+    unclean: bool = False
+    elr: bool = False
+    racks: int = 3
+    max_records_per_batch: int = 10000
+
+    def sim_config(self) -> SimConfig:
+        return SimConfig(metadata_version=self.metadata_version, seed=self.seed, unclean=self.unclean,
+                         elr=self.elr, max_records_per_batch=self.max_records_per_batch)
+
+
+def rack_of(broker_id: int, racks: int) -> str:
+    return f"rack-{(broker_id - 1) % max(racks, 1)}"
+
+
+def setup_cluster(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """Brokers 1..N register (spread over racks) and unfence, then topics topic-0.. are created."""
+    if o.brokers < o.replication_factor:
+        raise SimulationError(f"{o.brokers} brokers cannot host replication factor {o.replication_factor}")
+    for b in range(1, o.brokers + 1):
+        sim.register_broker(b, rack=rack_of(b, o.racks))
+        yield
+    sim.tick(1000)
+    for b in range(1, o.brokers + 1):
+        sim.unfence(b)
+        yield
+    for t in range(o.topics):
+        sim.create_topic(f"topic-{t}", o.partitions_per_topic, o.replication_factor)
+        sim.tick(sim.rng.randint(10, 200))
+        yield
+
+
+def _need(o: ScenarioOptions, brokers: int, scenario: str) -> None:
+    if o.brokers < brokers or o.topics < 1 or o.partitions_per_topic < 1:
+        raise SimulationError(f"scenario {scenario!r} needs at least {brokers} brokers and one topic "
+                              "with a partition")
+
+
+def rolling_restart(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """Every broker in id order: controlled shutdown, fence, new incarnation, unfence, catch up,
+    preferred elections. key["restarts"]: broker, old/new epoch, shutdown/fence/register/unfence offsets."""
+    yield from setup_cluster(sim, o)
+    restarts: list[dict[str, int]] = []
+    for b in sorted(sim.brokers):
+        old = sim.brokers[b].epoch
+        cs = sim.controlled_shutdown(b, complete=False)
+        yield
+        sim.tick(sim.rng.randint(200, 1500))
+        fence = sim.fence(b, reason="controlled-shutdown")
+        yield
+        sim.tick(sim.rng.randint(5000, 15000))
+        new = sim.register_broker(b)
+        yield
+        sim.tick(sim.rng.randint(500, 2000))
+        unfence = sim.unfence(b)
+        sim.catch_up(b)
+        yield
+        sim.preferred_election([b])
+        restarts.append({"broker": b, "old_epoch": old, "new_epoch": new, "shutdown_offset": cs,
+                         "fence_offset": fence, "register_offset": new, "unfence_offset": unfence})
+        yield
+    sim.facts.key["restarts"] = restarts
+
+
+def rack_outage(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """All brokers of rack-1 stop at once and are fenced after the session timeout; later they come
+    back. With racks >= replication factor no partition loses its leader. key: rack, brokers, fence
+    offsets, outage start/end times."""
+    _need(o, 2, "rack-outage")
+    racks = max(o.racks, 2)
+    o = replace(o, racks=racks)
+    yield from setup_cluster(sim, o)
+    rack = "rack-1"
+    down = [b for b in sorted(sim.brokers) if sim.brokers[b].rack == rack]
+    start = sim.now
+    sim.tick(sim.config.session_timeout_ms)
+    fences = {}
+    for b in down:
+        fences[b] = sim.fence(b)
+        yield
+    sim.tick(60_000)
+    for b in down:
+        sim.register_broker(b)
+        yield
+    for b in down:
+        sim.unfence(b)
+        sim.catch_up(b)
+        yield
+    sim.preferred_election()
+    sim.facts.key.update(rack=rack, brokers=down, fence_offsets=fences, outage_start_ms=start,
+                         outage_end_ms=sim.now)
+    yield
+
+
+def lost_last_isr_unclean(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """topic-0 partition 0: followers drop out of the ISR, the last ISR member dies (leader -1), the
+    operator enables unclean election and elects a stale replica (ISR = [leader], RECOVERING), which
+    later recovers. key: topic, partition, shrink/leaderless/unclean/recovered offsets, epochs, leaders."""
+    _need(o, 3, "lost-last-isr-unclean")
+    yield from setup_cluster(sim, o)
+    if sim.cluster_configs.get(UNCLEAN_KEY) == "true":
+        sim.set_cluster_config(UNCLEAN_KEY, "false")  # the story needs a clean-only election first
+        yield
+    topic, pid = "topic-0", 0
+    p = sim.partition(topic, pid)
+    if len(p.replicas) < 2:
+        raise SimulationError("lost-last-isr-unclean needs replication factor >= 2")
+    last = p.leader
+    shrink = sim.alter_isr(topic, pid, [last])
+    yield
+    sim.tick(sim.rng.randint(1000, 5000))
+    fence = sim.crash(last)
+    leaderless = next(f for f in sim.facts.leaderless if f.topic == topic and f.partition == pid)
+    yield
+    sim.tick(30_000)
+    sim.set_topic_config(topic, UNCLEAN_KEY, "true")
+    yield
+    unclean = sim.elect_leaders(topic, pid, unclean=True)
+    elected = sim.facts.unclean_elections[-1]
+    yield
+    sim.tick(sim.rng.randint(2000, 8000))
+    recovered = sim.recover(topic, pid) if sim.mv.leader_recovery else -1
+    yield
+    sim.tick(10_000)
+    sim.register_broker(last)
+    sim.unfence(last)
+    sim.catch_up(last)
+    sim.preferred_election([last])
+    yield
+    sim.facts.key.update(topic=topic, partition=pid, topic_id=p.topic.topic_id_str, last_isr_member=last,
+                         shrink_offset=shrink, fence_offset=fence, leaderless_offset=leaderless.offset,
+                         leaderless_epoch=leaderless.leader_epoch, unclean_offset=unclean,
+                         unclean_leader=elected.leader, unclean_epoch=elected.leader_epoch,
+                         recovered_offset=recovered)
+
+
+def flapping_broker(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """Broker 1 crashes and comes back five times, each time with a new epoch and incarnation.
+    key: broker, epochs (one per incarnation), fence_offsets."""
+    _need(o, 2, "flapping-broker")
+    yield from setup_cluster(sim, o)
+    b = 1
+    epochs = [sim.brokers[b].epoch]
+    fences = []
+    for _ in range(5):
+        fences.append(sim.crash(b))
+        yield
+        sim.tick(sim.rng.randint(1000, 4000))
+        epochs.append(sim.register_broker(b))
+        sim.tick(sim.rng.randint(300, 1200))
+        sim.unfence(b)
+        sim.catch_up(b, limit=sim.rng.randint(0, 3))
+        yield
+        sim.tick(sim.rng.randint(2000, 6000))
+    sim.catch_up(b)
+    sim.preferred_election([b])
+    sim.facts.key.update(broker=b, epochs=epochs, fence_offsets=fences)
+    yield
+
+
+def reassignment_under_failure(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """A: topic-0/0 gains a new replica that dies before catching up; the reassignment is cancelled.
+    B: topic-0/1 moves off its leader, the leader dies mid-move, the move completes on the survivors.
+    key: a_/b_ partition, target, started/cancelled/completed offsets, crashed brokers."""
+    _need(o, o.replication_factor + 2, "reassignment-under-failure")
+    if o.partitions_per_topic < 2:
+        raise SimulationError("reassignment-under-failure needs two partitions per topic")
+    yield from setup_cluster(sim, o)
+    topic = "topic-0"
+    a = sim.partition(topic, 0)
+    newcomer = next(b for b in sorted(sim.active) if b not in a.replicas)
+    a_target = [*a.replicas[:-1], newcomer]
+    a_started = sim.reassign(topic, 0, a_target)
+    yield
+    sim.tick(2000)
+    a_crash = sim.crash(newcomer)
+    yield
+    a_cancelled = sim.cancel_reassignment(topic, 0)
+    yield
+    b = sim.partition(topic, 1)
+    old_leader = b.leader
+    spare = next(x for x in sorted(sim.active) if x not in b.replicas)
+    b_target = [*[r for r in b.replicas if r != old_leader], spare]
+    b_started = sim.reassign(topic, 1, b_target)
+    yield
+    sim.tick(1500)
+    b_crash = sim.crash(old_leader)
+    yield
+    b_completed = sim.expand_isr(topic, 1, [spare])
+    yield
+    for broker in (newcomer, old_leader):
+        sim.tick(5000)
+        sim.register_broker(broker)
+        sim.unfence(broker)
+        sim.catch_up(broker)
+        yield
+    sim.preferred_election()
+    sim.facts.key.update(topic=topic, a_partition=0, a_target=a_target, a_started=a_started,
+                         a_crashed=newcomer, a_crash_offset=a_crash, a_cancelled=a_cancelled,
+                         b_partition=1, b_target=b_target, b_started=b_started, b_crashed=old_leader,
+                         b_crash_offset=b_crash, b_completed=b_completed)
+    yield
+
+
+def controlled_shutdown(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """The broker leading the most partitions shuts down cleanly: the shutdown batch moves every
+    leadership away first, then it is fenced; it restarts later. key: broker, led partitions,
+    shutdown/fence offsets."""
+    _need(o, 2, "controlled-shutdown")
+    yield from setup_cluster(sim, o)
+    led: dict[int, list[tuple[str, int]]] = {}
+    for p in sim.partitions.values():
+        led.setdefault(p.leader, []).append((p.topic.name, p.pid))
+    broker = max(sorted(sim.active), key=lambda b: len(led.get(b, [])))
+    shutdown = sim.controlled_shutdown(broker, complete=False)
+    yield
+    sim.tick(sim.rng.randint(300, 1500))
+    fence = sim.fence(broker, reason="controlled-shutdown")
+    yield
+    sim.tick(20_000)
+    sim.register_broker(broker)
+    sim.unfence(broker)
+    sim.catch_up(broker)
+    sim.preferred_election([broker])
+    sim.facts.key.update(broker=broker, led_partitions=sorted(led.get(broker, [])),
+                         shutdown_offset=shutdown, fence_offset=fence)
+    yield
+
+
+def topic_recreate(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """"orders" is created, deleted and created again under the same name with a new topic id.
+    key: topic, first_id, second_id, created/deleted/recreated offsets."""
+    _need(o, 1, "topic-recreate")
+    yield from setup_cluster(sim, o)
+    name = "orders"
+    rf = min(o.replication_factor, len(sim.active))
+    sim.create_topic(name, o.partitions_per_topic, rf, {"retention.ms": "86400000"})
+    created = sim.facts.topics[-1]
+    yield
+    sim.tick(30_000)
+    deleted = sim.delete_topic(name)
+    yield
+    sim.tick(5_000)
+    sim.create_topic(name, max(1, o.partitions_per_topic // 2), rf)
+    recreated = sim.facts.topics[-1]
+    yield
+    sim.facts.key.update(topic=name, first_id=created.topic_id, second_id=recreated.topic_id,
+                         created_offset=created.offset, deleted_offset=deleted,
+                         recreated_offset=recreated.offset)
+
+
+def aborted_transaction(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """Creating "bulk" needs more records than one batch, so it runs in a metadata transaction; the
+    controller dies after the first batch, the new leader aborts it, and the client's retry commits.
+    key: aborted begin/abort offsets and the aborted topic id (never visible), committed ids/offsets."""
+    if not sim.mv.transactions:
+        raise SimulationError(f"aborted-transaction needs metadata transactions (3.6+), not {sim.mv.name}")
+    yield from setup_cluster(sim, o)
+    partitions = sim.config.max_records_per_batch + 1
+    rf = min(o.replication_factor, len(sim.active))
+    aborted_id = sim.create_topic("bulk", partitions, rf, abort_after_batches=1)
+    aborted = sim.facts.aborted_transactions[-1]
+    yield
+    sim.tick(3000)
+    sim.create_topic("bulk", partitions, rf)
+    committed = sim.facts.transactions[-1]
+    sim.facts.key.update(topic="bulk", aborted_topic_id=aborted_id.hex(),
+                         aborted_begin=aborted.begin_offset, aborted_end=aborted.end_offset,
+                         failover_offset=sim.facts.failovers[-1].offset,
+                         committed_topic_id=sim.topics["bulk"].topic_id_str,
+                         committed_begin=committed.begin_offset, committed_end=committed.end_offset)
+    yield
+
+
+def random_mix(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """``events`` seeded random operations of every kind on top of the initial cluster."""
+    yield from setup_cluster(sim, o)
+    rng = random.Random(o.seed * 7919 + 17)
+    down: dict[int, int] = {}  # broker -> event index when it comes back
+    shrunk: list[int] = []  # partitions with followers outside the ISR (candidates to expand)
+    moving: list[int] = []
+    recreate: list[str] = []
+    counter = 0
+    ops: list[tuple[str, float]] = [
+        ("shrink", 30), ("expand", 30), ("crash", 3), ("restart", 3), ("create", 2), ("add", 1.5),
+        ("delete", 1), ("reassign", 3), ("move-done", 3), ("preferred", 2), ("failover", 0.5),
+        ("recover", 2), ("config", 1), ("unclean", 1), ("big-aborted", 0.2), ("unregister", 0.3),
+    ]
+    names = [n for n, _ in ops]
+    weights = [w for _, w in ops]
+
+    def pick_partition() -> Any:
+        for _ in range(8):
+            key = rng.randrange(sim.next_partition_key)
+            p = sim.partitions.get(key)
+            if p is not None:
+                return p
+        return None
+
+    def min_active() -> int:
+        return o.replication_factor + 1
+
+    for index in range(o.events):
+        sim.tick(rng.randint(20, 400))
+        for b in sorted(b for b, due in down.items() if due <= index):
+            del down[b]
+            sim.register_broker(b)
+            sim.tick(rng.randint(200, 1000))
+            sim.unfence(b)
+            sim.catch_up(b)
+            sim.preferred_election([b])
+            yield
+        op = rng.choices(names, weights)[0]
+        if op == "shrink":
+            p = pick_partition()
+            if p is not None and p.leader != NO_LEADER and len(p.isr) > 1 and not (p.adding or p.removing):
+                follower = rng.choice([r for r in p.isr if r != p.leader])
+                sim.shrink_isr(p.topic.name, p.pid, [follower])
+                shrunk.append(p.key)
+        elif op == "expand" and shrunk:
+            key = shrunk.pop(rng.randrange(len(shrunk)))
+            p = sim.partitions.get(key)
+            if p is not None and p.leader != NO_LEADER:
+                missing = [r for r in p.replicas if r not in p.isr and r in sim.active]
+                if missing:
+                    sim.expand_isr(p.topic.name, p.pid, missing)
+        elif op == "crash" and len(sim.active) > min_active():
+            b = rng.choice(sorted(sim.active))
+            sim.crash(b)
+            down[b] = index + rng.randint(3, 25)
+        elif op == "restart" and len(sim.active) > min_active():
+            b = rng.choice(sorted(sim.active))
+            sim.restart_broker(b, controlled=True, down_ms=rng.randint(3000, 20000))
+        elif op == "create" and len(sim.active) >= o.replication_factor:
+            name = recreate.pop(0) if recreate else f"rt-{counter}"
+            counter += 1
+            configs = {"cleanup.policy": "compact"} if rng.random() < 0.3 else None
+            sim.create_topic(name, rng.randint(1, max(1, 2 * o.partitions_per_topic)),
+                             o.replication_factor, configs)
+        elif op == "add" and sim.topics and len(sim.active) >= o.replication_factor:
+            name = rng.choice(sorted(sim.topics))
+            sim.add_partitions(name, rng.randint(1, 4))
+        elif op == "delete" and len(sim.topics) > 1:
+            name = rng.choice(sorted(sim.topics))
+            sim.delete_topic(name)
+            moving = [k for k in moving if k in sim.partitions]
+            if rng.random() < 0.5:
+                recreate.append(name)
+        elif op == "reassign":
+            p = pick_partition()
+            if p is not None and p.leader != NO_LEADER and not (p.adding or p.removing):
+                spare = [b for b in sorted(sim.active) if b not in p.replicas]
+                if spare and all(r in sim.brokers for r in p.replicas):
+                    target = list(p.replicas)
+                    target[rng.randrange(len(target))] = rng.choice(spare)
+                    sim.reassign(p.topic.name, p.pid, target)
+                    if p.adding or p.removing:
+                        moving.append(p.key)
+        elif op == "move-done" and moving:
+            key = moving.pop(rng.randrange(len(moving)))
+            p = sim.partitions.get(key)
+            if p is not None and (p.adding or p.removing):
+                ready = [r for r in p.adding if r in sim.active]
+                if rng.random() < 0.25 or p.leader == NO_LEADER or len(ready) < len(p.adding):
+                    if [r for r in p.isr if r not in p.adding]:
+                        sim.cancel_reassignment(p.topic.name, p.pid)
+                else:
+                    sim.expand_isr(p.topic.name, p.pid, ready)
+        elif op == "preferred":
+            sim.preferred_election()
+        elif op == "failover":
+            sim.controller_failover()
+        elif op == "recover" and sim.recovering:
+            key = rng.choice(sorted(sim.recovering))
+            p = sim.partitions[key]
+            if p.leader != NO_LEADER:
+                sim.recover(p.topic.name, p.pid)
+        elif op == "config" and sim.topics:
+            name = rng.choice(sorted(sim.topics))
+            sim.set_topic_config(name, "retention.ms", str(rng.randint(1, 168) * 3_600_000))
+        elif op == "unclean" and sim.leaderless:
+            key = rng.choice(sorted(sim.leaderless))
+            p = sim.partitions[key]
+            if any(r in sim.active for r in p.replicas):
+                sim.elect_leaders(p.topic.name, p.pid, unclean=True)
+        elif op == "big-aborted" and sim.mv.transactions and len(sim.facts.aborted_transactions) < 3:
+            name = f"bulk-{counter}"
+            counter += 1
+            partitions = sim.config.max_records_per_batch + 1
+            if len(sim.active) >= o.replication_factor:
+                sim.create_topic(name, partitions, o.replication_factor, abort_after_batches=1)
+        elif op == "unregister":
+            gone = [b for b in sorted(down) if b in sim.brokers]
+            if gone and len(sim.brokers) > o.replication_factor + 2:
+                b = rng.choice(gone)
+                sim.unregister_broker(b)
+                del down[b]
+        yield
+
+
+SCENARIOS: dict[str, Callable[[ControllerSimulator, ScenarioOptions], Steps]] = {
+    "rolling-restart": rolling_restart,
+    "rack-outage": rack_outage,
+    "lost-last-isr-unclean": lost_last_isr_unclean,
+    "flapping-broker": flapping_broker,
+    "reassignment-under-failure": reassignment_under_failure,
+    "controlled-shutdown": controlled_shutdown,
+    "topic-recreate": topic_recreate,
+    "aborted-transaction": aborted_transaction,
+    "random": random_mix,
+}
+
+
+class ScenarioRun:
+    """One scenario over one simulator: iterate :meth:`entries` once; then read :attr:`facts`."""
+
+    def __init__(self, name: str, options: ScenarioOptions | None = None) -> None:
+        if name not in SCENARIOS:
+            raise SimulationError(f"unknown scenario {name!r} (expected one of {', '.join(SCENARIOS)})")
+        self.name = name
+        self.options = options or ScenarioOptions()
+        self.facts = ScenarioFacts(scenario=name, seed=self.options.seed)
+        self.sim = ControllerSimulator(self.options.sim_config(), facts=self.facts)
+
+    def entries(self) -> Iterator[LogEntry]:
+        sim = self.sim
+        yield from sim.drain()
+        for _ in SCENARIOS[self.name](sim, self.options):
+            yield from sim.drain()
+        sim.tick(sim.config.noop_interval_ms)  # the log ends on the controller's heartbeat cadence
+        yield from sim.drain()
+
+
+def run_scenario(name: str, options: ScenarioOptions | None = None) -> ScenarioRun:
+    return ScenarioRun(name, options)
