@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def test_slices_cut_at_batch_boundaries(real_log: Callable[[str], Path]) -> None
     ranges = slice_boundaries(str(segment), 50_000)
     assert len(ranges) == 8
     assert ranges[0][0] == 0 and ranges[-1][1] == segment.stat().st_size == 353439
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
 
 
 def test_many_compressed_segments_and_a_corrupt_batch(spark: SparkSession, tmp_path: Path) -> None:
