@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 
 from records.avro_codec import encode_payload, schema_id
 from records.kafka_json import dumps_compact, struct_to_json
@@ -108,3 +109,14 @@ def to_record_batches(rows: Iterable[dict[str, object]], max_rows: int = 8192) -
             chunk = []
     if chunk:
         yield pa.RecordBatch.from_pylist(chunk, schema=LOG_ROW_SCHEMA)
+
+
+def entries_frame(spark: SparkSession, entries: Iterable[LogEntry], cluster_id: str | None) -> DataFrame:
+    """A small in-memory log as a ``metadata_log``-shaped DataFrame (tests, demos, one-off files).
+
+    Built on the driver, so only for inputs that fit there; segment logs of any size decode on the
+    executors through :mod:`lakehouse.spark_decode`.
+    """
+    table = pa.Table.from_batches(list(to_record_batches(entry_row(e, cluster_id) for e in entries)),
+                                  schema=LOG_ROW_SCHEMA)
+    return spark.createDataFrame(table).where(f"row_kind = '{ROW_KIND_RECORD}'")

@@ -1,0 +1,58 @@
+"""Event states → history intervals ``[valid_from_offset, valid_to_offset)``.
+
+An entity gets one version per visible offset (the records of a transaction become visible
+together, so only the state after the last of them is ever seen); a removal (tombstone row) closes
+the open version and adds none. ``collapse`` merges consecutive versions that do not differ, for
+entities where a record can leave the state unchanged (fencing a fenced broker).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+INTERVAL_COLUMNS = ("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
+                    "cause_offset", "cause_type")
+
+
+def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
+                 tombstone: str = "is_tombstone") -> DataFrame:
+    """``states``: one row per applied event (``visible_offset``, ``visible_time_ms``, ``offset``,
+    ``record_type`` and the entity's state after it) plus tombstone rows (``tombstone`` true)."""
+    last_at_offset = Window.partitionBy(*keyed, "visible_offset").orderBy(F.col("offset").desc())
+    versions = (states.withColumn("_rank", F.row_number().over(last_at_offset))
+                .where(F.col("_rank") == 1).drop("_rank"))
+    by_offset = Window.partitionBy(*keyed).orderBy("visible_offset")
+    versions = (versions
+                .withColumn("valid_to_offset", F.lead("visible_offset").over(by_offset))
+                .withColumn("valid_to_time_ms", F.lead("visible_time_ms").over(by_offset))
+                .where(~F.coalesce(F.col(tombstone), F.lit(False))))
+    return versions.select(
+        *keyed, *value_columns,
+        F.col("visible_offset").alias("valid_from_offset"), "valid_to_offset",
+        F.col("visible_time_ms").alias("valid_from_time_ms"), "valid_to_time_ms",
+        F.col("offset").alias("cause_offset"), F.col("record_type").alias("cause_type"))
+
+
+def collapse(history: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
+             restart: str | None = None) -> DataFrame:
+    """Merge consecutive, touching versions whose values are equal; the merged version keeps the
+    cause of its first part. ``restart``: a boolean column that always starts a new version."""
+    w = Window.partitionBy(*keyed).orderBy("valid_from_offset")
+    values = F.struct(*value_columns)
+    same = ((F.lag(values).over(w) == values)
+            & (F.lag("valid_to_offset").over(w) == F.col("valid_from_offset")))
+    if restart is not None:
+        same = same & ~F.col(restart)
+    grouped = history.withColumn("_new", F.when(F.coalesce(same, F.lit(False)), 0).otherwise(1))
+    grouped = grouped.withColumn("_island", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding,
+                                                                             Window.currentRow)))
+    island = Window.partitionBy(*keyed, "_island").orderBy("valid_from_offset")
+    whole = island.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    merged = (grouped
+              .withColumn("_to", F.last("valid_to_offset").over(whole))
+              .withColumn("_to_time", F.last("valid_to_time_ms").over(whole))
+              .where(F.col("_new") == 1)
+              .withColumn("valid_to_offset", F.col("_to"))
+              .withColumn("valid_to_time_ms", F.col("_to_time")))
+    return merged.drop("_new", "_island", "_to", "_to_time")

@@ -1,0 +1,196 @@
+"""Partitions and topics: Kafka's ``TopicsDelta``/``PartitionRegistration.merge`` as window functions.
+
+Each partition's events (PartitionRecord = create, PartitionChangeRecord = change, the partitions
+of a RemoveTopicRecord = delete) are ordered as Kafka applies them. A *generation* starts at every
+create or delete; inside a create generation each field is the last value a record set (``null``
+arrays, leader ``-2`` and recovery state ``-1`` set nothing), the leader epoch is the created
+epoch plus the number of records that named a leader, the partition epoch the created epoch plus
+the number of changes. Changes Kafka would refuse (unknown partition, removed topic) and
+PartitionRecords of unknown topics are not applied and come out as anomalies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from replay.events import MIGRATING_DIR, UNASSIGNED_DIR, last_non_null, ordered, parsed, running
+
+KEY = ("topic_id", "partition_id")
+ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
+EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type")
+
+
+@dataclass(frozen=True)
+class TopicsResult:
+    topic_events: DataFrame  # valid create/remove events of topics
+    anomalies: DataFrame
+
+
+def topic_events(events: DataFrame) -> TopicsResult:
+    """Topic creations and removals; a removal of a topic id that is not live is refused."""
+    created = parsed(events, "TopicRecord").select(
+        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.name").alias("name"),
+        F.lit("create").alias("kind"))
+    removed = parsed(events, "RemoveTopicRecord").select(
+        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.lit(None).cast("string").alias("name"),
+        F.lit("remove").alias("kind"))
+    both = created.unionByName(removed)
+    w = ordered("cluster_id", "topic_id")
+    with_prev = both.withColumn("prev_kind", F.lag("kind").over(w))
+    # A removal applies only to a live topic: the previous *applied* event is its creation. Two
+    # removals in a row: the second finds the topic gone (lag sees the first removal).
+    valid = (F.col("kind") == "create") | (F.col("prev_kind") == "create")
+    anomalies = with_prev.where(~valid).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.concat(F.lit("RemoveTopicRecord of unknown topic id "), F.col("topic_id")).alias("reason"))
+    return TopicsResult(with_prev.where(valid).drop("prev_kind"), anomalies)
+
+
+def topic_live_intervals(topics: DataFrame) -> DataFrame:
+    """[from, to) positions (visible offset, offset) in which each topic id is live."""
+    w = ordered("cluster_id", "topic_id")
+    return (topics.withColumn("to_visible", F.lead("visible_offset").over(w))
+            .withColumn("to_offset", F.lead("offset").over(w))
+            .where(F.col("kind") == "create")
+            .select("cluster_id", "topic_id", "name", F.col("visible_offset").alias("from_visible"),
+                    F.col("offset").alias("from_offset"), "to_visible", "to_offset"))
+
+
+def _after(v: Column, o: Column, v0: Column, o0: Column) -> Column:
+    """(v, o) comes at or after (v0, o0) in Kafka's apply order."""
+    return (v > v0) | ((v == v0) & (o >= o0))
+
+
+@dataclass(frozen=True)
+class PartitionsResult:
+    states: DataFrame  # one row per applied event: the partition after it
+    anomalies: DataFrame
+
+
+def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
+    """The partition registration after every applied Partition/PartitionChange record."""
+    created = parsed(events, "PartitionRecord").select(
+        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
+        F.lit("create").alias("kind"),
+        F.col("r.replicas").alias("replicas"), F.col("r.isr").alias("isr"),
+        F.coalesce("r.addingReplicas", F.array().cast("array<int>")).alias("adding_replicas"),
+        F.coalesce("r.removingReplicas", F.array().cast("array<int>")).alias("removing_replicas"),
+        F.coalesce("r.eligibleLeaderReplicas", F.array().cast("array<int>")).alias("eligible_leader_replicas"),
+        F.coalesce("r.lastKnownElr", F.array().cast("array<int>")).alias("last_known_elr"),
+        F.col("r.leader").alias("leader"), F.col("r.leaderEpoch").alias("base_leader_epoch"),
+        F.col("r.partitionEpoch").alias("base_partition_epoch"),
+        F.coalesce("r.leaderRecoveryState", F.lit(0)).alias("leader_recovery_state"),
+        # PartitionRegistration: no directories → MIGRATING for every replica.
+        F.when(F.size(F.coalesce("r.directories", F.array())) > 0, F.col("r.directories"))
+        .otherwise(F.array_repeat(F.lit(MIGRATING_DIR), F.size("r.replicas"))).alias("explicit_dirs"))
+    changed = parsed(events, "PartitionChangeRecord").select(
+        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
+        F.lit("change").alias("kind"),
+        F.col("r.replicas").alias("replicas"), F.col("r.isr").alias("isr"),
+        F.col("r.addingReplicas").alias("adding_replicas"), F.col("r.removingReplicas").alias("removing_replicas"),
+        F.col("r.eligibleLeaderReplicas").alias("eligible_leader_replicas"),
+        F.col("r.lastKnownElr").alias("last_known_elr"),
+        # leader -2 (absent from Kafka's JSON) = no change; anything else sets it and bumps the epoch
+        F.when(F.col("r.leader").isNotNull() & (F.col("r.leader") != -2), F.col("r.leader")).alias("leader"),
+        F.lit(None).cast("int").alias("base_leader_epoch"), F.lit(None).cast("int").alias("base_partition_epoch"),
+        F.when(F.col("r.leaderRecoveryState").isNotNull() & (F.col("r.leaderRecoveryState") != -1),
+               F.col("r.leaderRecoveryState")).alias("leader_recovery_state"),
+        F.when(F.size(F.coalesce("r.directories", F.array())) > 0, F.col("r.directories")).alias("explicit_dirs"))
+
+    # PartitionRecords need a live topic (TopicsDelta.getOrCreateTopicDelta throws otherwise).
+    live = topic_live_intervals(topics).alias("t")
+    c = created.alias("c")
+    in_topic = ((F.col("c.topic_id") == F.col("t.topic_id")) & (F.col("c.cluster_id") == F.col("t.cluster_id"))
+                & _after(F.col("c.visible_offset"), F.col("c.offset"), F.col("t.from_visible"), F.col("t.from_offset"))
+                & (F.col("t.to_visible").isNull()
+                   | ~_after(F.col("c.visible_offset"), F.col("c.offset"), F.col("t.to_visible"),
+                             F.col("t.to_offset"))))
+    matched = c.join(live, in_topic, "left").select("c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
+    refused_creates = matched.where(~F.col("topic_live")).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.concat(F.lit("PartitionRecord of unknown topic id "), F.col("topic_id"),
+                 F.lit(" (partition "), F.col("partition_id").cast("string"), F.lit(")")).alias("reason"))
+    creates = matched.where(F.col("topic_live")).drop("topic_live")
+
+    # RemoveTopicRecord deletes every partition ever created under that topic id.
+    removes = topics.where(F.col("kind") == "remove").select("cluster_id", "topic_id", "offset", "visible_offset",
+                                                             "visible_time_ms", "record_type")
+    keys = creates.select("cluster_id", *KEY).distinct()
+    deletes = removes.join(keys, ["cluster_id", "topic_id"]).select(
+        *EVENT_COLUMNS, "topic_id", "partition_id", F.lit("delete").alias("kind"))
+
+    stream = creates.unionByName(changed).unionByName(deletes, allowMissingColumns=True)
+    keyed = ("cluster_id", *KEY)
+    stream = stream.withColumn("generation", F.sum(F.when(F.col("kind") != "change", 1).otherwise(0)).over(
+        running(*keyed)))
+    stream = stream.withColumn("generation_kind", F.first("kind").over(
+        Window.partitionBy(*keyed, "generation").orderBy("visible_offset", "offset")))
+    applied = (F.col("kind") == "create") | ((F.col("kind") == "change") & (F.col("generation_kind") == "create"))
+    refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.concat(F.lit("PartitionChangeRecord of unknown partition "), F.col("topic_id"), F.lit("-"),
+                 F.col("partition_id").cast("string")).alias("reason"))
+    tombstones = stream.where(F.col("kind") == "delete")
+    live_events = stream.where(applied)
+
+    g = running(*keyed, "generation")
+    state = live_events.select(
+        *EVENT_COLUMNS, *KEY, "kind", "generation",
+        *[last_non_null(name, g).alias(name) for name in ARRAYS],
+        last_non_null("leader", g).alias("leader"),
+        (F.first("base_leader_epoch").over(g)
+         + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(g)
+         ).alias("leader_epoch"),
+        (F.first("base_partition_epoch").over(g)
+         + F.sum(F.when(F.col("kind") == "change", 1).otherwise(0)).over(g)).alias("partition_epoch"),
+        last_non_null("leader_recovery_state", g).alias("leader_recovery_state"),
+        F.col("replicas").isNotNull().alias("replicas_set"),
+        "explicit_dirs",
+    )
+    state = _with_directories(state, keyed)
+    invariants = state.where(
+        ((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader")))
+        | (F.size(F.array_except("isr", "replicas")) > 0)
+    ).select("cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
+             F.concat_ws("", F.lit("partition "), F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"),
+                         F.lit(": leader "), F.col("leader").cast("string"), F.lit(" isr "),
+                         F.array_join("isr", ","), F.lit(" replicas "), F.array_join("replicas", ","),
+                         F.lit(" (leader must be in replicas, ISR within replicas)")).alias("reason"))
+    anomalies = refused_creates.unionByName(refused_changes).unionByName(invariants)
+    states = state.unionByName(tombstones.select(*EVENT_COLUMNS, *KEY, "kind", "generation"),
+                               allowMissingColumns=True)
+    return PartitionsResult(states, anomalies)
+
+
+def _with_directories(state: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
+    """Kafka's directory rules: explicit directories win; when only the replicas change, each replica
+    keeps the directory it had while it stayed a replica and a newly added one gets UNASSIGNED
+    (``DirectoryId.createDirectoriesFrom``); empty → MIGRATING for the previous replica count."""
+    w = ordered(*keyed, "generation")
+    state = state.withColumn("prev_replicas", F.lag("replicas").over(w))
+    per_replica = state.select(
+        *keyed, "generation", "visible_offset", "offset", "explicit_dirs", "replicas_set", "prev_replicas",
+        F.posexplode("replicas").alias("pos", "broker"))
+    joined = (F.col("explicit_dirs").isNull() & F.col("replicas_set")
+              & ~F.coalesce(F.array_contains("prev_replicas", F.col("broker")), F.lit(False)))
+    starts = F.col("explicit_dirs").isNotNull() | joined
+    segment = F.sum(F.when(starts, 1).otherwise(0)).over(
+        Window.partitionBy(*keyed, "generation", "broker").orderBy("visible_offset", "offset")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    first_of_segment = Window.partitionBy(*keyed, "generation", "broker", "segment").orderBy("visible_offset", "offset")
+    directory = F.when(F.col("explicit_dirs").isNotNull(),
+                       F.coalesce(F.element_at("explicit_dirs", F.col("pos") + 1), F.lit(UNASSIGNED_DIR))
+                       ).otherwise(F.lit(UNASSIGNED_DIR))
+    dirs = (per_replica.withColumn("segment", segment)
+            .withColumn("directory", F.first(directory).over(first_of_segment))
+            .groupBy(*keyed, "generation", "visible_offset", "offset")
+            .agg(F.transform(F.array_sort(F.collect_list(F.struct("pos", "directory"))),
+                             lambda x: x["directory"]).alias("directories")))
+    state = state.join(dirs, [*keyed, "generation", "visible_offset", "offset"], "left")
+    return state.withColumn("directories", F.when(
+        F.size(F.coalesce("directories", F.array())) > 0, F.col("directories")
+    ).otherwise(F.array_repeat(F.lit(MIGRATING_DIR), F.coalesce(F.size("prev_replicas"), F.lit(0))))
+    ).drop("prev_replicas", "explicit_dirs", "replicas_set")
