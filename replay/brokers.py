@@ -64,19 +64,24 @@ def broker_states(events: DataFrame) -> BrokersResult:
     reg = running(*keyed, "registration")
     stream = stream.withColumn("current_epoch", F.first("epoch").over(reg))
     names_current = (F.col("registration") > 0) & (F.col("epoch") == F.col("current_epoch"))
-    # Unregistered already? An applied unregistration earlier in this registration ends it.
+    # ClusterDelta removes a broker on UnregisterBrokerRecord without checking it (flagged here when
+    # the broker is unknown or the epoch stale); fence, unfence and registration changes go through
+    # getBrokerOrThrow: refused unless the broker is registered and the epoch is its current one.
     before = ordered(*keyed, "registration").rowsBetween(Window.unboundedPreceding, -1)
     stream = stream.withColumn("gone", F.coalesce(F.max(
-        F.when((F.col("kind") == "unregister") & names_current, 1).otherwise(0)).over(before), F.lit(0)) == 1)
-    applies = (F.col("kind") == "register") | (names_current & ~F.col("gone"))
-    refused = stream.where(~applies).select(
-        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.when((F.col("registration") == 0) | F.col("gone"),
-               F.concat(F.lit("unknown broker "), F.col("broker_id").cast("string")))
-        .otherwise(F.concat(F.lit("stale broker epoch "), F.col("epoch").cast("string"),
-                            F.lit(" for broker "), F.col("broker_id").cast("string"),
-                            F.lit(" (current epoch "), F.col("current_epoch").cast("string"), F.lit(")")))
-        .alias("reason"))
+        F.when(F.col("kind") == "unregister", 1).otherwise(0)).over(before), F.lit(0)) == 1)
+    is_unregister = F.col("kind") == "unregister"
+    known = (F.col("registration") > 0) & ~F.col("gone")
+    applies = (F.col("kind") == "register") | (is_unregister & known) | (names_current & ~F.col("gone"))
+    problem = F.when(~known, F.concat(F.lit("unknown broker "), F.col("broker_id").cast("string"))).otherwise(
+        F.concat(F.lit("stale broker epoch "), F.col("epoch").cast("string"), F.lit(" for broker "),
+                 F.col("broker_id").cast("string"), F.lit(" (current epoch "), F.col("current_epoch").cast("string"),
+                 F.lit(")")))
+    flagged = stream.where((F.col("kind") != "register") & ~(names_current & ~F.col("gone")))
+    refused = flagged.select(
+        "cluster_id", "offset", "record_type",
+        F.when(is_unregister, F.lit("invariant")).otherwise(F.lit("refused")).alias("kind"),
+        problem.alias("reason"))
     prev_register_epoch = F.lag("epoch").over(ordered(*keyed))
     registers_only = stream.where(F.col("kind") == "register").withColumn("prev_epoch", prev_register_epoch)
     backwards = registers_only.where(F.col("epoch") < F.col("prev_epoch")).select(

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay.brokers import BROKER_VALUES, broker_states, controller_states, feature_states
-from replay.events import visible
+from replay.events import transaction_anomalies, visible
 from replay.history import collapse, to_intervals
 from replay.partitions import ARRAYS, partition_states, topic_events
 from replay.replicas import replica_history
@@ -46,7 +46,7 @@ def replay(log: DataFrame) -> ReplayResult:
 
     topic_history = to_intervals(
         topics.topic_events.withColumn("is_tombstone", F.col("kind") == "remove"),
-        ("cluster_id", "topic_id"), ("name",))
+        ("cluster_id", "topic_id"), ("name",)).persist()
     names = topic_history.groupBy("cluster_id", "topic_id").agg(F.first("name").alias("topic_name"))
     partition_history = to_intervals(
         partitions.states.withColumn("is_tombstone", F.col("kind") == "delete"),
@@ -69,6 +69,7 @@ def replay(log: DataFrame) -> ReplayResult:
         "controller_history": controller_history,
     }
     tables["replica_history"] = replica_history(partition_history, broker_history)
-    anomalies = topics.anomalies.unionByName(partitions.anomalies).unionByName(brokers.anomalies)
+    anomalies = (transaction_anomalies(log).unionByName(topics.anomalies).unionByName(partitions.anomalies)
+                 .unionByName(brokers.anomalies))
     ordered_tables = {name: df.orderBy(*TABLE_KEYS[name], "valid_from_offset") for name, df in tables.items()}
     return ReplayResult(ordered_tables, anomalies.orderBy("cluster_id", "offset", "kind", "reason"))

@@ -48,23 +48,22 @@ SCHEMAS: dict[str, str] = {
 }
 STATE_TYPES = tuple(SCHEMAS)
 
-# Kafka's DirectoryId constants, as Kafka prints Uuids.
-UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAA"
-MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAg"
+# Kafka's DirectoryId constants (since apache/kafka#14858, before 3.7.0), as Kafka prints Uuids.
+MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid(0, 0)
+UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAQ"  # Uuid(0, 1)
 
 
 def visible(log: DataFrame) -> DataFrame:
     """The log's state records with ``visible_offset``/``visible_time_ms``; aborted and open-transaction
     records are dropped (they never became visible)."""
-    markers = log.where(F.col("record_type").isin(BEGIN, END, ABORT)).select(
-        "offset", "record_type", "append_time_ms")
-    by_offset = Window.orderBy("offset")  # over transaction markers only: a handful of rows
+    markers = transaction_markers(log).where(F.col("effective"))
+    by_offset = Window.partitionBy("cluster_id").orderBy("offset")  # transaction markers only: a handful
     txns = (markers
             .withColumn("close_offset", F.lead("offset").over(by_offset))
             .withColumn("close_type", F.lead("record_type").over(by_offset))
             .withColumn("close_time_ms", F.lead("append_time_ms").over(by_offset))
             .where(F.col("record_type") == BEGIN)
-            .select(F.col("offset").alias("begin_offset"),
+            .select("cluster_id", F.col("offset").alias("begin_offset"),
                     F.when(F.col("close_type").isin(END, ABORT), F.col("close_offset")).alias("close_offset"),
                     F.when(F.col("close_type").isin(END, ABORT), F.col("close_type")).alias("close_type"),
                     F.when(F.col("close_type").isin(END, ABORT), F.col("close_time_ms")).alias("close_time_ms")))
@@ -75,14 +74,34 @@ def visible(log: DataFrame) -> DataFrame:
         "bucket", (F.col("offset") / TXN_BUCKET).cast("long"))
     inside = ((F.col("s.offset") > F.col("t.begin_offset"))
               & (F.col("t.close_offset").isNull() | (F.col("s.offset") < F.col("t.close_offset"))))
-    joined = state.alias("s").join(F.broadcast(spans.alias("t")),
-                                   (F.col("s.bucket") == F.col("t.bucket")) & inside, "left")
+    same_bucket = (F.col("s.cluster_id") == F.col("t.cluster_id")) & (F.col("s.bucket") == F.col("t.bucket"))
+    joined = state.alias("s").join(F.broadcast(spans.alias("t")), same_bucket & inside, "left")
     kept = joined.where(F.col("t.begin_offset").isNull() | (F.col("t.close_type") == END))
     return kept.select(
         "s.*",
         F.coalesce(F.col("t.close_offset"), F.col("s.offset")).alias("visible_offset"),
         F.coalesce(F.col("t.close_time_ms"), F.col("s.append_time_ms")).alias("visible_time_ms"),
     ).drop("bucket")
+
+
+def transaction_markers(log: DataFrame) -> DataFrame:
+    """Begin/End/Abort records and whether each takes effect: like Kafka's MetadataBatchLoader, a
+    Begin inside an open transaction and an End or Abort outside one are faults that change nothing."""
+    markers = log.where(F.col("record_type").isin(BEGIN, END, ABORT)).select(
+        "cluster_id", "offset", "record_type", "append_time_ms")
+    previous = F.lag("record_type").over(Window.partitionBy("cluster_id").orderBy("offset"))
+    # With those faults ignored, markers alternate Begin, close, Begin, close...: a Begin takes effect
+    # when the previous marker is not a Begin; a close when it is.
+    return markers.withColumn("effective", F.when(
+        F.col("record_type") == BEGIN, F.coalesce(previous != BEGIN, F.lit(True))
+    ).otherwise(F.coalesce(previous == BEGIN, F.lit(False))))
+
+
+def transaction_anomalies(log: DataFrame) -> DataFrame:
+    return transaction_markers(log).where(~F.col("effective")).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.when(F.col("record_type") == BEGIN, F.lit("BeginTransactionRecord inside an open transaction"))
+        .otherwise(F.concat(F.col("record_type"), F.lit(" without an open transaction"))).alias("reason"))
 
 
 def parsed(events: DataFrame, record_type: str) -> DataFrame:

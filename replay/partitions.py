@@ -43,6 +43,7 @@ def topic_events(events: DataFrame) -> TopicsResult:
     # A removal applies only to a live topic: the previous *applied* event is its creation. Two
     # removals in a row: the second finds the topic gone (lag sees the first removal).
     valid = (F.col("kind") == "create") | (F.col("prev_kind") == "create")
+    with_prev = with_prev.withColumn("replaces", (F.col("kind") == "create") & (F.col("prev_kind") == "create"))
     anomalies = with_prev.where(~valid).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
         F.concat(F.lit("RemoveTopicRecord of unknown topic id "), F.col("topic_id")).alias("reason"))
@@ -115,9 +116,10 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
                  F.lit(" (partition "), F.col("partition_id").cast("string"), F.lit(")")).alias("reason"))
     creates = matched.where(F.col("topic_live")).drop("topic_live")
 
-    # RemoveTopicRecord deletes every partition ever created under that topic id.
-    removes = topics.where(F.col("kind") == "remove").select("cluster_id", "topic_id", "offset", "visible_offset",
-                                                             "visible_time_ms", "record_type")
+    # RemoveTopicRecord deletes every partition ever created under that topic id; a TopicRecord for a
+    # live topic id replaces the topic with no partitions (TopicsDelta), which deletes them too.
+    removes = topics.where((F.col("kind") == "remove") | F.col("replaces")).select(
+        "cluster_id", "topic_id", "offset", "visible_offset", "visible_time_ms", "record_type")
     keys = creates.select("cluster_id", *KEY).distinct()
     deletes = removes.join(keys, ["cluster_id", "topic_id"]).select(
         *EVENT_COLUMNS, "topic_id", "partition_id", F.lit("delete").alias("kind"))

@@ -37,7 +37,7 @@ from simulator.versions import MetadataVersion
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
-UNASSIGNED_DIR = bytes(16)  # Kafka's DirectoryId.UNASSIGNED
+UNASSIGNED_DIR = bytes(15) + b"\x01"  # Kafka's DirectoryId.UNASSIGNED = Uuid(0, 1) since apache/kafka#14858
 RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
 RESOURCE_BROKER = 4  # ConfigResource.Type.BROKER ("" = cluster default)
 UNCLEAN_KEY = "unclean.leader.election.enable"
