@@ -232,9 +232,15 @@ def demo() -> None:
 
 
 def _register_commands() -> None:
+    from kraft_replay.lake_commands import INGEST_EPILOG, ingest, lake_app
+    from kraft_replay.replay_commands import REPLAY_COMMANDS
     from kraft_replay.simulate_command import SIMULATE_EPILOG, simulate
 
     app.command(epilog=SIMULATE_EPILOG)(simulate)
+    app.command(epilog=INGEST_EPILOG)(ingest)
+    app.add_typer(lake_app, name="lake")
+    for command, epilog in REPLAY_COMMANDS:
+        app.command(epilog=epilog)(command)
 
 
 _register_commands()

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Schema
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -61,17 +61,13 @@ def commit_spark_parquet(
     """
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
-    if not _STAGING_PREFIX.fullmatch(staging_prefix):
-        raise ValueError(f"staging_prefix must match {_STAGING_PREFIX.pattern}, not {staging_prefix!r}")
     root = _normalize_root(table_root)
     arrow_schema = to_arrow_schema(spark_df.schema)
     existing = DeltaTable(root) if DeltaTable.is_deltatable(root) else None
     if existing is not None:
         _check_target(existing, arrow_schema, mode)
 
-    staging = f"{staging_prefix}-{uuid.uuid4().hex}"
-    spark_df.write.mode("errorifexists").parquet(f"{root}/{staging}")
-    actions = _add_actions(spark_df.sparkSession, spark_df.schema, root, staging)
+    staging, actions = stage_spark_parquet(spark_df, root, staging_prefix)
     commit = CommitProperties(custom_metadata={STAGING_KEY: staging})
     if existing is None:
         delta_schema = Schema.from_arrow(arrow_schema)
@@ -79,6 +75,45 @@ def commit_spark_parquet(
         return _committed_version(root, staging, since=-1)
     existing.create_write_transaction(actions, mode=mode, schema=arrow_schema, commit_properties=commit)
     return _committed_version(root, staging, since=existing.version())
+
+
+def stage_spark_parquet(
+    spark_df: DataFrame, table_root: str, staging_prefix: str = "part"
+) -> tuple[str, list[AddAction]]:
+    """Executors write `spark_df` as Parquet under `<table_root>/<prefix>-<uuid>/`; nothing is committed.
+
+    Returns the staging directory (relative to the root) and the AddActions with statistics, for a caller
+    that commits them itself (e.g. with its own conflict handling, see `commit_at_version`). Files of a
+    staging directory that is never committed are invisible to readers and removed by vacuum.
+    """
+    if not _STAGING_PREFIX.fullmatch(staging_prefix):
+        raise ValueError(f"staging_prefix must match {_STAGING_PREFIX.pattern}, not {staging_prefix!r}")
+    root = _normalize_root(table_root)
+    staging = f"{staging_prefix}-{uuid.uuid4().hex}"
+    spark_df.write.mode("errorifexists").parquet(f"{root}/{staging}")
+    return staging, _add_actions(spark_df.sparkSession, spark_df.schema, root, staging)
+
+
+def commit_at_version(
+    table: DeltaTable,
+    actions: list[AddAction | RemoveAction],
+    schema: pa.Schema,
+    custom_metadata: dict[str, str] | None = None,
+) -> int:
+    """Commit `actions` as exactly version `table.version() + 1`, or raise `CommitFailedError`.
+
+    delta-rs's own retries rebase a commit over concurrent ones and accept it whenever the files do not
+    clash, which silently breaks a read-check-write sequence (it even let two commits remove the same
+    file). With retries off, the commit is a put-if-absent of the next log entry: if anybody else
+    committed since `table` was loaded, this fails and the caller must re-read and recompute.
+    """
+    read_version = table.version()
+    metadata = dict(custom_metadata or {})
+    table.create_write_transaction(
+        actions, mode="append", schema=schema,
+        commit_properties=CommitProperties(custom_metadata=metadata, max_commit_retries=0),
+    )
+    return read_version + 1
 
 
 def read_delta(spark: SparkSession, table_root: str, version: int | None = None) -> DataFrame:

@@ -492,12 +492,20 @@ def _parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, b
             if b < 0x80:
                 timestamp_delta = (b >> 1) ^ -(b & 1)
                 i += 2
+            elif buf[i + 2] < 0x80:
+                raw = (b & 0x7F) | (buf[i + 2] << 7)
+                timestamp_delta = (raw >> 1) ^ -(raw & 1)
+                i += 3
             else:
                 timestamp_delta, i = varint(buf, i + 1, 63)
             b = buf[i]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 i += 1
+            elif buf[i + 1] < 0x80:  # offsets 64 to 8191 of big batches
+                raw = (b & 0x7F) | (buf[i + 1] << 7)
+                offset_delta = (raw >> 1) ^ -(raw & 1)
+                i += 2
             else:
                 offset_delta, i = varint(buf, i)
             b = buf[i]

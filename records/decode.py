@@ -72,7 +72,10 @@ def _decode_known(message: MessageDef, version: int, value: bytes, start: int,
 
 def decode_metadata_value(value: bytes) -> Decoded:
     """A metadata record value: frame version, api key, version, body."""
-    plan = _PLANS.get(value[:3])
+    try:
+        plan = _PLANS.get(value[:3])
+    except TypeError:  # an unhashable buffer such as a bytearray: the checked path reads it
+        plan = None
     if plan is not None:
         name, read_version, reader, mode, notes = plan
         try:
@@ -150,7 +153,10 @@ def entries_from_batch(batch: RecordBatch, cluster_id: str | None = None,
     record_twin, record_frozen = MetadataRecordTwin, MetadataRecord
     for rec in batch.records:
         value = rec.value or b""
-        plan = plans.get(value[:3])
+        try:
+            plan = plans.get(value[:3])
+        except TypeError:  # an unhashable buffer such as a bytearray: the checked path reads it
+            plan = None
         decoded = None
         if plan is not None:
             name, read_version, reader, mode, notes = plan

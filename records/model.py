@@ -145,5 +145,4 @@ class LogEntry:
 
 # Fast constructors for the decoders' hot path: ``obj = _Twin(...); obj.__class__ = Cls``.
 MetadataRecordTwin = unfrozen_twin(MetadataRecord)
-RawRecordTwin = unfrozen_twin(RawRecord)
 LogEntryTwin = unfrozen_twin(LogEntry)

@@ -36,6 +36,15 @@ class ReplayResult:
     anomalies: DataFrame
 
 
+def _with_topic_names(partitions: DataFrame, topics: DataFrame) -> DataFrame:
+    """The topic's name when each partition version starts (a TopicRecord can rename a live id)."""
+    p, t = partitions.alias("p"), topics.alias("t")
+    valid = ((F.col("p.cluster_id") == F.col("t.cluster_id")) & (F.col("p.topic_id") == F.col("t.topic_id"))
+             & (F.col("t.valid_from_offset") <= F.col("p.valid_from_offset"))
+             & (F.col("t.valid_to_offset").isNull() | (F.col("t.valid_to_offset") > F.col("p.valid_from_offset"))))
+    return p.join(t, valid, "left").select("p.*", F.col("t.name").alias("topic_name"))
+
+
 def replay(log: DataFrame) -> ReplayResult:
     """Replay ``log`` (rows in the ``metadata_log`` shape, one or more clusters)."""
     # Every table reads the events, and replicas read partitions and brokers: compute each once.
@@ -47,11 +56,9 @@ def replay(log: DataFrame) -> ReplayResult:
     topic_history = to_intervals(
         topics.topic_events.withColumn("is_tombstone", F.col("kind") == "remove"),
         ("cluster_id", "topic_id"), ("name",)).persist()
-    names = topic_history.groupBy("cluster_id", "topic_id").agg(F.first("name").alias("topic_name"))
-    partition_history = to_intervals(
+    partition_history = _with_topic_names(to_intervals(
         partitions.states.withColumn("is_tombstone", F.col("kind") == "delete"),
-        ("cluster_id", "topic_id", "partition_id"), PARTITION_VALUES,
-    ).join(names, ["cluster_id", "topic_id"], "left").persist()
+        ("cluster_id", "topic_id", "partition_id"), PARTITION_VALUES), topic_history).persist()
     broker_history = collapse(
         to_intervals(brokers.states.withColumn("registers", F.col("kind") == "register"),
                      ("cluster_id", "broker_id"), (*BROKER_VALUES, "registers")),

@@ -42,8 +42,9 @@ def topic_events(events: DataFrame) -> TopicsResult:
     with_prev = both.withColumn("prev_kind", F.lag("kind").over(w))
     # A removal applies only to a live topic: the previous *applied* event is its creation. Two
     # removals in a row: the second finds the topic gone (lag sees the first removal).
-    valid = (F.col("kind") == "create") | (F.col("prev_kind") == "create")
-    with_prev = with_prev.withColumn("replaces", (F.col("kind") == "create") & (F.col("prev_kind") == "create"))
+    after_create = F.coalesce(F.col("prev_kind") == "create", F.lit(False))
+    valid = (F.col("kind") == "create") | after_create
+    with_prev = with_prev.withColumn("replaces", (F.col("kind") == "create") & after_create)
     anomalies = with_prev.where(~valid).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
         F.concat(F.lit("RemoveTopicRecord of unknown topic id "), F.col("topic_id")).alias("reason"))
@@ -124,6 +125,18 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
     deletes = removes.join(keys, ["cluster_id", "topic_id"]).select(
         *EVENT_COLUMNS, "topic_id", "partition_id", F.lit("delete").alias("kind"))
 
+    # PartitionRegistration's constructor throws (so Kafka's replay refuses the record) when the
+    # directories it would build do not match the replicas: an empty replica list leaves MIGRATING
+    # directories for the old replicas; an explicit directory list must have one entry per replica.
+    malformed = F.col("replicas").isNotNull() & (
+        ((F.size("replicas") == 0) & F.col("explicit_dirs").isNull())
+        | (F.col("explicit_dirs").isNotNull() & (F.size("explicit_dirs") != F.size("replicas"))))
+    refused_malformed = changed.where(malformed).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.concat(F.lit("PartitionChangeRecord of "), F.col("topic_id"), F.lit("-"),
+                 F.col("partition_id").cast("string"), F.lit(": directories would not match the replicas")
+                 ).alias("reason"))
+    changed = changed.where(~malformed)
     stream = creates.unionByName(changed).unionByName(deletes, allowMissingColumns=True)
     keyed = ("cluster_id", *KEY)
     stream = stream.withColumn("generation", F.sum(F.when(F.col("kind") != "change", 1).otherwise(0)).over(
@@ -153,15 +166,17 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
         "explicit_dirs",
     )
     state = _with_directories(state, keyed)
-    invariants = state.where(
-        ((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader")))
-        | (F.size(F.array_except("isr", "replicas")) > 0)
-    ).select("cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
-             F.concat_ws("", F.lit("partition "), F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"),
-                         F.lit(": leader "), F.col("leader").cast("string"), F.lit(" isr "),
-                         F.array_join("isr", ","), F.lit(" replicas "), F.array_join("replicas", ","),
-                         F.lit(" (leader must be in replicas, ISR within replicas)")).alias("reason"))
-    anomalies = refused_creates.unionByName(refused_changes).unionByName(invariants)
+    where = F.concat_ws("", F.lit("partition "), F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
+    leader_outside = state.where((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader"))).select(
+        "cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
+        F.concat_ws("", where, F.lit(": leader "), F.col("leader").cast("string"), F.lit(" not in replicas ["),
+                    F.array_join("replicas", ", "), F.lit("]")).alias("reason"))
+    isr_outside = state.where(F.size(F.array_except("isr", "replicas")) > 0).select(
+        "cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
+        F.concat_ws("", where, F.lit(": ISR ["), F.array_join("isr", ", "), F.lit("] not within replicas ["),
+                    F.array_join("replicas", ", "), F.lit("]")).alias("reason"))
+    invariants = leader_outside.unionByName(isr_outside)
+    anomalies = refused_creates.unionByName(refused_changes).unionByName(refused_malformed).unionByName(invariants)
     states = state.unionByName(tombstones.select(*EVENT_COLUMNS, *KEY, "kind", "generation"),
                                allowMissingColumns=True)
     return PartitionsResult(states, anomalies)

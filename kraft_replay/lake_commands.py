@@ -1,0 +1,199 @@
+"""`kraft-replay ingest` and `kraft-replay lake …`: the lakehouse commands.
+
+Register with ``app.command(epilog=INGEST_EPILOG)(ingest)`` and ``app.add_typer(lake_app, name="lake")``.
+Run standalone with ``python -m kraft_replay.lake_commands ingest …`` (used by the multi-process tests).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+LAKE_HELP = "Lake root: a directory or an object-store URI [env KRAFT_REPLAY_LAKE; default ./kraft-lake]"
+LakeOption = Annotated[str | None, typer.Option("--lake", envvar="KRAFT_REPLAY_LAKE", help=LAKE_HELP,
+                                                show_default=False)]
+MasterOption = Annotated[str | None, typer.Option("--master", help="Spark master URL (default local[*], or "
+                                                  "$KRAFT_REPLAY_SPARK_MASTER; $SPARK_REMOTE for Spark Connect)")]
+
+INGEST_EPILOG = (
+    "Examples:\n\n"
+    "  kraft-replay ingest /var/lib/kafka/data --lake ./kraft-lake\n\n"
+    "  kraft-replay ingest metadata.jsonl --cluster-id q1w2e3r4t5y6u7i8o9p0\n\n"
+    "  kraft-replay ingest --follow /var/lib/kafka/data/__cluster_metadata-0 --interval 30"
+)
+
+lake_app = typer.Typer(
+    name="lake",
+    help="Inspect and maintain the Delta lake (history, tables, optimize, vacuum).\n\n"
+         "Example: kraft-replay lake history metadata_log --lake ./kraft-lake",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _spark(master: str | None) -> object:
+    from lakehouse.spark import SparkOptions, get_spark
+
+    return get_spark(SparkOptions(master=master))
+
+
+def ingest(
+    source: Annotated[Path, typer.Argument(help="Kafka data dir, __cluster_metadata-0 dir, a .log segment, a "
+                                           ".checkpoint snapshot, JSON lines, kafka-dump-log text or Avro")],
+    lake: LakeOption = None,
+    cluster_id: Annotated[str | None, typer.Option("--cluster-id", help="Cluster id when meta.properties "
+                                                   "does not give one (overrides it)")] = None,
+    skip_corrupt: Annotated[bool, typer.Option("--skip-corrupt", help="Skip damaged batches (each one is "
+                                               "recorded in ingest_rejects) instead of stopping")] = False,
+    follow: Annotated[bool, typer.Option("--follow", help="Keep watching SOURCE (a live log directory) and "
+                                         "ingest new segments and snapshots until SIGINT/SIGTERM")] = False,
+    interval: Annotated[float, typer.Option("--interval", min=0.1, help="Seconds between --follow rounds")] = 10.0,
+    master: MasterOption = None,
+) -> None:
+    """Store a KRaft metadata log in the lake, exactly once (re-ingesting adds nothing)."""
+    from kraft_replay.cli import guarded
+
+    def run() -> None:
+        from lakehouse.follow import follow as follow_log
+        from lakehouse.ingest import IngestOptions, IngestSummary
+        from lakehouse.ingest import ingest as ingest_source
+        from lakehouse.lake import Lake
+
+        target = Lake(lake)
+        options = IngestOptions(cluster_id=cluster_id, skip_corrupt=skip_corrupt)
+        spark = _spark(master)
+        if not follow:
+            summary = ingest_source(spark, target, source, options)  # type: ignore[arg-type]
+            typer.echo("\n".join(summary.lines()))
+            return
+        if not source.is_dir():
+            raise typer.BadParameter("--follow needs a directory (the live __cluster_metadata-0 or its data dir)")
+        stop = threading.Event()
+
+        def request_stop(signum: int, _frame: FrameType | None) -> None:
+            typer.echo(f"{signal.Signals(signum).name}: stopping after the current round", err=True)
+            stop.set()
+
+        previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def report(summary: IngestSummary) -> None:
+            typer.echo("\n".join(summary.lines()), nl=True)
+
+        try:
+            typer.echo(f"following {source} into {target.root} every {interval:g}s (SIGINT/SIGTERM stops)")
+            rounds = follow_log(spark, target, source, options, interval=interval, stop=stop,  # type: ignore[arg-type]
+                                on_round=report)
+            typer.echo(f"stopped after {rounds} ingest round(s)")
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    guarded(run)
+
+
+@lake_app.command("tables", epilog="Example: kraft-replay lake tables --lake ./kraft-lake")
+def tables(lake: LakeOption = None) -> None:
+    """List the lake's tables with their version, file count, rows and size."""
+    from kraft_replay.cli import guarded
+
+    def run() -> None:
+        import pyarrow as pa
+
+        from lakehouse.lake import Lake
+
+        target = Lake(lake)
+        names = target.table_names()
+        if not names:
+            typer.echo(f"no tables in {target.root}")
+            return
+        typer.echo(f"{'table':<16} {'version':>7} {'files':>6} {'rows':>12} {'MB':>9}")
+        for name in names:
+            table = target.delta_table(name)
+            files = pa.table(table.get_add_actions(flatten=True))
+            rows = sum(n or 0 for n in files.column("num_records").to_pylist()) if files.num_rows else 0
+            size = sum(files.column("size_bytes").to_pylist()) if files.num_rows else 0
+            typer.echo(f"{name:<16} {table.version():>7} {files.num_rows:>6} {rows:>12,} {size / 2**20:>9.1f}")
+
+    guarded(run)
+
+
+@lake_app.command("history", epilog="Example: kraft-replay lake history metadata_log --limit 20")
+def history(
+    table: Annotated[str, typer.Argument(help="metadata_log, snapshots, ingest_rejects, avro_schemas, …")],
+    lake: LakeOption = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Newest N versions only")] = None,
+) -> None:
+    """List a table's versions (newest first): time, operation, rows added, ingest id."""
+    from kraft_replay.cli import guarded
+
+    def run() -> None:
+        from lakehouse.lake import Lake, LakeError
+
+        try:
+            entries = Lake(lake).history(table, limit)
+        except LakeError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        typer.echo(f"{'version':>7}  {'timestamp (UTC)':<23}  {'operation':<18} {'rows added':>12}  ingest id")
+        for e in entries:
+            rows = f"{e.rows_added:,}" if e.rows_added is not None else "-"
+            typer.echo(f"{e.version:>7}  {e.timestamp:%Y-%m-%d %H:%M:%S.%f}"[:-3] + "  "
+                       f"{e.operation:<18} {rows:>12}  {e.ingest_id or ''}")
+
+    guarded(run)
+
+
+@lake_app.command("optimize", epilog="Example: kraft-replay lake optimize --lake ./kraft-lake")
+def optimize(
+    lake: LakeOption = None,
+    table: Annotated[list[str] | None, typer.Option("--table", help="Only these tables (repeatable)")] = None,
+    master: MasterOption = None,
+) -> None:
+    """Compact small files (metadata_log and snapshots stay sorted by offset) and checkpoint the Delta log."""
+    from kraft_replay.cli import guarded
+
+    def run() -> None:
+        from lakehouse.lake import Lake
+
+        results = Lake(lake).optimize(_spark(master), table or None)  # type: ignore[arg-type]
+        for name, result in results.items():
+            typer.echo(f"{name}: {result['files_removed']} files compacted into {result['files_added']}")
+
+    guarded(run)
+
+
+@lake_app.command("vacuum", epilog="Example: kraft-replay lake vacuum --retention-hours 336 --dry-run")
+def vacuum(
+    lake: LakeOption = None,
+    retention_hours: Annotated[float, typer.Option("--retention-hours", min=0, help="Keep files older "
+                                                   "versions needed within this many hours")] = 168.0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted")] = False,
+) -> None:
+    """Delete data files no longer referenced within the retention (default 7 days; never current files)."""
+    from kraft_replay.cli import guarded
+
+    def run() -> None:
+        from lakehouse.lake import Lake
+
+        for name, files in Lake(lake).vacuum(retention_hours, dry_run).items():
+            typer.echo(f"{name}: {len(files)} file(s) {'would be ' if dry_run else ''}deleted")
+
+    guarded(run)
+
+
+def standalone_app() -> typer.Typer:
+    """`ingest` and `lake` without the rest of the CLI (for subprocesses and before registration)."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
+    app.command("ingest", epilog=INGEST_EPILOG)(ingest)
+    app.add_typer(lake_app, name="lake")
+    return app
+
+
+if __name__ == "__main__":
+    standalone_app()()

@@ -1,0 +1,94 @@
+"""Continuous archiving: follow a live `__cluster_metadata-0` directory into the lake.
+
+The directory is only read (never locked or written). Each round lists it, and ingests what is new:
+snapshots not seen yet, segments that appeared, and the part of a growing segment after the last complete
+batch already taken (a batch the broker is still appending is left for the next round). Positions live
+in memory only: after a restart the first round re-reads everything and the lake's deduplication keeps it
+exactly once.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lakehouse.ingest import IngestOptions, IngestSummary, SegmentInput, SnapshotInput, SourcePlan, ingest, plan_source
+from lakehouse.lake import Lake
+from records import log_dir
+from records.errors import RecordsError
+
+_PREFIX = struct.Struct(">qi")  # base offset, batch length: the 12 bytes before every batch
+
+
+def complete_end(path: Path, start: int) -> int:
+    """Byte position after the last complete batch at or after `start` (headers only are read)."""
+    size = path.stat().st_size
+    position = start
+    with path.open("rb") as stream:
+        while position + _PREFIX.size <= size:
+            stream.seek(position)
+            _base, length = _PREFIX.unpack(stream.read(_PREFIX.size))
+            if length <= 0 or position + _PREFIX.size + length > size:
+                break
+            position += _PREFIX.size + length
+    return position
+
+
+class Follower:
+    """Incremental state of one followed directory: per segment, the bytes already ingested."""
+
+    def __init__(self, spark: SparkSession, lake: Lake, directory: Path, options: IngestOptions) -> None:
+        self.spark = spark
+        self.lake = lake
+        self.directory = directory
+        self.options = options
+        self.positions: dict[Path, int] = {}
+        self.snapshots_seen: set[Path] = set()
+        self.cluster_id: str | None = options.cluster_id
+
+    def round(self) -> IngestSummary | None:
+        """Ingest whatever is new since the last round; None when nothing changed."""
+        try:
+            layout = log_dir.discover(self.directory)
+        except RecordsError:
+            return None  # nothing there yet (or the directory is being recreated): try again later
+        if self.cluster_id is None:
+            self.cluster_id = layout.cluster_id or plan_source(self.directory, None).cluster_id
+        plan = SourcePlan(self.directory, self.cluster_id)
+        ends: dict[Path, int] = {}
+        for segment in layout.segments:
+            start = self.positions.get(segment.path, 0)
+            end = complete_end(segment.path, start)
+            if end > start:
+                # Ranges end on batch boundaries, so no partial tail is ever read (is_last only tolerates).
+                plan.segments.append(SegmentInput(segment.path, True, start, end))
+                ends[segment.path] = end
+        plan.snapshots = [SnapshotInput(s.path, s.snapshot_end_offset or 0, s.snapshot_epoch or 0)
+                          for s in layout.snapshots if s.path not in self.snapshots_seen]
+        if not plan.segments and not plan.snapshots:
+            return None
+        summary = ingest(self.spark, self.lake, self.directory, self.options, plan=plan)
+        self.positions.update(ends)
+        self.snapshots_seen.update(s.path for s in plan.snapshots)
+        present = {s.path for s in layout.segments}
+        self.positions = {p: v for p, v in self.positions.items() if p in present}  # deleted by retention
+        return summary
+
+
+def follow(spark: SparkSession, lake: Lake, directory: Path, options: IngestOptions, *, interval: float,
+           stop: threading.Event, on_round: Callable[[IngestSummary], None] | None = None) -> int:
+    """Rounds every `interval` seconds until `stop` is set; returns how many rounds ingested something."""
+    follower = Follower(spark, lake, directory, options)
+    rounds = 0
+    while not stop.is_set():
+        summary = follower.round()
+        if summary is not None:
+            rounds += 1
+            if on_round is not None:
+                on_round(summary)
+        stop.wait(interval)
+    return rounds

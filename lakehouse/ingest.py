@@ -1,0 +1,620 @@
+"""`kraft-replay ingest`: a metadata log (any input format) into the lake, exactly once.
+
+Pipeline per chunk of input (a group of segments, one snapshot, one JSON-lines/dump-log/Avro file):
+1. decode into *staged* Parquet under `<lake>/_staging/<ingest id>/`: big segment inputs on the executors
+   (`lakehouse.spark_decode.decode_segments`), small ones and the other formats in the driver process,
+   streamed in Arrow batches. Decoding runs once; every later step reads the staged files.
+2. classify against what is stored (`Lake.commit_new_rows`, optimistic: computed against one pinned table
+   version, committed as exactly the next one, recomputed when another writer got there first): offsets
+   not stored yet are written in (cluster_id, offset) order; identical rows are skipped; a different
+   record at a stored offset is a conflict and goes to `ingest_rejects`, never to the log.
+3. rejects (conflicts, skipped/partial batches, gaps) go to `ingest_rejects`, deduplicated as well.
+A process killed anywhere leaves each table at a committed version (staged files are never referenced
+before their commit); running the ingest again adds exactly what is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import reduce
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from lakehouse.lake import ROWS_PER_FILE, Lake, overlapping_files
+from lakehouse.log_rows import (
+    LOG_ROW_DDL,
+    LOG_ROW_SCHEMA,
+    ROW_KIND_ERROR,
+    ROW_KIND_ISSUE,
+    ROW_KIND_RECORD,
+    IssueRow,
+    entry_row,
+    issue_row,
+    to_record_batches,
+)
+from lakehouse.spark_decode import DEFAULT_SPLIT_BYTES, SegmentFile, _has_context, decode_segments, decode_slice
+from lakehouse.tables import INGEST_REJECTS, KEYS, METADATA_LOG, SNAPSHOTS, SORT_COLUMNS, spark_schema
+from records import log_dir
+from records.errors import RecordsError
+from records.sources import ReadOptions, ReadReport, detect_format, read_entries
+
+SPARK_DECODE_MIN_BYTES = 32 * 2**20  # below this, decoding in the driver beats scheduling Spark tasks
+CHUNK_BYTES = 2 * 2**30  # segments committed together: bounds staging space and work lost to a kill
+MAX_GAPS_REPORTED = 10_000
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Knobs of an ingest; the defaults suit the CLI."""
+
+    cluster_id: str | None = None
+    skip_corrupt: bool = False
+    spark_decode_min_bytes: int = SPARK_DECODE_MIN_BYTES
+    chunk_bytes: int = CHUNK_BYTES
+    split_bytes: int = DEFAULT_SPLIT_BYTES
+
+
+@dataclass(frozen=True)
+class SegmentInput:
+    """A segment, or the byte range `[start, end)` of one (follow mode re-reads a growing segment)."""
+
+    path: Path
+    is_last: bool
+    start: int = 0
+    end: int | None = None
+
+    def size(self) -> int:
+        end = self.end if self.end is not None else self.path.stat().st_size
+        return max(0, end - self.start)
+
+
+@dataclass(frozen=True)
+class SnapshotInput:
+    path: Path
+    end_offset: int
+    epoch: int
+
+
+@dataclass
+class SourcePlan:
+    """What one source holds, in the order it is ingested."""
+
+    source: Path
+    cluster_id: str | None
+    segments: list[SegmentInput] = field(default_factory=list)
+    snapshots: list[SnapshotInput] = field(default_factory=list)
+    entry_file: tuple[Path, str] | None = None  # (path, format) of a JSONL / dump-log / Avro input
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IngestSummary:
+    """What an ingest did; `versions` lists the Delta versions it created per table."""
+
+    ingest_id: str
+    source: str
+    cluster_ids: list[str] = field(default_factory=list)
+    records_read: int = 0
+    records_added: int = 0
+    records_skipped: int = 0
+    conflicts: int = 0
+    rejects_added: int = 0
+    issues: int = 0
+    snapshot_records_added: int = 0
+    snapshot_records_skipped: int = 0
+    gaps: list[tuple[str, int, int]] = field(default_factory=list)
+    commit_retries: int = 0  # commits redone because another writer committed first
+    versions: dict[str, list[int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add_version(self, table: str, version: int | None) -> None:
+        if version is not None:
+            self.versions.setdefault(table, []).append(version)
+
+    def lines(self) -> list[str]:
+        """The human summary the CLI prints."""
+        lines = [
+            f"ingest {self.ingest_id} of {self.source} (cluster {', '.join(self.cluster_ids) or '?'})",
+            f"  records read:              {self.records_read:,}",
+            f"  records added:             {self.records_added:,}",
+            f"  skipped (already present): {self.records_skipped:,}",
+            f"  conflicts:                 {self.conflicts:,}",
+            f"  batch/record issues:       {self.issues:,}",
+            f"  gaps:                      {len(self.gaps):,}",
+            f"  rejects added:             {self.rejects_added:,}",
+        ]
+        if self.snapshot_records_added or self.snapshot_records_skipped:
+            lines.append(f"  snapshot records added:    {self.snapshot_records_added:,} "
+                         f"(skipped {self.snapshot_records_skipped:,})")
+        lines += [f"  gap: cluster {c} offsets {a}..{b} missing" for c, a, b in self.gaps[:20]]
+        versions = ", ".join(f"{t} v{'/'.join(map(str, v))}" for t, v in sorted(self.versions.items()))
+        lines.append(f"  new table versions:        {versions or 'none'}")
+        if self.commit_retries:
+            lines.append(f"  commit retries:            {self.commit_retries} (another writer committed first)")
+        lines += [f"  note: {note}" for note in self.notes[:20]]
+        return lines
+
+
+# --- planning ------------------------------------------------------------------------------------
+
+
+def _cluster_id_near(path: Path) -> str | None:
+    """cluster.id of the meta.properties beside a segment file or in the data dir above it."""
+    for directory in (path.parent, path.parent.parent):
+        meta = directory / "meta.properties"
+        if meta.is_file():
+            cluster_id = log_dir.parse_properties(meta.read_text(encoding="utf-8")).get("cluster.id")
+            if cluster_id:
+                return cluster_id
+    return None
+
+
+def _no_cluster_id(path: Path) -> RecordsError:
+    return RecordsError(f"{path}: no cluster id: no meta.properties with cluster.id beside the log; "
+                        "pass --cluster-id")
+
+
+def plan_source(source: Path, cluster_id: str | None = None) -> SourcePlan:
+    """Find what to ingest in `source`, and its cluster id (`cluster_id` wins over meta.properties)."""
+    kind = detect_format(source)
+    if kind == "directory":
+        layout = log_dir.discover(source)
+        resolved = cluster_id or layout.cluster_id
+        if not resolved:
+            raise _no_cluster_id(source)
+        plan = SourcePlan(source, resolved)
+        last = len(layout.segments) - 1
+        plan.segments = [SegmentInput(s.path, index == last) for index, s in enumerate(layout.segments)]
+        plan.snapshots = [SnapshotInput(s.path, s.snapshot_end_offset or 0, s.snapshot_epoch or 0)
+                          for s in layout.snapshots]
+        plan.notes += [f"{path.name}: {why}" for path, why in layout.skipped]
+        if layout.bootstrap is not None:
+            plan.notes.append(f"{layout.bootstrap.path}: bootstrap snapshot not stored (its records are "
+                              "also the first records of the log)")
+        if not plan.segments and not plan.snapshots:
+            raise RecordsError(f"{source}: no log segments or snapshots to ingest")
+        return plan
+    if kind == "segment":
+        resolved = cluster_id or _cluster_id_near(source)
+        if not resolved:
+            raise _no_cluster_id(source)
+        return SourcePlan(source, resolved, segments=[SegmentInput(source, True)])
+    if kind == "snapshot":
+        classified = log_dir.classify(source)
+        if classified.kind != "snapshot":
+            raise RecordsError(f"{source}: only snapshots named NNNNNNNNNNNNNNNNNNNN-NNNNNNNNNN.checkpoint can be "
+                               "ingested (the name gives the end offset and epoch)")
+        resolved = cluster_id or _cluster_id_near(source)
+        if not resolved:
+            raise _no_cluster_id(source)
+        return SourcePlan(source, resolved, snapshots=[SnapshotInput(
+            source, classified.snapshot_end_offset or 0, classified.snapshot_epoch or 0)])
+    # JSON lines and Avro may carry the cluster id in every entry; checked per row when staged.
+    return SourcePlan(source, cluster_id, entry_file=(source, kind))
+
+
+def segment_chunks(segments: list[SegmentInput], chunk_bytes: int) -> list[list[SegmentInput]]:
+    """Consecutive segments grouped up to `chunk_bytes`: each group is decoded and committed on its own."""
+    chunks: list[list[SegmentInput]] = []
+    size = 0
+    for segment in segments:
+        if chunks and size + segment.size() <= chunk_bytes:
+            chunks[-1].append(segment)
+            size += segment.size()
+        else:
+            chunks.append([segment])
+            size = segment.size()
+    return chunks
+
+
+# --- staging (decoding once) ---------------------------------------------------------------------
+
+
+class _Ingest:
+    """One ingest run: shared Spark session, lake, ids and the running summary."""
+
+    def __init__(self, spark: SparkSession, lake: Lake, options: IngestOptions, summary: IngestSummary) -> None:
+        self.spark = spark
+        self.lake = lake
+        self.options = options
+        self.summary = summary
+        self.ingest_time = datetime.now(UTC)
+        self.staging = lake.staging_path(summary.ingest_id)
+        self.chunk = 0
+        self.touched: dict[str, tuple[int, int]] = {}
+
+    def _staged_dir(self, label: str) -> str:
+        self.chunk += 1
+        return f"{self.staging}/{label}-{self.chunk:05d}"
+
+    def stage_segments(self, segments: list[SegmentInput], cluster_id: str) -> DataFrame:
+        target = self._staged_dir("segments")
+        # Executors read whole files only (a follow round's byte range of a growing file stays in the driver).
+        whole = all(s.start == 0 and (s.end is None or s.end == s.path.stat().st_size) for s in segments)
+        if whole and sum(s.size() for s in segments) >= self.options.spark_decode_min_bytes:
+            files = [SegmentFile(str(s.path), s.is_last) for s in segments]
+            # Slices small enough that every core gets several (decoding is CPU-bound Python).
+            cores = self.spark.sparkContext.defaultParallelism if _has_context(self.spark) else 2
+            split = max(2**20, min(self.options.split_bytes, sum(s.size() for s in segments) // (4 * cores)))
+            decoded = decode_segments(self.spark, files, cluster_id=cluster_id,
+                                      skip_corrupt=self.options.skip_corrupt, split_bytes=split)
+            decoded.write.mode("errorifexists").parquet(target)
+        else:
+            rows = (row for s in segments for row in decode_slice(
+                str(s.path), s.start, s.end if s.end is not None else s.path.stat().st_size, s.is_last,
+                cluster_id, self.options.skip_corrupt))
+            _write_rows(target, rows)
+        return self.spark.read.schema(LOG_ROW_DDL).parquet(target)
+
+    def stage_entries(self, path: Path, fmt: str, cluster_id: str | None) -> DataFrame:
+        target = self._staged_dir("entries")
+        report = ReadReport()
+        options = ReadOptions(skip_corrupt=self.options.skip_corrupt, cluster_id=cluster_id)
+
+        def rows() -> Iterator[dict[str, object]]:
+            for entry in read_entries(path, options, report, fmt):
+                row = entry_row(entry, cluster_id)
+                if row["source_file"] is None:
+                    row["source_file"] = str(path)
+                yield row
+            for issue in report.issues:
+                yield issue_row(IssueRow(ROW_KIND_ISSUE, issue.source, issue.position, issue.base_offset,
+                                         f"{issue.kind}: {issue.message}"), cluster_id)
+            for note in report.notes:
+                if not any(note == issue.message for issue in report.issues):
+                    yield issue_row(IssueRow(ROW_KIND_ISSUE, str(path), None, None, f"skipped: {note}"),
+                                    cluster_id)
+
+        _write_rows(target, rows())
+        return self.spark.read.schema(LOG_ROW_DDL).parquet(target)
+
+    # --- the log ---------------------------------------------------------------------------------
+
+    def ingest_log_rows(self, staged: DataFrame, source: str) -> None:
+        """Staged rows of one chunk → metadata_log (new offsets) and ingest_rejects (everything refused)."""
+        profile = _profile(staged, source)
+        records = staged.filter(F.col("row_kind") == ROW_KIND_RECORD)
+        ranges, total = profile.ranges, profile.records
+        self.summary.records_read += total
+        for cluster_id in ranges:
+            if cluster_id not in self.summary.cluster_ids:
+                self.summary.cluster_ids.append(cluster_id)
+        rows = self._table_rows(records, METADATA_LOG, source)
+        rows, internal_rejects = _split_internal_duplicates(rows, KEYS[METADATA_LOG]) if profile.duplicates else (
+            rows, None)
+        pinned: dict[str, list[str]] = {}
+
+        def build(table: DeltaTable) -> DataFrame | None:
+            files = overlapping_files(table, ranges)
+            pinned["files"] = files
+            new = rows
+            if files:
+                stored = self._stored_keys(files, ranges).withColumn("_stored", F.lit(True))
+                new = rows.join(stored.select("cluster_id", "offset", "_stored"), ["cluster_id", "offset"], "left")
+                new = new.filter(F.col("_stored").isNull()).drop("_stored")
+            return _ordered(new, METADATA_LOG, total) if total else None
+
+        outcome = self.lake.commit_new_rows(METADATA_LOG, build, operation="ingest",
+                                            ingest_id=self.summary.ingest_id)
+        self.summary.add_version(METADATA_LOG, outcome.version)
+        self.summary.records_added += outcome.rows_added
+        self.summary.commit_retries += outcome.attempts - 1
+
+        rejects = [internal_rejects] if internal_rejects is not None else []
+        conflicts = internal_rejects.count() if internal_rejects is not None else 0
+        if pinned.get("files"):
+            stored = self._stored_keys(pinned["files"], ranges).select(
+                "cluster_id", "offset", F.col("record_type").alias("s_type"),
+                F.col("record_version").alias("s_version"), F.col("payload").alias("s_payload"))
+            clash = rows.join(stored, ["cluster_id", "offset"]).filter(
+                ~F.col("payload").eqNullSafe(F.col("s_payload")) | ~F.col("record_type").eqNullSafe(F.col("s_type"))
+                | ~F.col("record_version").eqNullSafe(F.col("s_version")))
+            clash_rejects = self._reject_rows(clash.withColumn("kind", F.lit("conflict")).withColumn(
+                "reason", F.concat(F.lit("offset already stored with a different record (stored "),
+                                   F.col("s_type"), F.lit(" v"), F.col("s_version").cast("string"),
+                                   F.lit("); not written")))).localCheckpoint(eager=True)
+            clashes = clash_rejects.count()
+            conflicts += clashes
+            if clashes:
+                rejects.append(clash_rejects)
+        if profile.issues:
+            self.summary.issues += profile.issues
+            rejects.append(self._issue_rejects(staged.filter(F.col("row_kind") == ROW_KIND_ISSUE)))
+        self.commit_rejects(rejects)
+        self.summary.conflicts += conflicts
+        self.summary.records_skipped += total - outcome.rows_added - conflicts
+        for cluster_id, (first, last) in ranges.items():
+            old = self.touched.get(cluster_id)
+            self.touched[cluster_id] = (min(first, old[0]), max(last, old[1])) if old else (first, last)
+
+    def _stored_keys(self, files: list[str], ranges: dict[str, tuple[int, int]]) -> DataFrame:
+        stored = self.spark.read.schema(spark_schema(METADATA_LOG)).parquet(*files)
+        condition = reduce(lambda a, b: a | b, [
+            (F.col("cluster_id") == cluster_id) & F.col("offset").between(first, last)
+            for cluster_id, (first, last) in ranges.items()])
+        return stored.filter(condition)
+
+    def _table_rows(self, records: DataFrame, table: str, source: str) -> DataFrame:
+        columns: dict[str, Column] = {
+            "append_time": F.timestamp_millis(F.col("append_time_ms")),
+            "notes": F.col("message"),
+            "source_file": F.coalesce(F.col("source_file"), F.lit(source)),
+            "ingest_id": F.lit(self.summary.ingest_id),
+            "ingest_time": F.lit(self.ingest_time),
+        }
+        return _conform(records, table, columns)
+
+    def _reject_rows(self, df: DataFrame) -> DataFrame:
+        return _conform(df, INGEST_REJECTS, {
+            "end_offset": F.col("offset") if "end_offset" not in df.columns else F.col("end_offset"),
+            "ingest_id": F.lit(self.summary.ingest_id),
+            "ingest_time": F.lit(self.ingest_time),
+        })
+
+    def _issue_rejects(self, issues: DataFrame) -> DataFrame:
+        kind = F.when(F.instr(F.col("message"), ": ") > 0,
+                      F.substring_index(F.col("message"), ": ", 1)).otherwise(F.lit("invalid"))
+        return self._reject_rows(issues.withColumn("kind", kind).withColumn("reason", F.col("message"))
+                                 .withColumn("record_type", F.lit(None).cast("string"))
+                                 .withColumn("payload", F.lit(None).cast("binary")))
+
+    def commit_rejects(self, parts: list[DataFrame]) -> int:
+        """Append reject rows not already recorded (same key); returns the rows added."""
+        if not parts:
+            return 0
+        candidates = reduce(DataFrame.unionByName, parts)
+        keys = KEYS[INGEST_REJECTS]
+
+        def build(table: DeltaTable) -> DataFrame | None:
+            new = candidates
+            uris = table.file_uris()
+            if uris:
+                stored = self.spark.read.schema(spark_schema(INGEST_REJECTS)).parquet(*uris).select(*keys)
+                condition = reduce(lambda a, b: a & b, [new[k].eqNullSafe(stored[k]) for k in keys])
+                new = new.join(stored, condition, "left_anti")
+            new = new.dropDuplicates(list(keys)).localCheckpoint(eager=True)
+            if not new.limit(1).collect():
+                return None
+            return new.coalesce(1).sortWithinPartitions(*SORT_COLUMNS[INGEST_REJECTS])
+
+        outcome = self.lake.commit_new_rows(INGEST_REJECTS, build, operation="ingest-rejects",
+                                            ingest_id=self.summary.ingest_id)
+        self.summary.add_version(INGEST_REJECTS, outcome.version)
+        self.summary.rejects_added += outcome.rows_added
+        return outcome.rows_added
+
+    # --- snapshots -------------------------------------------------------------------------------
+
+    def ingest_snapshot(self, snapshot: SnapshotInput, cluster_id: str) -> None:
+        segment = SegmentInput(snapshot.path, True)
+        staged = self.stage_segments([segment], cluster_id)
+        profile = _profile(staged, str(snapshot.path))
+        records = staged.filter(F.col("row_kind") == ROW_KIND_RECORD)
+        rows = self._table_rows(records.withColumn("snapshot_end_offset", F.lit(snapshot.end_offset))
+                                .withColumn("snapshot_epoch", F.lit(snapshot.epoch)), SNAPSHOTS, str(snapshot.path))
+        total = profile.records
+        keys = list(KEYS[SNAPSHOTS])
+
+        def build(table: DeltaTable) -> DataFrame | None:
+            new = rows
+            uris = overlapping_files(table, {cluster_id: (0, 2**63 - 1)})
+            if uris:
+                stored = (self.spark.read.schema(spark_schema(SNAPSHOTS)).parquet(*uris)
+                          .filter((F.col("cluster_id") == cluster_id)
+                                  & (F.col("snapshot_end_offset") == snapshot.end_offset)
+                                  & (F.col("snapshot_epoch") == snapshot.epoch)).select(*keys))
+                new = new.join(stored, keys, "left_anti")
+            return _ordered(new, SNAPSHOTS, total) if total else None
+
+        outcome = self.lake.commit_new_rows(SNAPSHOTS, build, operation="ingest-snapshot",
+                                            ingest_id=self.summary.ingest_id)
+        self.summary.add_version(SNAPSHOTS, outcome.version)
+        self.summary.snapshot_records_added += outcome.rows_added
+        self.summary.snapshot_records_skipped += total - outcome.rows_added
+        if profile.issues:
+            self.summary.issues += profile.issues
+            self.commit_rejects([self._issue_rejects(staged.filter(F.col("row_kind") == ROW_KIND_ISSUE))])
+
+    # --- gaps ------------------------------------------------------------------------------------
+
+    def report_gaps(self) -> None:
+        """Missing offsets in the touched clusters: inside the log always a gap; before the first stored
+        offset only when no stored snapshot reaches it (Kafka deletes segments a snapshot covers)."""
+        gap_rows = []
+        for cluster_id in self.touched:
+            for first, last in find_gaps(self.spark, self.lake, cluster_id):
+                self.summary.gaps.append((cluster_id, first, last))
+                gap_rows.append((cluster_id, "gap", first, last, None, None, None,
+                                 f"offsets {first}..{last} are missing from the lake ({last - first + 1:,})",
+                                 None, None))
+        if gap_rows:
+            ddl = ("cluster_id STRING, kind STRING, offset BIGINT, end_offset BIGINT, record_type STRING, "
+                   "record_version INT, payload BINARY, reason STRING, source_file STRING, source_position BIGINT")
+            self.commit_rejects([self._reject_rows(self.spark.createDataFrame(gap_rows, ddl))])
+
+    def cleanup(self) -> None:
+        if "://" in self.staging:
+            try:
+                filesystem, path = pafs.FileSystem.from_uri(self.staging)
+                filesystem.delete_dir(path)
+            except OSError:
+                pass
+        else:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def find_gaps(spark: SparkSession, lake: Lake, cluster_id: str) -> list[tuple[int, int]]:
+    """Ranges of offsets missing from `metadata_log` for one cluster (see `_Ingest.report_gaps`)."""
+    table = lake.delta_table(METADATA_LOG)
+    uris = overlapping_files(table, {cluster_id: (0, 2**63 - 1)})
+    if not uris:
+        return []
+    offsets = spark.read.schema(spark_schema(METADATA_LOG)).parquet(*uris).filter(
+        F.col("cluster_id") == cluster_id).select("offset")
+    stats = offsets.agg(F.count(F.lit(1)).alias("n"), F.min("offset").alias("lo"),
+                        F.max("offset").alias("hi")).collect()[0]
+    gaps: list[tuple[int, int]] = []
+    if stats["n"] == 0:
+        return gaps
+    if stats["lo"] > 0:
+        covered_from = _snapshot_reach(spark, lake, cluster_id, stats["lo"])
+        if covered_from is not None:
+            gaps.append((covered_from, stats["lo"] - 1))
+    if stats["n"] != stats["hi"] - stats["lo"] + 1:
+        window = Window.partitionBy("cluster_id").orderBy("offset")
+        found = (offsets.withColumn("cluster_id", F.lit(cluster_id))
+                 .withColumn("previous", F.lag("offset").over(window))
+                 .filter(F.col("offset") - F.col("previous") > 1)
+                 .select((F.col("previous") + 1).alias("first"), (F.col("offset") - 1).alias("last"))
+                 .orderBy("first").limit(MAX_GAPS_REPORTED).collect())
+        gaps += [(row["first"], row["last"]) for row in found]
+    return gaps
+
+
+def _snapshot_reach(spark: SparkSession, lake: Lake, cluster_id: str, first_offset: int) -> int | None:
+    """Where a leading gap starts: None when a stored snapshot ends at or after the log's first offset."""
+    if not lake.table_exists(SNAPSHOTS):
+        return 0
+    table = lake.delta_table(SNAPSHOTS)
+    uris = overlapping_files(table, {cluster_id: (0, 2**63 - 1)})
+    if not uris:
+        return 0
+    ends = [row[0] for row in spark.read.schema(spark_schema(SNAPSHOTS)).parquet(*uris)
+            .filter(F.col("cluster_id") == cluster_id).select("snapshot_end_offset").distinct().collect()]
+    if any(end >= first_offset for end in ends):
+        return None
+    return max(ends, default=0)
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def _write_rows(target: str, rows: Iterable[dict[str, object]]) -> None:
+    """Driver-decoded rows to one Parquet file, batch by batch (memory stays bounded)."""
+    if "://" in target:
+        filesystem, path = pafs.FileSystem.from_uri(target)
+    else:
+        filesystem, path = pafs.LocalFileSystem(), target
+    filesystem.create_dir(path, recursive=True)
+    with pq.ParquetWriter(f"{path}/part-00000.parquet", LOG_ROW_SCHEMA, filesystem=filesystem) as writer:
+        for batch in to_record_batches(rows, 65536):
+            writer.write_batch(batch)
+
+
+@dataclass(frozen=True)
+class _Profile:
+    ranges: dict[str, tuple[int, int]]  # cluster id -> (first, last offset)
+    records: int
+    duplicates: bool  # some offset appears twice within the staged rows themselves
+    issues: int
+
+
+def _profile(staged: DataFrame, source: str) -> _Profile:
+    """One aggregate over the staged rows: errors, offset ranges, in-source duplicates, issue count.
+
+    A row without a cluster id, or an error row (the file could not be read), stops the ingest here,
+    before anything of this chunk is committed.
+    """
+    rows = staged.groupBy("row_kind", "cluster_id").agg(
+        F.count(F.lit(1)).alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
+        F.count_distinct("offset").alias("distinct"), F.first("message", ignorenulls=True).alias("message"),
+    ).collect()
+    ranges: dict[str, tuple[int, int]] = {}
+    records = issues = 0
+    duplicates = False
+    for row in rows:
+        if row["row_kind"] == ROW_KIND_ERROR:
+            raise RecordsError(str(row["message"]))
+        if row["row_kind"] == ROW_KIND_ISSUE:
+            issues += row["n"]
+            continue
+        if row["cluster_id"] is None:
+            raise RecordsError(f"{source}: {row['n']} records carry no cluster id (offsets {row['lo']}.."
+                               f"{row['hi']}); pass --cluster-id")
+        ranges[row["cluster_id"]] = (row["lo"], row["hi"])
+        records += row["n"]
+        duplicates = duplicates or row["distinct"] != row["n"]
+    return _Profile(ranges, records, duplicates, issues)
+
+
+def _conform(df: DataFrame, table: str, computed: dict[str, Column]) -> DataFrame:
+    """Exactly the table's columns, in order and with its types (the commit layer checks nothing else)."""
+    schema = spark_schema(table)
+    return df.select(*[(computed[f.name] if f.name in computed else F.col(f.name)).cast(f.dataType).alias(f.name)
+                       for f in schema.fields])
+
+
+def _ordered(df: DataFrame, table: str, expected_rows: int) -> DataFrame:
+    """Range-partitioned and sorted by the table's key: each file then covers one narrow key range."""
+    sort = list(SORT_COLUMNS[table])
+    partitions = max(1, -(-expected_rows // ROWS_PER_FILE))
+    return df.repartitionByRange(partitions, *sort).sortWithinPartitions(*sort)
+
+
+def _split_internal_duplicates(rows: DataFrame, keys: tuple[str, ...]) -> tuple[DataFrame, DataFrame | None]:
+    """One row per key within the source itself: the first (by source position) is kept; later copies
+    that differ from it are conflicts (returned as reject rows), identical ones are dropped."""
+    key_list = list(keys)
+    duplicated = rows.groupBy(*key_list).count().filter(F.col("count") > 1).select(*key_list)
+    duplicated = duplicated.localCheckpoint(eager=True)
+    copies = rows.join(F.broadcast(duplicated), key_list)
+    ranked = copies.withColumn("_rank", F.row_number().over(
+        Window.partitionBy(*key_list).orderBy("source_file", "source_position")))
+    first = ranked.filter(F.col("_rank") == 1).drop("_rank")
+    later = ranked.filter(F.col("_rank") > 1).drop("_rank").join(
+        first.select(*key_list, F.col("payload").alias("f_payload"), F.col("record_type").alias("f_type"),
+                     F.col("record_version").alias("f_version")), key_list)
+    differing = later.filter(~F.col("payload").eqNullSafe(F.col("f_payload"))
+                             | ~F.col("record_type").eqNullSafe(F.col("f_type"))
+                             | ~F.col("record_version").eqNullSafe(F.col("f_version")))
+    rejects = differing.select(
+        "cluster_id", F.lit("conflict").alias("kind"), "offset", F.col("offset").alias("end_offset"),
+        "record_type", "record_version", "payload",
+        F.lit("the source holds another, different record at this offset (the first one is kept)").alias("reason"),
+        "source_file", "source_position", "ingest_id", "ingest_time")
+    kept = rows.join(F.broadcast(duplicated), key_list, "left_anti").unionByName(first)
+    return kept, _conform(rejects, INGEST_REJECTS, {})
+
+
+# --- entry point ---------------------------------------------------------------------------------
+
+
+def ingest(spark: SparkSession, lake: Lake | str | Path | None, source: str | Path,
+           options: IngestOptions | None = None, *, plan: SourcePlan | None = None,
+           ingest_id: str | None = None) -> IngestSummary:
+    """Ingest everything in `source` (segments, snapshots, or a JSONL / dump-log / Avro file) exactly once."""
+    options = options or IngestOptions()
+    target = lake if isinstance(lake, Lake) else Lake(lake)
+    source_path = Path(source)
+    plan = plan or plan_source(source_path, options.cluster_id)
+    summary = IngestSummary(ingest_id or target.new_ingest_id(), str(source_path), notes=list(plan.notes))
+    target.ensure_tables()
+    summary.add_version("avro_schemas", target.register_schemas())
+    run = _Ingest(spark, target, options, summary)
+    try:
+        for snapshot in plan.snapshots:
+            assert plan.cluster_id is not None
+            run.ingest_snapshot(snapshot, plan.cluster_id)
+        if plan.segments:
+            assert plan.cluster_id is not None
+            for chunk in segment_chunks(plan.segments, options.chunk_bytes):
+                run.ingest_log_rows(run.stage_segments(chunk, plan.cluster_id), str(chunk[0].path))
+        if plan.entry_file is not None:
+            path, fmt = plan.entry_file
+            run.ingest_log_rows(run.stage_entries(path, fmt, plan.cluster_id), str(path))
+        run.report_gaps()
+    finally:
+        run.cleanup()
+    return summary
+
+
+__all__ = ["CHUNK_BYTES", "SPARK_DECODE_MIN_BYTES", "IngestOptions", "IngestSummary", "SegmentInput",
+           "SnapshotInput", "SourcePlan", "find_gaps", "ingest", "plan_source", "segment_chunks"]

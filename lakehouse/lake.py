@@ -1,0 +1,444 @@
+"""The lake: Delta tables under one root, read and written by Spark, committed by delta-rs.
+
+`Lake` is the one entry point for every table of kraft-replay (the ingest's tables here, the replay's
+state tables later): where a table lives, reading it as of a version or a time, appending rows exactly once
+under optimistic concurrency, and maintenance (history, compaction, vacuum, checkpoints).
+
+Concurrency: every commit goes through `Lake.commit_new_rows`, which computes what to add against one
+pinned table version v and commits it as exactly version v + 1 (delta-rs with retries off: a
+put-if-absent of the next log entry). A concurrent writer that got v + 1 first makes the commit fail;
+the rows are then recomputed against the new version and the commit retried. So no two writers can both
+decide that the same offset is new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+from deltalake import DeltaTable, Schema
+from deltalake.exceptions import CommitFailedError
+from deltalake.transaction import AddAction, RemoveAction
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, read_delta, stage_spark_parquet
+from lakehouse.spark import has_delta_spark
+from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, SORT_COLUMNS, spark_schema
+
+DEFAULT_LAKE = "./kraft-lake"
+LAKE_ENV = "KRAFT_REPLAY_LAKE"
+STAGING_DIR = "_staging"  # driver-side scratch (decoded rows) of running ingests; never part of a table
+CHECKPOINT_EVERY = 10  # Delta log checkpoint every N versions: readers replay at most N JSON commits
+DEFAULT_RETENTION_HOURS = 7 * 24
+MAX_COMMIT_ATTEMPTS = 50
+ROWS_PER_FILE = 1_000_000
+OPERATION_KEY = "kraftReplay.operation"
+ROWS_KEY = "kraftReplay.rowsAdded"
+INGEST_KEY = "kraftReplay.ingestId"
+
+
+class LakeError(RuntimeError):
+    """A lake operation that cannot proceed (unknown table, no such version, commit contention)."""
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """What one `commit_new_rows` did: the version it created (None: nothing to add) and rows added."""
+
+    version: int | None
+    rows_added: int
+    attempts: int
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    version: int
+    timestamp: datetime
+    operation: str
+    rows_added: int | None
+    files_added: int | None
+    files_removed: int | None
+    ingest_id: str | None
+
+
+def resolve_lake_root(lake: str | Path | None = None) -> str:
+    """`--lake`, else `$KRAFT_REPLAY_LAKE`, else `./kraft-lake`; local paths made absolute."""
+    value = str(lake) if lake is not None else os.environ.get(LAKE_ENV) or DEFAULT_LAKE
+    if "://" in value:
+        return value.rstrip("/")
+    return str(Path(value).expanduser().resolve())
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Lake:
+    """Delta tables under one root (a local directory or an object-store URI)."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = resolve_lake_root(root)
+
+    # --- where things are ------------------------------------------------------------------------
+
+    def path(self, name: str) -> str:
+        """The table's root: `<lake>/<name>`."""
+        if not name or "/" in name or name.startswith(("_", ".")):
+            raise LakeError(f"invalid table name {name!r}")
+        return f"{self.root}/{name}"
+
+    def table_exists(self, name: str) -> bool:
+        return DeltaTable.is_deltatable(self.path(name))
+
+    def table_names(self) -> list[str]:
+        """Tables present under the root (any Delta table, not only the ingest's)."""
+        filesystem, base = pafs.FileSystem.from_uri(self.root) if "://" in self.root else (
+            pafs.LocalFileSystem(), self.root)
+        try:
+            infos = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
+        except OSError:
+            return []
+        names = [Path(info.path).name for info in infos if info.type == pafs.FileType.Directory]
+        return sorted(n for n in names if not n.startswith(("_", ".")) and self.table_exists(n))
+
+    def staging_path(self, ingest_id: str) -> str:
+        return f"{self.root}/{STAGING_DIR}/{ingest_id}"
+
+    # --- tables ----------------------------------------------------------------------------------
+
+    def ensure_table(self, name: str, schema: pa.Schema | None = None) -> None:
+        """Create the empty table (version 0) unless it exists; safe when processes race to create it."""
+        if self.table_exists(name):
+            return
+        schema = schema if schema is not None else SCHEMAS[name]
+        try:
+            DeltaTable.create(self.path(name), Schema.from_arrow(schema), mode="ignore",
+                              configuration={"delta.checkpointInterval": str(CHECKPOINT_EVERY)})
+        except Exception:
+            if not self.table_exists(name):  # somebody else's version 0 is as good as ours
+                raise
+
+    def ensure_tables(self, names: list[str] | None = None) -> None:
+        for name in names or list(SCHEMAS):
+            self.ensure_table(name)
+
+    def delta_table(self, name: str, version: int | None = None, timestamp: datetime | str | None = None
+                    ) -> DeltaTable:
+        """delta-rs handle of the table as of a version or a time (the latest version at that time)."""
+        if version is not None and timestamp is not None:
+            raise LakeError("give a version or a timestamp, not both")
+        if not self.table_exists(name):
+            raise LakeError(f"no table {name!r} in the lake at {self.root}")
+        try:
+            table = DeltaTable(self.path(name), version=version)
+            if timestamp is not None:
+                table.load_as_version(_as_datetime(timestamp))
+        except Exception as exc:
+            if isinstance(exc, LakeError):
+                raise
+            raise LakeError(f"{name}: cannot load version {version if version is not None else timestamp}: "
+                            f"{exc}") from None
+        return table
+
+    def read(self, spark: SparkSession, name: str, version: int | None = None,
+             timestamp: datetime | str | None = None) -> DataFrame:
+        """The table as a Spark DataFrame, as of a Delta version or a timestamp (latest by default)."""
+        if has_delta_spark(spark):
+            reader = spark.read.format("delta")
+            if version is not None:
+                reader = reader.option("versionAsOf", version)
+            elif timestamp is not None:
+                reader = reader.option("timestampAsOf", _as_datetime(timestamp).isoformat())
+            return reader.load(self.path(name))
+        table = self.delta_table(name, version, timestamp)
+        return read_delta(spark, self.path(name), table.version())
+
+    def read_offsets(self, spark: SparkSession, name: str, cluster_id: str, first: int, last: int,
+                     version: int | None = None) -> DataFrame:
+        """Rows of `cluster_id` with `first <= offset <= last`, reading only files whose stats overlap."""
+        table = self.delta_table(name, version)
+        uris = overlapping_files(table, {cluster_id: (first, last)})
+        schema = spark_schema(name) if name in SCHEMAS else None
+        if not uris:
+            return spark.createDataFrame([], schema or read_delta(spark, self.path(name), table.version()).schema)
+        reader = spark.read.schema(schema) if schema is not None else spark.read
+        return reader.parquet(*uris).filter(
+            (F.col("cluster_id") == cluster_id) & F.col("offset").between(first, last))
+
+    def write(self, df: DataFrame, name: str, mode: Literal["append", "overwrite"] = "append") -> int:
+        """Write a DataFrame to a table (created if missing) as one commit; returns the new version.
+
+        A plain write, for state tables computed elsewhere (the replay's): no deduplication.
+        """
+        if has_delta_spark(df.sparkSession):
+            df.write.format("delta").mode(mode).save(self.path(name))
+            return int(DeltaTable(self.path(name)).version())
+        version = commit_spark_parquet(df, self.path(name), mode)
+        self.maybe_checkpoint(name, version)
+        return version
+
+    def commit_new_rows(self, name: str, build: Callable[[DeltaTable], DataFrame | None], *,
+                        operation: str, ingest_id: str | None = None) -> CommitOutcome:
+        """Optimistic append: `build(table)` computes the rows to add against that pinned version.
+
+        Executors write the rows as Parquet, the driver commits them as exactly the next version; when
+        another writer committed first, the staged files are deleted and `build` runs again against the
+        new version (so deduplication always sees everything committed before us).
+        """
+        self.ensure_table(name)
+        root = self.path(name)
+        for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+            table = DeltaTable(root)
+            rows = build(table)
+            if rows is None:
+                return CommitOutcome(None, 0, attempt)
+            staging, actions = stage_spark_parquet(rows, root)
+            added = sum(json.loads(action.stats)["numRecords"] for action in actions)
+            if not actions:
+                self._delete_dir(f"{root}/{staging}")
+                return CommitOutcome(None, 0, attempt)
+            metadata = {OPERATION_KEY: operation, ROWS_KEY: str(added)}
+            if ingest_id:
+                metadata[INGEST_KEY] = ingest_id
+            try:
+                version = commit_at_version(table, list(actions), SCHEMAS.get(name) or _arrow_schema(table),
+                                            metadata)
+            except CommitFailedError:
+                self._delete_dir(f"{root}/{staging}")
+                time.sleep(random.uniform(0.05, 0.3) * min(attempt, 10))
+                continue
+            self.maybe_checkpoint(name, version)
+            return CommitOutcome(version, added, attempt)
+        raise LakeError(f"{name}: gave up after {MAX_COMMIT_ATTEMPTS} attempts: other writers keep committing")
+
+    def maybe_checkpoint(self, name: str, version: int) -> None:
+        """Write a Delta log checkpoint every CHECKPOINT_EVERY versions (cheap; keeps table loads fast)."""
+        if version > 0 and version % CHECKPOINT_EVERY == 0:
+            self._checkpoint(name, version)
+
+    # --- avro_schemas ----------------------------------------------------------------------------
+
+    def register_schemas(self) -> int | None:
+        """Add the shipped `.avsc` of every record type missing from `avro_schemas`; returns the version."""
+        from records.avro_codec import schema_id, schema_text
+        from records.definitions import definitions
+
+        self.ensure_table(AVRO_SCHEMAS)
+        root = self.path(AVRO_SCHEMAS)
+        for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+            table = DeltaTable(root)
+            stored = set(table.to_pyarrow_table(columns=["schema_id"]).column("schema_id").to_pylist())
+            now = _now()
+            rows = [{"schema_id": schema_id(name), "record_type": name, "api_key": message.api_key,
+                     "control_type": message.control_type, "kafka_versions": str(message.valid_versions),
+                     "avsc": schema_text(name), "registered_time": now}
+                    for name, message in sorted(definitions().items()) if schema_id(name) not in stored]
+            if not rows:
+                return None
+            data = pa.Table.from_pylist(rows, schema=SCHEMAS[AVRO_SCHEMAS])
+            try:
+                from deltalake import CommitProperties, write_deltalake
+
+                write_deltalake(table, data, mode="append", commit_properties=CommitProperties(
+                    custom_metadata={OPERATION_KEY: "register-schemas", ROWS_KEY: str(len(rows))},
+                    max_commit_retries=0))
+            except CommitFailedError:
+                time.sleep(random.uniform(0.05, 0.3) * attempt)
+                continue
+            return int(DeltaTable(root).version())
+        raise LakeError("avro_schemas: gave up registering schemas: other writers keep committing")
+
+    # --- history and maintenance -----------------------------------------------------------------
+
+    def history(self, name: str, limit: int | None = None) -> list[HistoryEntry]:
+        """Versions newest first, with the operation and how many rows each added."""
+        entries = []
+        for commit in self.delta_table(name).history(limit=limit):
+            metrics = commit.get("operationMetrics") or {}
+            rows = commit.get(ROWS_KEY)
+            rows_added = int(rows) if rows is not None else _int_or_none(
+                metrics.get("num_added_rows", metrics.get("numOutputRows")))
+            entries.append(HistoryEntry(
+                version=int(commit["version"]),
+                timestamp=datetime.fromtimestamp(commit["timestamp"] / 1000, UTC),
+                operation=str(commit.get(OPERATION_KEY) or commit.get("operation") or "?"),
+                rows_added=rows_added,
+                files_added=_int_or_none(metrics.get("num_added_files", metrics.get("numFilesAdded"))),
+                files_removed=_int_or_none(metrics.get("num_removed_files", metrics.get("numFilesRemoved"))),
+                ingest_id=commit.get(INGEST_KEY),
+            ))
+        return entries
+
+    def optimize(self, spark: SparkSession, names: list[str] | None = None,
+                 small_file_bytes: int = 64 * 2**20) -> dict[str, dict[str, int]]:
+        """Compact small files. Range-sorted tables are rewritten by Spark in key order, so each new
+        file covers one contiguous key range and offset lookups still skip all other files; the
+        rewrite commits as a `data_change=false` replace of exactly the files it read."""
+        results: dict[str, dict[str, int]] = {}
+        for name in names or self.table_names():
+            if name in (AVRO_SCHEMAS,) or name not in SORT_COLUMNS:
+                metrics = self.delta_table(name).optimize.compact(
+                    commit_properties=_props("optimize"))
+                results[name] = {"files_removed": int(metrics.get("numFilesRemoved", 0)),
+                                 "files_added": int(metrics.get("numFilesAdded", 0))}
+            else:
+                results[name] = self._rewrite_sorted(spark, name, small_file_bytes)
+            version = int(self.delta_table(name).version())
+            self._checkpoint(name, version)
+        return results
+
+    def _rewrite_sorted(self, spark: SparkSession, name: str, small_file_bytes: int) -> dict[str, int]:
+        root = self.path(name)
+        for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+            table = DeltaTable(root)
+            files = pa.table(table.get_add_actions(flatten=True))
+            small = [(path, size, rows) for path, size, rows in zip(
+                files.column("path").to_pylist(), files.column("size_bytes").to_pylist(),
+                files.column("num_records").to_pylist(), strict=True) if size < small_file_bytes]
+            if len(small) < 2:
+                return {"files_removed": 0, "files_added": 0}
+            total_rows = sum(rows or 0 for _, _, rows in small)
+            df = spark.read.schema(spark_schema(name)).parquet(*(f"{root}/{path}" for path, _, _ in small))
+            sort = list(SORT_COLUMNS[name])
+            df = df.repartitionByRange(max(1, -(-total_rows // ROWS_PER_FILE)), *sort).sortWithinPartitions(*sort)
+            staging, adds = stage_spark_parquet(df, root, "optimized")
+            now_ms = int(time.time() * 1000)
+            actions: list[AddAction | RemoveAction] = [replace(add, data_change=False) for add in adds]
+            actions += [RemoveAction(path, False, now_ms, size) for path, size, _ in small]
+            try:
+                commit_at_version(table, actions, SCHEMAS[name], {OPERATION_KEY: "optimize", ROWS_KEY: "0"})
+            except CommitFailedError:
+                self._delete_dir(f"{root}/{staging}")
+                time.sleep(random.uniform(0.05, 0.3) * attempt)
+                continue
+            return {"files_removed": len(small), "files_added": len(adds)}
+        raise LakeError(f"{name}: optimize gave up: other writers keep committing")
+
+    def vacuum(self, retention_hours: float = DEFAULT_RETENTION_HOURS, dry_run: bool = False
+               ) -> dict[str, list[str]]:
+        """Delete files no version younger than the retention needs, and stale ingest scratch space.
+
+        delta-rs never deletes files of the current version whatever the retention; files of older
+        versions go only once they have been unreferenced for `retention_hours` (default 7 days), so time
+        travel within that window keeps working.
+        """
+        if retention_hours < 0:
+            raise LakeError("retention must be >= 0 hours")
+        deleted: dict[str, list[str]] = {}
+        for name in self.table_names():
+            deleted[name] = self.delta_table(name).vacuum(
+                retention_hours=int(retention_hours), dry_run=dry_run, enforce_retention_duration=False,
+                commit_properties=_props("vacuum"))
+        deleted[STAGING_DIR] = self._vacuum_staging(retention_hours, dry_run)
+        return deleted
+
+    def _vacuum_staging(self, retention_hours: float, dry_run: bool) -> list[str]:
+        """Scratch directories of ingests that were killed (finished ingests delete their own)."""
+        if "://" in self.root:
+            return []
+        base = Path(self.root) / STAGING_DIR
+        if not base.is_dir():
+            return []
+        cutoff = time.time() - retention_hours * 3600
+        old = [p for p in base.iterdir() if p.stat().st_mtime < cutoff]
+        if not dry_run:
+            for p in old:
+                shutil.rmtree(p, ignore_errors=True)
+        return [str(p) for p in old]
+
+    def _checkpoint(self, name: str, version: int) -> None:
+        """A checkpoint is an optimisation: a failed one never fails the commit it follows."""
+        with contextlib.suppress(Exception):
+            DeltaTable(self.path(name), version=version).create_checkpoint()
+
+    def _delete_dir(self, uri: str) -> None:
+        """Best effort: a leftover directory is only wasted space, removed later by vacuum."""
+        try:
+            if "://" in uri:
+                filesystem, path = pafs.FileSystem.from_uri(uri)
+                filesystem.delete_dir(path)
+            else:
+                shutil.rmtree(uri, ignore_errors=True)
+        except OSError:
+            pass
+
+    def new_ingest_id(self) -> str:
+        return f"{_now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:12]}"
+
+
+def read_table(spark: SparkSession, lake: Lake | str | Path | None, name: str, version: int | None = None,
+               timestamp: datetime | str | None = None) -> DataFrame:
+    """A lake table as of a version or a timestamp: `read_table(spark, "./kraft-lake", "metadata_log", 3)`."""
+    target = lake if isinstance(lake, Lake) else Lake(lake)
+    return target.read(spark, name, version=version, timestamp=timestamp)
+
+
+def overlapping_files(table: DeltaTable, ranges: Mapping[str, tuple[int, int]]) -> list[str]:
+    """URIs of the files whose (cluster_id, offset) statistics may hold a key in one of the ranges.
+
+    Files without statistics are always included (they cannot be ruled out).
+    """
+    if not ranges:
+        return []
+    files = pa.table(table.get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return []
+    names = files.column_names
+
+    def column(name: str) -> list[Any]:
+        return files.column(name).to_pylist() if name in names else [None] * files.num_rows
+
+    paths = files.column("path").to_pylist()
+    bounds = zip(column("min.cluster_id"), column("max.cluster_id"), column("min.offset"),
+                 column("max.offset"), column("num_records"), strict=True)
+    root = table.table_uri.rstrip("/")
+    if root.startswith("file://"):
+        root = root[len("file://"):]
+    chosen = []
+    for path, (cmin, cmax, omin, omax, rows) in zip(paths, bounds, strict=True):
+        if rows == 0:
+            continue
+        for cluster, (first, last) in ranges.items():
+            if (cmin is None or cmin <= cluster) and (cmax is None or cluster <= cmax) and (
+                    omin is None or omin <= last) and (omax is None or first <= omax):
+                chosen.append(f"{root}/{path}")
+                break
+    return chosen
+
+
+def _as_datetime(value: datetime | str) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if value is not None else None
+
+
+def _arrow_schema(table: DeltaTable) -> pa.Schema:
+    return pa.schema(table.schema().to_arrow())
+
+
+def _props(operation: str) -> Any:
+    from deltalake import CommitProperties
+
+    return CommitProperties(custom_metadata={OPERATION_KEY: operation})
+
+
+__all__ = ["DEFAULT_LAKE", "DEFAULT_RETENTION_HOURS", "LAKE_ENV", "CommitOutcome", "HistoryEntry", "Lake",
+           "LakeError", "overlapping_files", "read_table", "resolve_lake_root"]

@@ -1,0 +1,289 @@
+"""Questions to the replayed lake: the cluster as of an offset or a time, a partition's history, a diff.
+
+Every answer is a lazy DataFrame over the history tables written by :func:`replay.store.run_replay`; the
+"as of offset N" filter is the one rule of the whole model::
+
+    valid_from_offset <= N AND (valid_to_offset IS NULL OR valid_to_offset > N)
+
+Times resolve to offsets through ``metadata_log``: time T means the last offset appended at or before T
+(Kafka's append time of the record's batch). ``batch_aligned`` moves an offset to the last offset of its
+batch: Kafka's brokers and controllers publish metadata images only at batch boundaries, so that is the
+state a broker could actually have seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse.lake import Lake
+from replay.store import ANOMALIES, CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
+
+# snake_case column → Kafka's camelCase JSON name, in output order.
+BROKER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("broker_id", "brokerId"), ("broker_epoch", "brokerEpoch"), ("incarnation_id", "incarnationId"),
+    ("fenced", "fenced"), ("in_controlled_shutdown", "inControlledShutdown"), ("rack", "rack"),
+    ("endpoints", "endPoints"), ("features", "features"), ("log_dirs", "logDirs"),
+    ("is_migrating_zk_broker", "isMigratingZkBroker"))
+TOPIC_FIELDS: tuple[tuple[str, str], ...] = (("topic_id", "topicId"), ("name", "name"))
+PARTITION_FIELDS: tuple[tuple[str, str], ...] = (
+    ("topic_id", "topicId"), ("topic_name", "topicName"), ("partition_id", "partitionId"), ("leader", "leader"),
+    ("leader_epoch", "leaderEpoch"), ("partition_epoch", "partitionEpoch"), ("replicas", "replicas"),
+    ("isr", "isr"), ("adding_replicas", "addingReplicas"), ("removing_replicas", "removingReplicas"),
+    ("eligible_leader_replicas", "eligibleLeaderReplicas"), ("last_known_elr", "lastKnownElr"),
+    ("leader_recovery_state", "leaderRecoveryState"), ("directories", "directories"))
+# Nested structs in Kafka's names too (the history tables keep them snake_case).
+_NESTED = {
+    "endpoints": "transform(endpoints, e -> named_struct('name', e.name, 'host', e.host, 'port', e.port, "
+                 "'securityProtocol', e.security_protocol))",
+    "features": "transform(features, f -> named_struct('name', f.name, 'minSupportedVersion', "
+                "f.min_supported_version, 'maxSupportedVersion', f.max_supported_version))",
+}
+# Sort order of each entity in answers (deterministic: the keys are unique in a state).
+BROKER_ORDER = ("broker_id",)
+TOPIC_ORDER = ("name", "topic_id")
+PARTITION_ORDER = ("topic_name", "partition_id", "topic_id")
+JSON_OPTIONS = {"ignoreNullFields": "false"}
+
+
+class QueryError(ValueError):
+    """A question the lake cannot answer as asked: unknown cluster, offset or time outside the log, …"""
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """The cluster as of ``offset``: one row per live broker, topic, partition and replica."""
+
+    offset: int
+    brokers: DataFrame
+    topics: DataFrame
+    partitions: DataFrame
+    replicas: DataFrame
+    cluster_id: str | None = None
+
+
+# --- clusters ------------------------------------------------------------------------------------
+
+
+def _require(lake: Lake, name: str) -> None:
+    if not lake.table_exists(name):
+        hint = "run `kraft-replay ingest` first" if name == METADATA_LOG else "run `kraft-replay replay` first"
+        raise QueryError(f"no table {name} in the lake at {lake.root}: {hint}")
+
+
+def clusters(spark: SparkSession, lake: Lake) -> list[str]:
+    """Cluster ids replayed into the lake (from ``replay_checkpoints``; else those in ``metadata_log``)."""
+    name = CHECKPOINTS if lake.table_exists(CHECKPOINTS) else METADATA_LOG
+    _require(lake, name)
+    rows = lake.read(spark, name).select("cluster_id").distinct().collect()
+    return sorted(row["cluster_id"] for row in rows if row["cluster_id"] is not None)
+
+
+def resolve_cluster(spark: SparkSession, lake: Lake, cluster_id: str | None = None) -> str:
+    """``cluster_id`` when the lake has it; without one, the lake's only cluster, else a clear error."""
+    known = clusters(spark, lake)
+    if cluster_id is not None:
+        if cluster_id not in known:
+            raise QueryError(f"cluster {cluster_id!r} is not in the lake at {lake.root}; clusters: "
+                             f"{', '.join(known) or 'none'}")
+        return cluster_id
+    if not known:
+        raise QueryError(f"the lake at {lake.root} holds no cluster yet: ingest and replay a log first")
+    if len(known) > 1:
+        raise QueryError(f"the lake holds {len(known)} clusters, pick one with --cluster-id / cluster_id=: "
+                         f"{', '.join(known)}")
+    return known[0]
+
+
+# --- offsets and times ---------------------------------------------------------------------------
+
+
+def parse_time(value: datetime | str) -> datetime:
+    """A datetime or ISO-8601 text (``2026-01-30T17:23:55.232Z``, ``2026-01-30 17:23``); naive means UTC."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            raise QueryError(f"cannot read {value!r} as an ISO-8601 time (e.g. 2026-01-30T17:23:55Z)") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def to_epoch_ms(value: datetime | str) -> int:
+    moment = parse_time(value)
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+def iso_ms(epoch_ms: int | None) -> str:
+    """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:23:55.232Z``)."""
+    if epoch_ms is None:
+        return ""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+
+
+def _log(spark: SparkSession, lake: Lake, cluster_id: str) -> DataFrame:
+    _require(lake, METADATA_LOG)
+    return lake.read(spark, METADATA_LOG).where(F.col("cluster_id") == cluster_id)
+
+
+def resolve_offset(spark: SparkSession, lake: Lake, cluster_id: str, offset: int | None = None,
+                   time: datetime | str | None = None, batch_aligned: bool = False) -> int:
+    """The offset a question means: ``offset`` as given, or the last offset appended at or before ``time``;
+    with ``batch_aligned``, moved to the last offset of the record batch that holds it."""
+    if (offset is None) == (time is None):
+        raise QueryError("give exactly one of an offset or a time")
+    if time is not None:
+        millis = to_epoch_ms(time)
+        row = (_log(spark, lake, cluster_id).where(F.col("append_time_ms") <= millis)
+               .agg(F.max("offset").alias("offset")).first())
+        if row is None or row["offset"] is None:
+            first = _log(spark, lake, cluster_id).agg(F.min("append_time_ms").alias("t")).first()
+            when = iso_ms(first["t"]) if first is not None and first["t"] is not None else "never"
+            raise QueryError(f"{iso_ms(millis)} is before the first record of cluster {cluster_id} "
+                             f"(appended {when})")
+        offset = int(row["offset"])
+    assert offset is not None
+    if offset < 0:
+        raise QueryError(f"offset must be >= 0, not {offset}")
+    if not batch_aligned:
+        return int(offset)
+    log = _log(spark, lake, cluster_id)
+    here = log.where(F.col("offset") == offset).select("batch_base_offset").first()
+    if here is None:
+        raise QueryError(f"offset {offset} is not in the metadata_log of cluster {cluster_id}: cannot align "
+                         "it to its batch")
+    base = here["batch_base_offset"]
+    if base is None:
+        return int(offset)
+    last = (log.where((F.col("batch_base_offset") == base) & (F.col("offset") >= offset))
+            .agg(F.max("offset").alias("offset")).first())
+    return int(last["offset"]) if last is not None and last["offset"] is not None else int(offset)
+
+
+def as_of(df: DataFrame, offset: int) -> DataFrame:
+    """The versions of a history table valid at ``offset``."""
+    return df.where((F.col("valid_from_offset") <= offset)
+                    & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > offset)))
+
+
+def history_table(spark: SparkSession, lake: Lake, name: str, cluster_id: str) -> DataFrame:
+    _require(lake, name)
+    return lake.read(spark, name).where(F.col("cluster_id") == cluster_id)
+
+
+def state_at(spark: SparkSession, lake: Lake, offset: int | None = None, time: datetime | str | None = None,
+             cluster_id: str | None = None, batch_aligned: bool = False) -> ClusterState:
+    """The cluster as of an offset (or time): brokers, topics, partitions and replicas, sorted."""
+    cluster = resolve_cluster(spark, lake, cluster_id)
+    at = resolve_offset(spark, lake, cluster, offset, time, batch_aligned)
+
+    def table(name: str, order: tuple[str, ...]) -> DataFrame:
+        return as_of(history_table(spark, lake, name, cluster), at).orderBy(*order)
+
+    return ClusterState(
+        offset=at,
+        brokers=table("broker_history", BROKER_ORDER),
+        topics=table("topic_history", TOPIC_ORDER),
+        partitions=table("partition_history", PARTITION_ORDER),
+        replicas=table("replica_history", ("topic_name", "partition_id", "broker_id", "topic_id")),
+        cluster_id=cluster,
+    )
+
+
+def history(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster_id: str | None = None
+            ) -> DataFrame:
+    """Every version of partition ``topic``-``partition`` (all topic ids that had that name), oldest first,
+    each with the offset, time and record type that caused it."""
+    cluster = resolve_cluster(spark, lake, cluster_id)
+    return (history_table(spark, lake, "partition_history", cluster)
+            .where((F.col("topic_name") == topic) & (F.col("partition_id") == partition))
+            .orderBy("valid_from_offset", "topic_id"))
+
+
+# --- Kafka JSON ----------------------------------------------------------------------------------
+
+
+def kafka_struct(fields: tuple[tuple[str, str], ...]) -> Column:
+    """A struct of the columns under Kafka's camelCase names (nested endpoints/features too)."""
+    return F.struct(*[(F.expr(_NESTED[col]) if col in _NESTED else F.col(col)).alias(name)
+                      for col, name in fields])
+
+
+def kafka_json(fields: tuple[tuple[str, str], ...]) -> Column:
+    """``kafka_struct`` as JSON text; null fields are kept (``"rack": null``)."""
+    return F.to_json(kafka_struct(fields), JSON_OPTIONS)
+
+
+# --- diff ----------------------------------------------------------------------------------------
+
+DIFF_COLUMNS = ("entity", "key", "change", "before", "after")
+_ENTITY_RANK = {"broker": 0, "topic": 1, "partition": 2}
+
+
+def _side(df: DataFrame, keys: tuple[str, ...], fields: tuple[tuple[str, str], ...], label: Column,
+          sort: tuple[Column, ...]) -> DataFrame:
+    return df.select(*keys, label.alias("label"), *[c.alias(f"sort{i}") for i, c in enumerate(sort)],
+                     kafka_json(fields).alias("json"))
+
+
+def _entity_diff(entity: str, before: DataFrame, after: DataFrame, keys: tuple[str, ...],
+                 fields: tuple[tuple[str, str], ...], label: Column, sort: tuple[Column, ...]) -> DataFrame:
+    b = _side(before, keys, fields, label, sort).alias("b")
+    a = _side(after, keys, fields, label, sort).alias("a")
+    joined = b.join(a, [F.col(f"b.{k}") == F.col(f"a.{k}") for k in keys], "full_outer")
+    change = (F.when(F.col("b.json").isNull(), "added").when(F.col("a.json").isNull(), "removed")
+              .when(F.col("b.json") != F.col("a.json"), "changed"))
+    return joined.select(
+        F.lit(entity).alias("entity"), F.coalesce("a.label", "b.label").alias("key"), change.alias("change"),
+        F.col("b.json").alias("before"), F.col("a.json").alias("after"),
+        F.lit(_ENTITY_RANK[entity]).alias("_rank"),
+        *[F.coalesce(f"a.sort{i}", f"b.sort{i}").alias(f"_sort{i}") for i in range(len(sort))],
+    ).where(F.col("change").isNotNull())
+
+
+def diff(spark: SparkSession, lake: Lake, a: int, b: int, cluster_id: str | None = None) -> DataFrame:
+    """What changed between offsets ``a`` and ``b``: one row per broker, topic or partition added, removed
+    or changed, with its state before and after as Kafka-JSON text (``entity, key, change, before, after``)."""
+    cluster = resolve_cluster(spark, lake, cluster_id)
+    before = state_at(spark, lake, offset=a, cluster_id=cluster)
+    after = state_at(spark, lake, offset=b, cluster_id=cluster)
+    brokers = _entity_diff("broker", before.brokers, after.brokers, ("broker_id",), BROKER_FIELDS,
+                           F.col("broker_id").cast("string"),
+                           (F.lit(""), F.col("broker_id").cast("long"), F.lit("")))
+    topics = _entity_diff("topic", before.topics, after.topics, ("topic_id",), TOPIC_FIELDS,
+                          F.col("name"), (F.col("name"), F.lit(0).cast("long"), F.col("topic_id")))
+    label = F.concat_ws("-", F.coalesce("topic_name", "topic_id"), F.col("partition_id").cast("string"))
+    partitions = _entity_diff("partition", before.partitions, after.partitions, ("topic_id", "partition_id"),
+                              PARTITION_FIELDS, label,
+                              (F.col("topic_name"), F.col("partition_id").cast("long"), F.col("topic_id")))
+    both = brokers.unionByName(topics).unionByName(partitions)
+    return both.orderBy("_rank", "_sort0", "_sort1", "_sort2", "change").select(*DIFF_COLUMNS)
+
+
+# --- plain SQL -----------------------------------------------------------------------------------
+
+
+def register_views(spark: SparkSession, lake: Lake, cluster_id: str | None = None) -> list[str]:
+    """A temporary view per lake table (``metadata_log``, every ``*_history``, ``replay_anomalies``,
+    ``replay_checkpoints``, …) so plain Spark SQL works: ``SELECT * FROM partition_history``.
+
+    With ``cluster_id`` the views of tables that have a ``cluster_id`` column show only that cluster."""
+    names = lake.table_names()
+    for name in names:
+        df = lake.read(spark, name)
+        if cluster_id is not None and "cluster_id" in df.columns:
+            df = df.where(F.col("cluster_id") == cluster_id)
+        df.createOrReplaceTempView(name)
+    return names
+
+
+__all__ = ["ANOMALIES", "BROKER_FIELDS", "DIFF_COLUMNS", "HISTORY_TABLES", "PARTITION_FIELDS", "TOPIC_FIELDS",
+           "ClusterState", "QueryError", "as_of", "clusters", "diff", "history", "iso_ms", "kafka_json",
+           "kafka_struct", "parse_time", "register_views", "resolve_cluster", "resolve_offset", "state_at",
+           "to_epoch_ms"]

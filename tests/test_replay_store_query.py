@@ -1,0 +1,291 @@
+"""The replay into the lake and the questions asked of it, on the real ldi-poc log.
+
+ldi-poc: one broker (id 1) that shut down at the end of the log. Offset 4871 starts one record batch
+(4871..4925): the broker enters controlled shutdown, then 54 PartitionChangeRecords take every partition
+offline (leader -1, epochs 0 → 1); offset 4926 fences the broker.
+
+ONE lake per module: the replay of a log costs tens of seconds of Spark stages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from typer.testing import CliRunner
+
+from kraft_replay.replay_commands import standalone_app
+from lakehouse.lake import Lake
+from lakehouse.log_rows import entries_frame
+from records.sources import read_entries
+from replay.query import (
+    QueryError,
+    diff,
+    history,
+    iso_ms,
+    register_views,
+    resolve_cluster,
+    resolve_offset,
+    state_at,
+)
+from replay.store import ANOMALIES, CHECKPOINT_SCHEMA, CHECKPOINTS, HISTORY_TABLES, run_replay, spark_conf
+
+pytestmark = [pytest.mark.spark, pytest.mark.real_logs]
+
+CLUSTER = "q1w2e3r4t5y6u7i8o9p0"
+BATCH_TIME_MS = 1769793835232  # append time of the batch 4871..4925
+runner = CliRunner()
+
+
+def _data_hashes(lake: Lake) -> dict[str, list[str]]:
+    """sha256 of every data file of every replay table, in the Delta log's order."""
+    return {name: [hashlib.sha256(Path(uri.removeprefix("file://")).read_bytes()).hexdigest()
+                   for uri in DeltaTable(lake.path(name)).file_uris()]
+            for name in (*HISTORY_TABLES, ANOMALIES)}
+
+
+@pytest.fixture(scope="module")
+def replayed(spark: SparkSession, real_log: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory
+             ) -> dict[str, Any]:
+    lake = Lake(tmp_path_factory.mktemp("replay-lake"))
+    lake.write(entries_frame(spark, read_entries(real_log("ldi-poc")), None), "metadata_log", "overwrite")
+    with spark_conf(spark, "spark.sql.shuffle.partitions", "2"):
+        summary = run_replay(spark, lake)
+    return {"lake": lake, "summary": summary, "hashes": _data_hashes(lake)}
+
+
+@pytest.fixture(scope="module")
+def lake(replayed: dict[str, Any]) -> Lake:
+    return replayed["lake"]
+
+
+def _cli(lake: Lake, *args: str) -> Any:
+    return runner.invoke(standalone_app(), [*args, "--lake", lake.root])
+
+
+# --- store ---------------------------------------------------------------------------------------
+
+
+def test_replay_writes_every_table_and_a_checkpoint(spark: SparkSession, replayed: dict[str, Any]) -> None:
+    summary, lake = replayed["summary"], replayed["lake"]
+    assert summary.clusters == {CLUSTER: 4928}
+    assert summary.last_offset == 4928
+    assert summary.rows["partition_history"] == 108  # 54 partitions x (created, taken offline)
+    assert summary.rows["broker_history"] == 5
+    assert summary.anomalies == 0
+    assert set(summary.rows) == {*HISTORY_TABLES, ANOMALIES}
+    for name in HISTORY_TABLES:
+        assert lake.table_exists(name)
+    checkpoint = lake.read(spark, CHECKPOINTS).orderBy("replayed_at").first()
+    assert checkpoint is not None
+    assert (checkpoint["cluster_id"], checkpoint["last_offset"], checkpoint["metadata_log_version"],
+            checkpoint["mode"]) == (CLUSTER, 4928, 0, "full")
+    assert set(checkpoint["tables"]) == {*HISTORY_TABLES, ANOMALIES}
+    assert "partition_history" in "\n".join(summary.lines())
+
+
+# --- state ---------------------------------------------------------------------------------------
+
+
+def test_state_before_the_shutdown_every_partition_led_by_broker_1(spark: SparkSession, lake: Lake) -> None:
+    state = state_at(spark, lake, offset=4870)
+    assert state.offset == 4870 and state.cluster_id == CLUSTER
+    rows = state.partitions.collect()
+    assert len(rows) == 54
+    assert {(r["leader"], tuple(r["isr"])) for r in rows} == {(1, (1,))}
+    assert state.topics.count() == 5
+    broker = state.brokers.collect()
+    assert [(b["broker_id"], b["fenced"], b["in_controlled_shutdown"]) for b in broker] == [(1, False, False)]
+    assert state.replicas.where(F.col("is_leader")).count() == 54
+
+
+def test_state_after_the_batch_every_partition_offline(spark: SparkSession, lake: Lake) -> None:
+    rows = state_at(spark, lake, offset=4925).partitions.collect()
+    assert len(rows) == 54
+    assert {(r["leader"], r["leader_epoch"], r["partition_epoch"], tuple(r["isr"])) for r in rows} == {
+        (-1, 1, 1, (1,))}
+    # sorted by topic name, then partition id
+    assert [(r["topic_name"], r["partition_id"]) for r in rows] == sorted(
+        (r["topic_name"], r["partition_id"]) for r in rows)
+
+
+def test_broker_fenced_and_in_controlled_shutdown_at_4926(spark: SparkSession, lake: Lake) -> None:
+    brokers = state_at(spark, lake, offset=4926).brokers.collect()
+    assert len(brokers) == 1
+    broker = brokers[0]
+    assert (broker["broker_id"], broker["fenced"], broker["in_controlled_shutdown"]) == (1, True, True)
+    assert (broker["valid_from_offset"], broker["cause_type"]) == (4926, "BrokerRegistrationChangeRecord")
+
+
+def test_time_resolves_to_the_last_offset_appended_at_or_before_it(spark: SparkSession, lake: Lake) -> None:
+    at_batch = iso_ms(BATCH_TIME_MS)
+    assert at_batch == "2026-01-30T17:23:55.232Z"
+    assert resolve_offset(spark, lake, CLUSTER, time=at_batch) == 4925
+    assert resolve_offset(spark, lake, CLUSTER, time="2026-01-30T17:23:55.232") == 4925  # naive = UTC
+    assert resolve_offset(spark, lake, CLUSTER, time="2026-01-30T19:23:55.232+02:00") == 4925
+    assert resolve_offset(spark, lake, CLUSTER, time=iso_ms(BATCH_TIME_MS - 1)) == 4870
+    state = state_at(spark, lake, time=at_batch)
+    assert state.offset == 4925
+    assert {r["leader"] for r in state.partitions.collect()} == {-1}
+    with pytest.raises(QueryError, match="before the first record"):
+        resolve_offset(spark, lake, CLUSTER, time="2000-01-01T00:00:00Z")
+
+
+def test_batch_aligned_state_is_the_state_at_the_end_of_the_batch(spark: SparkSession, lake: Lake) -> None:
+    assert resolve_offset(spark, lake, CLUSTER, offset=4880, batch_aligned=True) == 4925
+    assert resolve_offset(spark, lake, CLUSTER, offset=4870, batch_aligned=True) == 4870  # a batch of one
+    mid_batch = state_at(spark, lake, offset=4871)
+    assert mid_batch.offset == 4871
+    assert {r["leader"] for r in mid_batch.partitions.collect()} == {1}
+    aligned = state_at(spark, lake, offset=4871, batch_aligned=True)
+    assert aligned.offset == 4925
+    assert {r["leader"] for r in aligned.partitions.collect()} == {-1}
+    with pytest.raises(QueryError, match="not in the metadata_log"):
+        resolve_offset(spark, lake, CLUSTER, offset=10**9, batch_aligned=True)
+
+
+# --- history and diff ----------------------------------------------------------------------------
+
+
+def test_history_of_consumer_offsets_0(spark: SparkSession, lake: Lake) -> None:
+    versions = history(spark, lake, "__consumer_offsets", 0).collect()
+    assert [(v["valid_from_offset"], v["valid_to_offset"]) for v in versions] == [(420, 4876), (4876, None)]
+    assert [v["cause_offset"] for v in versions] == [420, 4876]
+    assert [v["cause_type"] for v in versions] == ["PartitionRecord", "PartitionChangeRecord"]
+    assert versions[1]["valid_from_time_ms"] == BATCH_TIME_MS
+    assert [(v["leader"], v["leader_epoch"]) for v in versions] == [(1, 0), (-1, 1)]
+
+
+def test_diff_lists_the_54_partitions_and_the_broker(spark: SparkSession, lake: Lake) -> None:
+    rows = diff(spark, lake, 4870, 4926).collect()
+    assert len(rows) == 55
+    broker = rows[0]
+    assert (broker["entity"], broker["key"], broker["change"]) == ("broker", "1", "changed")
+    before, after = json.loads(broker["before"]), json.loads(broker["after"])
+    assert (before["fenced"], before["inControlledShutdown"]) == (False, False)
+    assert (after["fenced"], after["inControlledShutdown"]) == (True, True)
+    partitions = rows[1:]
+    assert {(r["entity"], r["change"]) for r in partitions} == {("partition", "changed")}
+    assert len({r["key"] for r in partitions}) == 54
+    assert "__consumer_offsets-0" in {r["key"] for r in partitions}
+    for r in partitions:
+        b, a = json.loads(r["before"]), json.loads(r["after"])
+        assert (b["leader"], b["leaderEpoch"], a["leader"], a["leaderEpoch"], a["partitionEpoch"]) == (1, 0, -1, 1, 1)
+    assert diff(spark, lake, 4925, 4925).count() == 0
+
+
+def test_sql_views_answer_as_of_questions(spark: SparkSession, lake: Lake) -> None:
+    names = register_views(spark, lake)
+    assert {"metadata_log", "partition_history", "broker_history", ANOMALIES, CHECKPOINTS} <= set(names)
+    row = spark.sql("""
+        SELECT count(*) AS n, min(leader) AS lo, max(leader) AS hi FROM partition_history
+        WHERE valid_from_offset <= 4925 AND (valid_to_offset IS NULL OR valid_to_offset > 4925)""").first()
+    assert (row["n"], row["lo"], row["hi"]) == (54, -1, -1)
+    cause = spark.sql("""
+        SELECT m.record_type, m.batch_base_offset FROM partition_history p
+        JOIN metadata_log m ON m.cluster_id = p.cluster_id AND m.offset = p.cause_offset
+        WHERE p.topic_name = '__consumer_offsets' AND p.partition_id = 0 AND p.leader_epoch = 1""").collect()
+    assert [(c["record_type"], c["batch_base_offset"]) for c in cause] == [("PartitionChangeRecord", 4871)]
+
+
+def test_several_clusters_need_a_cluster_id(spark: SparkSession, tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "two")
+    rows = [(c, 10, 0, "full", None, {}) for c in ("cluster-b", "cluster-a")]
+    lake.write(spark.createDataFrame(rows, CHECKPOINT_SCHEMA), CHECKPOINTS, "append")
+    with pytest.raises(QueryError, match=r"2 clusters.*cluster-a, cluster-b"):
+        resolve_cluster(spark, lake)
+    assert resolve_cluster(spark, lake, "cluster-b") == "cluster-b"
+    with pytest.raises(QueryError, match="'nope' is not in the lake"):
+        resolve_cluster(spark, lake, "nope")
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+
+
+def test_cli_state_json(lake: Lake) -> None:
+    result = _cli(lake, "state", "--offset", "4925", "--format", "json")
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.stdout)
+    assert state["offset"] == 4925 and state["clusterId"] == CLUSTER
+    assert [(b["brokerId"], b["brokerEpoch"], b["fenced"], b["inControlledShutdown"]) for b in state["brokers"]] \
+        == [(1, 8, False, True)]
+    assert [t["name"] for t in state["topics"]] == [
+        "Retry.TestTopicPatient", "TestTopicPatient", "__consumer_offsets",
+        "batch2.work.notification.SHR_PROD.persistence", "subscription.matching.SHR_PROD.persistence"]
+    assert all(set(t) == {"topicId", "name"} for t in state["topics"])
+    partitions = state["partitions"]
+    assert len(partitions) == 54
+    expected_keys = {"topicId", "topicName", "partitionId", "leader", "leaderEpoch", "partitionEpoch", "isr",
+                     "replicas", "addingReplicas", "removingReplicas", "eligibleLeaderReplicas", "lastKnownElr",
+                     "leaderRecoveryState", "directories"}
+    for p in partitions:
+        assert set(p) == expected_keys
+        assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"], p["isr"], p["replicas"]) == (-1, 1, 1, [1], [1])
+        assert (p["addingReplicas"], p["removingReplicas"], p["leaderRecoveryState"]) == ([], [], 0)
+    assert [(p["topicName"], p["partitionId"]) for p in partitions] == sorted(
+        (p["topicName"], p["partitionId"]) for p in partitions)
+    assert json.loads(_cli(lake, "state", "--offset", "4925", "--format", "json").stdout) == state
+
+
+def test_cli_state_table_filters_and_errors(lake: Lake) -> None:
+    result = _cli(lake, "state", "--time", iso_ms(BATCH_TIME_MS), "--topic", "__consumer_offsets",
+                  "--partition", "7")
+    assert result.exit_code == 0, result.output
+    assert "as of offset 4925" in result.stdout
+    lines = [line for line in result.stdout.splitlines() if line.startswith("__consumer_offsets")]
+    assert len(lines) == 1 and lines[0].split()[:5] == ["__consumer_offsets", "7", "-1", "1", "1"]
+    assert all(len(line) <= 160 for line in result.stdout.splitlines())
+    both = _cli(lake, "state", "--offset", "1", "--time", "2026-01-30T17:00:00Z")
+    assert both.exit_code == 2 and "exactly one" in both.output
+    unknown = _cli(lake, "state", "--offset", "1", "--cluster-id", "nope")
+    assert unknown.exit_code == 2 and CLUSTER in unknown.output
+
+
+def test_cli_history_diff_and_sql(lake: Lake) -> None:
+    versions = _cli(lake, "history", "--topic", "__consumer_offsets", "--partition", "0")
+    assert versions.exit_code == 0, versions.output
+    assert "2 version(s)" in versions.stdout
+    assert "2026-01-30T17:23:55.232Z" in versions.stdout and "PartitionChangeRecord" in versions.stdout
+    as_json = [json.loads(line) for line in _cli(lake, "history", "--topic", "__consumer_offsets",
+                                                  "--partition", "0", "--format", "json").stdout.splitlines()]
+    assert [(v["validFromOffset"], v["causeType"]) for v in as_json] == [(420, "PartitionRecord"),
+                                                                           (4876, "PartitionChangeRecord")]
+    changes = _cli(lake, "diff", "--from", "4870", "--to", "4926", "--format", "json")
+    assert changes.exit_code == 0, changes.output
+    assert len(changes.stdout.splitlines()) == 55
+    table = _cli(lake, "diff", "--from", "4870", "--to", "4926")
+    assert "fenced: no→yes" in table.stdout and "leader: 1→-1" in table.stdout
+    query = ("SELECT topic_name, count(*) AS partitions FROM partition_history WHERE valid_from_offset <= 4925 "
+             "AND (valid_to_offset IS NULL OR valid_to_offset > 4925) GROUP BY topic_name ORDER BY topic_name")
+    result = _cli(lake, "sql", query, "--format", "json")
+    assert result.exit_code == 0, result.output
+    counts = {row["topic_name"]: row["partitions"] for row in map(json.loads, result.stdout.splitlines())}
+    assert counts == {"Retry.TestTopicPatient": 1, "TestTopicPatient": 1, "__consumer_offsets": 50,
+                      "batch2.work.notification.SHR_PROD.persistence": 1,
+                      "subscription.matching.SHR_PROD.persistence": 1}
+    shown = _cli(lake, "sql", query)
+    assert shown.exit_code == 0 and "__consumer_offsets" in shown.stdout and "(5 row(s))" in shown.stdout
+    bad = _cli(lake, "sql", "SELECT nope FROM broker_history")
+    assert bad.exit_code == 2 and "nope" in bad.output
+
+
+# --- determinism (last: it replays the module's lake once more) -----------------------------------
+
+
+def test_replay_is_byte_identical_whatever_the_shuffle_partitions(spark: SparkSession,
+                                                                   replayed: dict[str, Any]) -> None:
+    lake = replayed["lake"]
+    with spark_conf(spark, "spark.sql.shuffle.partitions", "7"):
+        summary = run_replay(spark, lake)
+    assert summary.rows == replayed["summary"].rows
+    again = _data_hashes(lake)
+    assert replayed["hashes"]["partition_history"], "partition_history has data files"
+    assert again == replayed["hashes"]
+    assert lake.read(spark, CHECKPOINTS).count() == 2
