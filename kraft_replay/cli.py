@@ -6,15 +6,13 @@ file, line or byte, and offset). Errors never print a traceback unless ``KRAFT_R
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
-from collections import Counter
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -202,31 +200,20 @@ def schemas(
     guarded(run)
 
 
-def _sample_log() -> Path:
-    return Path(__file__).resolve().parent / "samples" / "sample-cluster"
-
-
-@app.command(epilog="Example:\n\n  kraft-replay demo")
-def demo() -> None:
-    """The main job on the embedded default: decode the sample KRaft log shipped with kraft-replay."""
+@app.command(epilog="Examples:\n\n  kraft-replay demo\n\n  kraft-replay demo --out /tmp/demo --master local[2]")
+def demo(
+    out: Annotated[Path, typer.Option(help="Folder for everything the demo makes (log, lake).")]
+    = Path("kraft-demo"),
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default local[*]).")] = None,
+) -> None:
+    """The main job: simulate an incident, ingest it into a local Delta lake, replay it, explain it."""
 
     def run() -> None:
-        source = _sample_log()
-        report = ReadReport()
-        counts: Counter[str] = Counter()
-        first: dict[str, Any] = {}
-        last_offset = -1
-        for entry in read_entries(source, ReadOptions(), report):
-            counts[entry.type_name] += 1
-            first.setdefault(entry.type_name, entry)
-            last_offset = entry.offset
-        typer.echo(f"Decoded {sum(counts.values())} records (offsets 0..{last_offset}) of the "
-                   f"sample cluster {report.cluster_id} from {source}")
-        for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
-            typer.echo(f"  {count:>6}  {name}")
-        typer.echo("First record of each type, in Kafka's JSON form:")
-        for entry in first.values():
-            typer.echo("  " + json.dumps({"offset": entry.offset, **record_to_json(entry.record)}))
+        from kraft_replay.demo import run_demo
+        from lakehouse.spark import SparkOptions, get_spark
+
+        spark = get_spark(SparkOptions(master=master))
+        run_demo(spark, out, typer.echo)
 
     guarded(run)
 

@@ -242,8 +242,12 @@ def test_lake_commands_history_tables_optimize_vacuum(spark: SparkSession, tmp_p
     result = runner.invoke(app, ["lake", "history", METADATA_LOG, "--lake", lake.root])
     assert result.exit_code == 0, result.output
     assert "ingest" in result.output and "CREATE TABLE" in result.output
-    result = runner.invoke(app, ["lake", "optimize", "--lake", lake.root, "--table", METADATA_LOG,
-                                 "--master", "local[2]"])
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    try:  # the command calls get_spark(), which resets the shared session's runtime defaults
+        result = runner.invoke(app, ["lake", "optimize", "--lake", lake.root, "--table", METADATA_LOG,
+                                     "--master", "local[2]"])
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     assert result.exit_code == 0, result.output
     table = DeltaTable(lake.path(METADATA_LOG))
     files = pa.table(table.get_add_actions(flatten=True))
