@@ -66,16 +66,21 @@ def trim_to_version(sdef: StructDef, version: int, data: dict[str, Any]) -> dict
     return out
 
 
+# (name, Kafka default, nested struct, is array) per struct, keyed by identity (definitions live forever).
+_AVRO_PLANS: dict[int, list[tuple[str, Any, StructDef | None, bool]]] = {}
+
+
 def _to_avro(sdef: StructDef, data: dict[str, Any]) -> dict[str, Any]:
+    plan = _AVRO_PLANS.get(id(sdef))
+    if plan is None:
+        plan = [(f.json_name, f.default, f.struct, f.is_array) for f in sdef.fields]
+        _AVRO_PLANS[id(sdef)] = plan
     out: dict[str, Any] = {}
-    for fdef in sdef.fields:
-        value = data.get(fdef.json_name, fdef.default)
-        if fdef.struct is not None and value is not None:
-            if fdef.is_array:
-                value = [_to_avro(fdef.struct, item) for item in value]
-            else:
-                value = _to_avro(fdef.struct, value)
-        out[fdef.json_name] = value
+    for name, default, struct, is_array in plan:
+        value = data.get(name, default)
+        if struct is not None and value is not None:
+            value = [_to_avro(struct, item) for item in value] if is_array else _to_avro(struct, value)
+        out[name] = value
     out[UNKNOWN_TAGGED] = [{"tag": t, "data": raw} for t, raw in data.get(UNKNOWN_TAGGED, ())]
     return out
 

@@ -106,10 +106,10 @@ class FieldDef:
     entity_type: str | None = None
     about: str = ""
     struct: StructDef | None = None
+    json_name: str = field(init=False, default="")  # Kafka's JSON name, computed once (hot path)
 
-    @property
-    def json_name(self) -> str:
-        return camel_case(self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "json_name", camel_case(self.name))
 
     @property
     def is_array(self) -> bool:

@@ -9,7 +9,9 @@ not have is never printed.
 from __future__ import annotations
 
 import base64
+import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from records.definitions import FieldDef, MessageDef, StructDef, by_json_type_name, definitions
@@ -24,36 +26,50 @@ from records.validation import (
     model_leaf,
 )
 
+_MISSING = object()
+Converter = Callable[[Any], Any] | None
+# (json name, tagged in this version, Kafka default, converter or None for plain JSON values),
+# per (struct, version); keyed by identity because the definitions live for the whole process.
+_PLANS: dict[tuple[int, int], list[tuple[str, bool, Any, Converter]]] = {}
 
-def _leaf_to_json(kind: str, value: Any) -> Any:
+
+def _leaf_converter(kind: str) -> Converter:
     if kind == "uuid":
-        return uuid_to_str(value)
+        return uuid_to_str
     if kind in ("bytes", "records"):
-        return base64.b64encode(value).decode("ascii")
-    return value
+        return lambda value: base64.b64encode(value).decode("ascii")
+    return None
 
 
-def _field_to_json(fdef: FieldDef, version: int, value: Any) -> Any:
-    if value is None:
-        return None
-    if fdef.is_array:
-        return [_element_to_json(fdef, version, item) for item in value]
-    return _element_to_json(fdef, version, value)
+def _converter(fdef: FieldDef, version: int) -> Converter:
+    struct = fdef.struct
+    element: Converter = (
+        (lambda value: struct_to_json(struct, version, value)) if struct is not None
+        else _leaf_converter(fdef.element_type))
+    if element is None or not fdef.is_array:
+        return element
+    convert = element
+    return lambda values: [convert(v) for v in values]
 
 
-def _element_to_json(fdef: FieldDef, version: int, value: Any) -> Any:
-    if fdef.struct is not None:
-        return struct_to_json(fdef.struct, version, value)
-    return _leaf_to_json(fdef.element_type, value)
+def _plan(sdef: StructDef, version: int) -> list[tuple[str, bool, Any, Converter]]:
+    key = (id(sdef), version)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = [(f.json_name, f.tagged_in(version), f.default, _converter(f, version)) for f in sdef.fields_in(version)]
+        _PLANS[key] = plan
+    return plan
 
 
 def struct_to_json(sdef: StructDef, version: int, data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for fdef in sdef.fields_in(version):
-        value = data.get(fdef.json_name, fdef.default)
-        if fdef.tagged_in(version) and value == fdef.default:
+    for name, tagged, default, convert in _plan(sdef, version):
+        value = data.get(name, _MISSING)
+        if value is _MISSING:
+            value = copy.deepcopy(default)
+        if tagged and value == default:
             continue
-        out[fdef.json_name] = _field_to_json(fdef, version, value)
+        out[name] = value if convert is None or value is None else convert(value)
     unknown = data.get(UNKNOWN_TAGGED)
     if unknown:
         out[UNKNOWN_TAGGED] = [
