@@ -1,0 +1,90 @@
+"""Full Spark replay, time-travel query latency, and the naive alternative, on a simulated log.
+
+    .venv/bin/python -m bench.bench_replay --records 200000 --brokers 100 --topics 100 \
+        --partitions-per-topic 20 --out /tmp/kraft-bench-replay
+
+Steps: simulate (random scenario) → segments → ingest into a fresh lake → full replay (timed) →
+full-cluster state at random offsets (warm, timed) → one partition's history (warm, timed) → the
+naive alternative: re-folding the log from offset 0 for one query (``replay.reference.image_at``),
+reported as a ratio to the warm state query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import platform
+import random
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import functions as F
+
+from lakehouse.ingest import ingest
+from lakehouse.lake import Lake
+from lakehouse.spark import SparkOptions, get_spark
+from records.sources import read_entries
+from replay.query import history, state_at
+from replay.reference import image_at
+from replay.store import run_replay
+from simulator import ScenarioOptions, run_scenario, write_log
+
+
+def _timed(action):  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    result = action()
+    return result, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--brokers", type=int, default=100)
+    parser.add_argument("--topics", type=int, default=100)
+    parser.add_argument("--partitions-per-topic", type=int, default=20)
+    parser.add_argument("--queries", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-replay"))
+    args = parser.parse_args()
+
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    options = ScenarioOptions(brokers=args.brokers, topics=args.topics, partitions_per_topic=args.partitions_per_topic,
+                              events=10**9, seed=11)
+    run = run_scenario("random", options)
+    count, _ = write_log(itertools.islice(run.entries(), args.records), args.out / "log", "segments",
+                         cluster_id=run.sim.cluster_id, node_id=3000)
+    spark = get_spark(SparkOptions())
+    lake = Lake(args.out / "lake")
+    _, ingest_s = _timed(lambda: ingest(spark, lake, args.out / "log"))
+    summary, replay_s = _timed(lambda: run_replay(spark, lake))
+    partitions = summary.rows.get("partition_history") if hasattr(summary, "rows") else None
+
+    rng = random.Random(5)
+    offsets = [rng.randrange(count) for _ in range(args.queries)]
+    state_at(spark, lake, offset=offsets[0]).partitions.count()  # warm up
+    state_times = []
+    for offset in offsets:
+        _, seconds = _timed(lambda o=offset: (state_at(spark, lake, offset=o).partitions.count(),
+                                              state_at(spark, lake, offset=o).brokers.count()))
+        state_times.append(seconds)
+    topic = lake.read(spark, "topic_history").select("name").first()["name"]
+    history(spark, lake, topic, 0).count()  # warm up
+    _, history_s = _timed(lambda: history(spark, lake, topic, 0).count())
+    entries = list(read_entries(args.out / "log"))
+    _, naive_s = _timed(lambda: image_at(entries, offsets[0]))
+    warm_state = sorted(state_times)[len(state_times) // 2]
+    print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, {os.cpu_count()} cores; "
+          f"Python {platform.python_version()}")
+    print("| records | ingest s | full replay s | state at offset (median warm) s | partition history s | "
+          "naive re-fold s | naive / state |")
+    print(f"| {count:,} | {ingest_s:.1f} | {replay_s:.1f} | {warm_state:.2f} | {history_s:.2f} | {naive_s:.2f} | "
+          f"{naive_s / warm_state:.1f}x |")
+    print(f"partition_history rows: {partitions}; "
+          f"{lake.read(spark, 'partition_history').where(F.col('valid_to_offset').isNull()).count()} current")
+
+
+if __name__ == "__main__":
+    main()
