@@ -69,6 +69,11 @@ def guarded(action: Callable[[], T]) -> T:
                     "for the traceback, and please report it)", EXIT_FAILURE) from None
 
 
+SkipCorruptOption = Annotated[bool, typer.Option(
+    "--skip-corrupt", help="Skip damaged batches (each one is listed) instead of stopping.")]
+ClusterIdOption = Annotated[str | None, typer.Option(help="Cluster id when meta.properties is absent.")]
+
+
 class DumpFormat(StrEnum):
     jsonl = "jsonl"
     table = "table"
@@ -106,9 +111,8 @@ def dump(
         "--format", help="jsonl: one Kafka-JSON line per record; table: for people.")] = DumpFormat.jsonl,
     input_format: Annotated[str | None, typer.Option(
         "--input-format", help=f"Skip auto-detection: one of {', '.join(FORMATS)}.")] = None,
-    skip_corrupt: Annotated[bool, typer.Option(
-        "--skip-corrupt", help="Skip damaged batches (each one is listed) instead of stopping.")] = False,
-    cluster_id: Annotated[str | None, typer.Option(help="Cluster id when meta.properties is absent.")] = None,
+    skip_corrupt: SkipCorruptOption = False,
+    cluster_id: ClusterIdOption = None,
 ) -> None:
     """Print every record of SOURCE, one Kafka-JSON line per record (offset included)."""
 
@@ -136,9 +140,8 @@ def export(
     out: Annotated[Path, typer.Option(help="The Avro object container file to write.")],
     codec: Annotated[str, typer.Option(help="Avro block codec: null, deflate, snappy or zstandard.")]
     = "deflate",
-    skip_corrupt: Annotated[bool, typer.Option(
-        "--skip-corrupt", help="Skip damaged batches (each one is listed) instead of stopping.")] = False,
-    cluster_id: Annotated[str | None, typer.Option(help="Cluster id when meta.properties is absent.")] = None,
+    skip_corrupt: SkipCorruptOption = False,
+    cluster_id: ClusterIdOption = None,
 ) -> None:
     """Write every record of SOURCE to an Avro container file (schema MetadataLogEntry) for bulk import."""
 

@@ -39,10 +39,11 @@ import crc32c
 
 from records.definitions import definitions
 from records.errors import RecordValidationError
-from records.kafka_codec import encode_body, encode_control_key, encode_metadata_value, uvarint_bytes
+from records.kafka_codec import uvarint_bytes
 from records.kafka_json import dumps_compact, record_from_json, record_to_json, struct_to_json
 from records.model import LogEntry, MetadataRecord, RawRecord
 from records.validation import FieldProblem, check_version, convert_struct, json_leaf
+from records.writer import encode_entry
 
 # What kafka-dump-log prints before a control record's JSON → the Kafka message it holds.
 CONTROL_LABELS: dict[str, str] = {
@@ -450,17 +451,6 @@ def _zigzag(value: int) -> bytes:
     return uvarint_bytes((value << 1) ^ (value >> 63))
 
 
-def _key_value(record: MetadataRecord | RawRecord) -> tuple[bytes | None, bytes]:
-    if isinstance(record, RawRecord):
-        key = encode_control_key(record.control_type) if record.control_type is not None else None
-        return key, record.value
-    message = record.definition
-    if message.is_control:
-        assert message.control_type is not None
-        return encode_control_key(message.control_type), encode_body(message, record.version, record.data)
-    return None, encode_metadata_value(message, record.version, record.data)
-
-
 def _content_text(entry: LogEntry, version: tuple[int, int]) -> str:
     """What kafka-dump-log prints after the record metadata, as the given Kafka version does."""
     record = entry.record
@@ -532,7 +522,7 @@ def format_dump_log(entries: Iterable[LogEntry], *, path: str = "000000000000000
         records = b""
         kv = []
         for entry, ts in zip(batch, times, strict=True):
-            key, value = _key_value(entry.record)
+            key, value = encode_entry(entry)
             kv.append((key, value))
             body = (b"\x00" + _zigzag(ts - base_ts) + _zigzag(entry.offset - base)
                     + (_zigzag(-1) if key is None else _zigzag(len(key)) + key)
