@@ -118,7 +118,8 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
     """Return the (shared) SparkSession: Spark Connect when a remote URL is given, else a local JVM.
 
     `spark.driver.memory` and the other static settings only take effect when this call starts the JVM;
-    later calls reuse the running session and update its runtime SQL settings.
+    a later call without an explicit master returns the running session unchanged (but for the settings
+    it names explicitly), so commands called inside a notebook or a test run keep its configuration.
     """
     options = options or SparkOptions()
     remote = options.remote or os.environ.get("SPARK_REMOTE")
@@ -127,6 +128,16 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
         for key, value in _session_conf(options, local=False).items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
+
+    active = SparkSession.getActiveSession()
+    if active is not None and options.master is None:
+        # A session is already running in this process (a notebook, a test run, a command called from
+        # Python): use it as it is configured, changing only what the caller asked for explicitly.
+        if options.shuffle_partitions is not None:
+            active.conf.set("spark.sql.shuffle.partitions", str(options.shuffle_partitions))
+        for key, value in options.extra_conf.items():
+            active.conf.set(key, value)
+        return active
 
     master = options.master or os.environ.get("KRAFT_REPLAY_SPARK_MASTER") or DEFAULT_MASTER
     java_line = _require_java()
