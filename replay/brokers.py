@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from replay.events import last_non_null, ordered, parsed, running
 
-EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type")
+EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
 BROKER_VALUES = ("broker_epoch", "incarnation_id", "fenced", "in_controlled_shutdown", "rack", "endpoints",
                  "features", "log_dirs", "is_migrating_zk_broker")
 ENDPOINTS = "transform(r.endPoints, e -> named_struct('name', e.name, 'host', e.host, 'port', e.port, " \

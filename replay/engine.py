@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay.brokers import BROKER_VALUES, broker_states, controller_states, feature_states
-from replay.events import transaction_anomalies, visible
+from replay.events import transaction_anomalies, visible, with_base
 from replay.history import collapse, to_intervals
 from replay.partitions import ARRAYS, partition_states, topic_events
 from replay.replicas import replica_history
@@ -45,10 +45,14 @@ def _with_topic_names(partitions: DataFrame, topics: DataFrame) -> DataFrame:
     return p.join(t, valid, "left").select("p.*", F.col("t.name").alias("topic_name"))
 
 
-def replay(log: DataFrame) -> ReplayResult:
-    """Replay ``log`` (rows in the ``metadata_log`` shape, one or more clusters)."""
+def replay(log: DataFrame, base: DataFrame | None = None) -> ReplayResult:
+    """Replay ``log`` (rows in the ``metadata_log`` shape, one or more clusters).
+
+    ``base``: already-visible events applied before the log of their cluster (``replay.events.with_base``):
+    the records of the snapshot a truncated log starts from (``replay.snapshots``), or the seeds of an
+    incremental replay (``replay.incremental``)."""
     # Every table reads the events, and replicas read partitions and brokers: compute each once.
-    events = visible(log).persist()
+    events = with_base(visible(log), base).persist()
     topics = topic_events(events)
     partitions = partition_states(events, topics.topic_events)
     brokers = broker_states(events)

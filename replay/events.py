@@ -4,7 +4,8 @@ Two things happen here, both as set-based DataFrame operations:
 - **Visibility** (KIP-868, as Kafka's MetadataLoader applies it): a record inside a metadata
   transaction becomes visible at its EndTransactionRecord; an aborted transaction's records never
   do, nor do those of a transaction still open at the end of the log. Every kept record gets a
-  ``visible_offset`` (and its append time), and records are ordered by ``(visible_offset, offset)``.
+  ``visible_offset`` (and its append time), and records are ordered by ``(visible_offset, offset, seq)``
+  (``seq`` only orders base events that share one offset: a snapshot's records, incremental seeds).
 - **Typing**: the Kafka-JSON ``payload_json`` of each record type is parsed natively with
   ``from_json``; fields Kafka prints only when they differ from their default (tagged fields) get
   that default back, so ``-2`` leaders and ``null`` arrays keep Kafka's meaning.
@@ -47,6 +48,10 @@ SCHEMAS: dict[str, str] = {
                                 f"endPoints: {ENDPOINT}, features: {FEATURES}>",
 }
 STATE_TYPES = tuple(SCHEMAS)
+# Apply order inside one offset: 0 for log records; a snapshot's records (all at its end offset - 1) and
+# an incremental replay's seeds carry their position here.
+SEQ = "seq"
+BASE_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "payload_json", SEQ)
 
 # Kafka's DirectoryId constants (since apache/kafka#14858, before 3.7.0), as Kafka prints Uuids.
 MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid(0, 0)
@@ -81,7 +86,17 @@ def visible(log: DataFrame) -> DataFrame:
         "s.*",
         F.coalesce(F.col("t.close_offset"), F.col("s.offset")).alias("visible_offset"),
         F.coalesce(F.col("t.close_time_ms"), F.col("s.append_time_ms")).alias("visible_time_ms"),
+        F.lit(0).cast("long").alias(SEQ),
     ).drop("bucket")
+
+
+def with_base(events: DataFrame, base: DataFrame | None) -> DataFrame:
+    """``events`` plus already-visible *base* events (a snapshot's records, the seeds of an incremental
+    replay): rows with ``cluster_id, offset, visible_offset, visible_time_ms, record_type, payload_json,
+    seq`` that come before every log event of their cluster (``seq`` orders the rows of one offset)."""
+    if base is None:
+        return events
+    return events.unionByName(base.select(*BASE_COLUMNS), allowMissingColumns=True)
 
 
 def transaction_markers(log: DataFrame) -> DataFrame:
@@ -112,7 +127,7 @@ def parsed(events: DataFrame, record_type: str) -> DataFrame:
 
 def ordered(*keys: str) -> Window:
     """Window over an entity's events in the order Kafka applies them."""
-    return Window.partitionBy(*keys).orderBy("visible_offset", "offset")
+    return Window.partitionBy(*keys).orderBy("visible_offset", "offset", SEQ)
 
 
 def running(*keys: str) -> Window:

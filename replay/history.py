@@ -19,7 +19,7 @@ def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple
                  tombstone: str = "is_tombstone") -> DataFrame:
     """``states``: one row per applied event (``visible_offset``, ``visible_time_ms``, ``offset``,
     ``record_type`` and the entity's state after it) plus tombstone rows (``tombstone`` true)."""
-    last_at_offset = Window.partitionBy(*keyed, "visible_offset").orderBy(F.col("offset").desc())
+    last_at_offset = Window.partitionBy(*keyed, "visible_offset").orderBy(F.col("offset").desc(), F.col("seq").desc())
     versions = (states.withColumn("_rank", F.row_number().over(last_at_offset))
                 .where(F.col("_rank") == 1).drop("_rank"))
     by_offset = Window.partitionBy(*keyed).orderBy("visible_offset")

@@ -20,7 +20,7 @@ from replay.events import MIGRATING_DIR, UNASSIGNED_DIR, last_non_null, ordered,
 
 KEY = ("topic_id", "partition_id")
 ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
-EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type")
+EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
 
 
 @dataclass(frozen=True)
@@ -56,14 +56,16 @@ def topic_live_intervals(topics: DataFrame) -> DataFrame:
     w = ordered("cluster_id", "topic_id")
     return (topics.withColumn("to_visible", F.lead("visible_offset").over(w))
             .withColumn("to_offset", F.lead("offset").over(w))
+            .withColumn("to_seq", F.lead("seq").over(w))
             .where(F.col("kind") == "create")
             .select("cluster_id", "topic_id", "name", F.col("visible_offset").alias("from_visible"),
-                    F.col("offset").alias("from_offset"), "to_visible", "to_offset"))
+                    F.col("offset").alias("from_offset"), F.col("seq").alias("from_seq"), "to_visible", "to_offset",
+                    "to_seq"))
 
 
-def _after(v: Column, o: Column, v0: Column, o0: Column) -> Column:
-    """(v, o) comes at or after (v0, o0) in Kafka's apply order."""
-    return (v > v0) | ((v == v0) & (o >= o0))
+def _after(v: Column, o: Column, s: Column, v0: Column, o0: Column, s0: Column) -> Column:
+    """(v, o, s) comes at or after (v0, o0, s0) in Kafka's apply order."""
+    return (v > v0) | ((v == v0) & ((o > o0) | ((o == o0) & (s >= s0))))
 
 
 @dataclass(frozen=True)
@@ -106,10 +108,11 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
     live = topic_live_intervals(topics).alias("t")
     c = created.alias("c")
     in_topic = ((F.col("c.topic_id") == F.col("t.topic_id")) & (F.col("c.cluster_id") == F.col("t.cluster_id"))
-                & _after(F.col("c.visible_offset"), F.col("c.offset"), F.col("t.from_visible"), F.col("t.from_offset"))
+                & _after(F.col("c.visible_offset"), F.col("c.offset"), F.col("c.seq"),
+                         F.col("t.from_visible"), F.col("t.from_offset"), F.col("t.from_seq"))
                 & (F.col("t.to_visible").isNull()
-                   | ~_after(F.col("c.visible_offset"), F.col("c.offset"), F.col("t.to_visible"),
-                             F.col("t.to_offset"))))
+                   | ~_after(F.col("c.visible_offset"), F.col("c.offset"), F.col("c.seq"), F.col("t.to_visible"),
+                             F.col("t.to_offset"), F.col("t.to_seq"))))
     matched = c.join(live, in_topic, "left").select("c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
     refused_creates = matched.where(~F.col("topic_live")).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
@@ -120,7 +123,7 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
     # RemoveTopicRecord deletes every partition ever created under that topic id; a TopicRecord for a
     # live topic id replaces the topic with no partitions (TopicsDelta), which deletes them too.
     removes = topics.where((F.col("kind") == "remove") | F.col("replaces")).select(
-        "cluster_id", "topic_id", "offset", "visible_offset", "visible_time_ms", "record_type")
+        "cluster_id", "topic_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
     keys = creates.select("cluster_id", *KEY).distinct()
     deletes = removes.join(keys, ["cluster_id", "topic_id"]).select(
         *EVENT_COLUMNS, "topic_id", "partition_id", F.lit("delete").alias("kind"))
@@ -142,7 +145,7 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
     stream = stream.withColumn("generation", F.sum(F.when(F.col("kind") != "change", 1).otherwise(0)).over(
         running(*keyed)))
     stream = stream.withColumn("generation_kind", F.first("kind").over(
-        Window.partitionBy(*keyed, "generation").orderBy("visible_offset", "offset")))
+        Window.partitionBy(*keyed, "generation").orderBy("visible_offset", "offset", "seq")))
     applied = (F.col("kind") == "create") | ((F.col("kind") == "change") & (F.col("generation_kind") == "create"))
     refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
@@ -189,24 +192,25 @@ def _with_directories(state: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
     w = ordered(*keyed, "generation")
     state = state.withColumn("prev_replicas", F.lag("replicas").over(w))
     per_replica = state.select(
-        *keyed, "generation", "visible_offset", "offset", "explicit_dirs", "replicas_set", "prev_replicas",
+        *keyed, "generation", "visible_offset", "offset", "seq", "explicit_dirs", "replicas_set", "prev_replicas",
         F.posexplode("replicas").alias("pos", "broker"))
     joined = (F.col("explicit_dirs").isNull() & F.col("replicas_set")
               & ~F.coalesce(F.array_contains("prev_replicas", F.col("broker")), F.lit(False)))
     starts = F.col("explicit_dirs").isNotNull() | joined
     segment = F.sum(F.when(starts, 1).otherwise(0)).over(
-        Window.partitionBy(*keyed, "generation", "broker").orderBy("visible_offset", "offset")
+        Window.partitionBy(*keyed, "generation", "broker").orderBy("visible_offset", "offset", "seq")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    first_of_segment = Window.partitionBy(*keyed, "generation", "broker", "segment").orderBy("visible_offset", "offset")
+    first_of_segment = Window.partitionBy(*keyed, "generation", "broker", "segment").orderBy(
+        "visible_offset", "offset", "seq")
     directory = F.when(F.col("explicit_dirs").isNotNull(),
                        F.coalesce(F.element_at("explicit_dirs", F.col("pos") + 1), F.lit(UNASSIGNED_DIR))
                        ).otherwise(F.lit(UNASSIGNED_DIR))
     dirs = (per_replica.withColumn("segment", segment)
             .withColumn("directory", F.first(directory).over(first_of_segment))
-            .groupBy(*keyed, "generation", "visible_offset", "offset")
+            .groupBy(*keyed, "generation", "visible_offset", "offset", "seq")
             .agg(F.transform(F.array_sort(F.collect_list(F.struct("pos", "directory"))),
                              lambda x: x["directory"]).alias("directories")))
-    state = state.join(dirs, [*keyed, "generation", "visible_offset", "offset"], "left")
+    state = state.join(dirs, [*keyed, "generation", "visible_offset", "offset", "seq"], "left")
     return state.withColumn("directories", F.when(
         F.size(F.coalesce("directories", F.array())) > 0, F.col("directories")
     ).otherwise(F.array_repeat(F.lit(MIGRATING_DIR), F.coalesce(F.size("prev_replicas"), F.lit(0))))

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -23,7 +24,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from lakehouse.lake import Lake
+from lakehouse.tables import SNAPSHOTS, spark_schema
 from replay.engine import TABLE_KEYS, replay
+from replay.incremental import incremental_replay, safe_offsets
+from replay.snapshots import first_offsets, snapshot_input
 
 METADATA_LOG = "metadata_log"
 ANOMALIES = "replay_anomalies"
@@ -37,7 +41,8 @@ CHECKPOINT_SCHEMA = StructType([
     StructField("cluster_id", StringType()),
     StructField("last_offset", LongType()),  # the last metadata_log offset of the cluster that was replayed
     StructField("metadata_log_version", LongType()),  # the Delta version of metadata_log that was read
-    StructField("mode", StringType()),  # "full": every history table rebuilt from offset 0
+    StructField("mode", StringType()),  # "full": every table rebuilt; "incremental": only offsets after the last
+    # checkpoint folded in (`last_offset` is then a safe point: no metadata transaction open there)
     StructField("replayed_at", TimestampType()),
     StructField("tables", MapType(StringType(), LongType())),  # table → Delta version written
 ])
@@ -103,12 +108,6 @@ def table_rows(lake: Lake, name: str) -> int:
     return sum(n or 0 for n in files.column("num_records").to_pylist())
 
 
-def _log_clusters(log: DataFrame) -> dict[str, int]:
-    """Cluster id → last offset, one small aggregate over the log."""
-    rows = log.where(F.col("offset").isNotNull()).groupBy("cluster_id").agg(F.max("offset").alias("last")).collect()
-    return {row["cluster_id"]: int(row["last"]) for row in rows}
-
-
 def _keep_other_clusters(spark: SparkSession, lake: Lake, name: str, new: DataFrame, cluster_id: str) -> DataFrame:
     """``new`` plus the current rows of every other cluster (for a one-cluster replay)."""
     if not lake.table_exists(name):
@@ -120,25 +119,49 @@ def _keep_other_clusters(spark: SparkSession, lake: Lake, name: str, new: DataFr
     return new.unionByName(current.where(F.col("cluster_id") != cluster_id))
 
 
-def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None) -> ReplaySummary:
-    """Replay ``metadata_log`` (every cluster, or only ``cluster_id``) into the lake's history tables."""
+def _read_snapshots(spark: SparkSession, lake: Lake, first: dict[str, int]) -> DataFrame | None:
+    if not any(f > 0 for f in first.values()) or not lake.table_exists(SNAPSHOTS):
+        return None
+    return lake.read(spark, SNAPSHOTS)
+
+
+def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, full: bool = False
+               ) -> ReplaySummary:
+    """Replay ``metadata_log`` (every cluster, or only ``cluster_id``) into the lake's history tables.
+
+    Incremental (``replay.incremental``) when a checkpoint exists, the history tables are the ones it wrote
+    and ``metadata_log`` grew since; a full rebuild otherwise or with ``full=True``. A cluster whose stored
+    log no longer starts at offset 0 is replayed from its latest snapshot (``replay.snapshots``).
+    """
     started = time.monotonic()
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
     log_version = int(lake.delta_table(METADATA_LOG).version())
-    log = lake.read(spark, METADATA_LOG, version=log_version)
-    clusters = _log_clusters(log)
-    if not clusters:
-        raise ReplayError(f"metadata_log v{log_version} at {lake.root} holds no records")
     notes: list[str] = []
+    if not full:
+        plan = _incremental_plan(spark, lake, log_version, cluster_id, notes)
+        if plan is not None:
+            return _run_incremental(spark, lake, log_version, plan, notes, started)
+    log = lake.read(spark, METADATA_LOG, version=log_version)
     if cluster_id is not None:
-        if cluster_id not in clusters:
-            raise ReplayError(f"no records of cluster {cluster_id!r} in metadata_log; clusters: "
-                              f"{', '.join(sorted(clusters))}")
-        clusters = {cluster_id: clusters[cluster_id]}
         log = log.where(F.col("cluster_id") == cluster_id)
+    bounds = first_offsets(log)
+    if not bounds:
+        if cluster_id is not None:
+            raise ReplayError(f"no records of cluster {cluster_id!r} in metadata_log")
+        raise ReplayError(f"metadata_log v{log_version} at {lake.root} holds no records")
+    clusters = {c: last for c, (_, last) in bounds.items()}
+    first = {c: f for c, (f, _) in bounds.items()}
+    replay_input = snapshot_input(log, _read_snapshots(spark, lake, first), first)
+    for base in replay_input.bases:
+        notes.append(f"{base.cluster_id}: log starts at offset {first[base.cluster_id]}: replayed from the "
+                     f"snapshot ending at {base.end_offset} (epoch {base.epoch})")
+    for c, f in sorted(first.items()):
+        if f > 0 and c not in {b.cluster_id for b in replay_input.bases}:
+            notes.append(f"{c}: log starts at offset {f} and no stored snapshot reaches it: replayed from there")
+    safe = safe_offsets(replay_input.log, clusters)
 
-    result = replay(log)
+    result = replay(replay_input.log, replay_input.base)
     outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
         name: (df, (*TABLE_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
     outputs[ANOMALIES] = (result.anomalies, ANOMALY_ORDER)
@@ -147,15 +170,106 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None) -
         if cluster_id is not None:
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
         versions[name] = write_sorted(lake, df, name, order)
+    return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
+                   list(outputs), notes, started)
 
+
+def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int,
+            mode: str, versions: dict[str, int], names: list[str], notes: list[str], started: float
+            ) -> ReplaySummary:
+    """Append the checkpoint rows (``last_offset``: the safe point, see ``replay.incremental``)."""
     replayed_at = datetime.now(UTC)
+    table_versions = {name: versions[name] for name in names}
     checkpoint = spark.createDataFrame(
-        [(c, last, log_version, "full", replayed_at, dict(versions)) for c, last in sorted(clusters.items())],
+        [(c, safe[c], log_version, mode, replayed_at, dict(table_versions)) for c in sorted(safe)],
         CHECKPOINT_SCHEMA)
     versions[CHECKPOINTS] = lake.write(checkpoint, CHECKPOINTS, "append")
-    rows = {name: table_rows(lake, name) for name in outputs}
+    rows = {name: table_rows(lake, name) for name in names}
     return ReplaySummary(clusters=clusters, metadata_log_version=log_version, rows=rows, versions=versions,
-                         anomalies=rows[ANOMALIES], seconds=time.monotonic() - started, notes=notes)
+                         anomalies=rows[ANOMALIES], seconds=time.monotonic() - started, mode=mode, notes=notes)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    checkpoints: dict[str, int]  # cluster → safe offset C of its last checkpoint (clusters in scope)
+    new_log: DataFrame  # records after C
+    new_bounds: dict[str, tuple[int, int]]  # cluster → (first, last) new offset (clusters with new records)
+
+
+def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_id: str | None,
+                      notes: list[str]) -> _Plan | None:
+    """What an incremental run reads, or None when it must be a full replay."""
+    names = (*HISTORY_TABLES, ANOMALIES)
+    if not lake.table_exists(CHECKPOINTS) or not all(lake.table_exists(n) for n in names):
+        return None
+    rows = lake.read(spark, CHECKPOINTS).collect()
+    if not rows:
+        return None
+    latest = max(rows, key=lambda r: (r["replayed_at"], r["metadata_log_version"]))
+    if int(latest["metadata_log_version"]) >= log_version:
+        return None  # nothing new: a full replay (as before incremental replays existed)
+    tables = latest["tables"] or {}
+    if any(tables.get(n) != int(lake.delta_table(n).version()) for n in names):
+        notes.append("the history tables changed since the last checkpoint: full replay")
+        return None
+    last: dict[str, Any] = {}
+    for row in sorted(rows, key=lambda r: r["replayed_at"]):
+        last[row["cluster_id"]] = row
+    # clusters present in files added since the checkpointed metadata_log version
+    try:
+        before = set(lake.delta_table(METADATA_LOG, version=int(latest["metadata_log_version"])).file_uris())
+    except Exception:  # an expired version (vacuumed): rebuild
+        notes.append("the checkpointed metadata_log version is gone: full replay")
+        return None
+    table = lake.delta_table(METADATA_LOG, version=log_version)
+    added = [f for f in table.file_uris() if f not in before]
+    seen = {r["cluster_id"] for r in spark.read.parquet(*added)
+            .select("cluster_id").distinct().collect()} if added else set()
+    scope = {cluster_id} if cluster_id is not None else seen | set(last)
+    if cluster_id is not None and cluster_id not in seen and cluster_id not in last:
+        return None  # unknown cluster: the full path reports it
+    if any(c not in last for c in scope):
+        notes.append("a cluster without a checkpoint: full replay")
+        return None
+    checkpoints = {c: int(last[c]["last_offset"]) for c in scope}
+    frames = [lake.read_offsets(spark, METADATA_LOG, c, cp + 1, 2**62, version=log_version)
+              for c, cp in sorted(checkpoints.items()) if c in seen]
+    if not frames:
+        return _Plan(checkpoints, spark.createDataFrame([], spark_schema(METADATA_LOG)), {})
+    new_log = frames[0]
+    for frame in frames[1:]:
+        new_log = new_log.unionByName(frame)
+    new_log = new_log.persist()
+    new_bounds = first_offsets(new_log)
+    for c, (first, _) in new_bounds.items():
+        if first != checkpoints[c] + 1:
+            notes.append(f"{c}: offsets {checkpoints[c] + 1}..{first - 1} are missing after the checkpoint: "
+                         "full replay")
+            new_log.unpersist()
+            return None
+    return _Plan(checkpoints, new_log, new_bounds)
+
+
+def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _Plan, notes: list[str],
+                     started: float) -> ReplaySummary:
+    names = (*HISTORY_TABLES, ANOMALIES)
+    current = {n: int(lake.delta_table(n).version()) for n in names}
+    changed = {c: cp for c, cp in plan.checkpoints.items() if c in plan.new_bounds}
+    safe = dict(plan.checkpoints)
+    versions = dict(current)
+    if changed:
+        safe.update(safe_offsets(plan.new_log, {c: last for c, (_, last) in plan.new_bounds.items()}))
+        stored = {n: lake.read(spark, n, version=current[n]) for n in HISTORY_TABLES}
+        result = incremental_replay(spark, plan.new_log, changed, stored,
+                                    lake.read(spark, ANOMALIES, version=current[ANOMALIES]))
+        for name, df in result.tables.items():
+            versions[name] = write_sorted(lake, df, name, (*TABLE_KEYS[name], "valid_from_offset"))
+        versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
+    else:
+        notes.append("no new records after the checkpoints: tables unchanged")
+    plan.new_log.unpersist()
+    clusters = {c: plan.new_bounds[c][1] if c in plan.new_bounds else cp for c, cp in plan.checkpoints.items()}
+    return _finish(spark, lake, clusters, safe, log_version, "incremental", versions, list(names), notes, started)
 
 
 __all__ = ["ANOMALIES", "CHECKPOINTS", "CHECKPOINT_SCHEMA", "HISTORY_TABLES", "METADATA_LOG", "ROWS_PER_FILE",
