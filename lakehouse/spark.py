@@ -30,6 +30,9 @@ _COMMON_CONF: dict[str, str] = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # The replay's window folds have deep plans: Spark renders every plan as text for its listeners, and
+    # an uncapped rendering of the incremental replay's plan alone exhausts a 2 GiB driver heap.
+    "spark.sql.maxPlanStringLength": "1000000",
 }
 
 

@@ -13,11 +13,11 @@ import threading
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import IntEnum
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, TypeVar
 
 import cramjam
 import crc32c
@@ -25,7 +25,7 @@ import lz4.frame
 import zstandard
 
 from records.errors import CorruptBatchError, TruncatedTailWarning
-from records.model import unfrozen_twin
+from records.model import LogEntry, LogEntryTwin, MetadataRecord, MetadataRecordTwin, unfrozen_twin
 
 __all__ = [
     "MAX_BATCH_BYTES",
@@ -82,6 +82,13 @@ class Compression(IntEnum):
     SNAPPY = 2
     LZ4 = 3
     ZSTD = 4
+
+
+# The reader compares plain ints: comparing with an IntEnum member, or calling the enum, costs more.
+_CODEC_NAMES = {int(codec): codec.name.lower() for codec in Compression}
+_SNAPPY, _LZ4, _ZSTD_CODEC = int(Compression.SNAPPY), int(Compression.LZ4), int(Compression.ZSTD)
+_lz4_context = lz4.frame.create_decompression_context
+_lz4_chunk = lz4.frame.decompress_chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +174,14 @@ _BatchRecordTwin = unfrozen_twin(BatchRecord)
 _RecordBatchTwin = unfrozen_twin(RecordBatch)
 
 
+# _parse_records builds these two slot by slot (cheaper than calling even the twin); it must set them all.
+if ([f.name for f in fields(LogEntry)] != [
+        "offset", "record", "batch_base_offset", "raft_leader_epoch", "append_time_ms", "cluster_id",
+        "read_mode", "source", "position", "notes"]
+        or [f.name for f in fields(MetadataRecord)] != ["type_name", "version", "data"]):
+    raise ImportError("records.batch._parse_records must set every field of LogEntry and MetadataRecord")
+
+
 class BatchIssueWarning(UserWarning):
     """Issued for a :class:`BatchIssue` when the caller passed no ``on_issue`` callback."""
 
@@ -202,6 +217,29 @@ def iter_batches(
     Kafka's log recovery truncates it. Any other damage raises :class:`CorruptBatchError`, or with
     ``skip_corrupt`` is reported and skipped by its length (or ends the iteration when the length itself
     is impossible). Issues go to ``on_issue``, or are issued as :class:`BatchIssueWarning` without it.
+    """
+    return _iter_frames(stream, _decode_batch, source=source, is_last_segment=is_last_segment,
+                       skip_corrupt=skip_corrupt, on_issue=on_issue)
+
+
+_T = TypeVar("_T")
+
+
+def _iter_frames(
+    stream: BinaryIO,
+    decode: Callable[[bytes, int, int, int, int, str], _T],
+    *,
+    source: str,
+    is_last_segment: bool = True,
+    skip_corrupt: bool = False,
+    on_issue: Callable[[BatchIssue], None] | None = None,
+) -> Iterator[_T]:
+    """:func:`iter_batches` with the decoding of each complete batch left to ``decode``.
+
+    ``decode(buf, off, base_offset, batch_length, position, source)`` gets the batch at
+    ``buf[off:off + 12 + batch_length]`` and raises :class:`_Malformed` for a damaged one, which is then
+    reported (or raised) exactly as :func:`iter_batches` does; :func:`records.decode.iter_batch_entries`
+    uses it to build log entries without building the batches' :class:`BatchRecord` objects.
     """
 
     def report(kind: IssueKind, detail: CorruptBatchError | TruncatedTailWarning) -> None:
@@ -242,7 +280,7 @@ def iter_batches(
                            skip_corrupt)
                 return
         try:
-            batch = _decode_batch(buf, off, base_offset, length, position, source)
+            batch = decode(buf, off, base_offset, length, position, source)
         except _Malformed as exc:
             error = CorruptBatchError(str(exc), source=source, position=position, base_offset=base_offset)
             if not skip_corrupt:
@@ -291,11 +329,11 @@ def _cut_short(
     report("stopped-corrupt", error)
 
 
-def _decode_batch(buf: bytes, off: int, base_offset: int, length: int, position: int,
-                  source: str) -> RecordBatch:
-    """Validate and decode the batch at ``buf[off:off + 12 + length]``."""
-    (leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
-     producer_epoch, base_sequence, count) = _REST.unpack_from(buf, off + _PREFIX_SIZE)
+def _check_batch(buf: bytes, off: int, length: int) -> tuple[tuple[int, ...], bytes, int, int]:
+    """Validate the header and CRC of the batch at ``buf[off:off + 12 + length]`` and decompress its
+    records: (the header fields after the length, the records' buffer, their start and end in it)."""
+    header = _REST.unpack_from(buf, off + _PREFIX_SIZE)
+    magic, crc, attributes, count = header[1], header[2], header[3], header[10]
     if magic != 2:
         raise _Malformed(f"unknown magic {magic}, expected 2")
     end = off + _PREFIX_SIZE + length
@@ -305,11 +343,19 @@ def _decode_batch(buf: bytes, off: int, base_offset: int, length: int, position:
     if count < 0:
         raise _Malformed(f"negative record count {count}")
     codec = attributes & _COMPRESSION_MASK
-    if codec == Compression.NONE:
-        records = _parse_records(buf, off + _HEADER_SIZE, end, count, base_offset, base_timestamp, position)
-    else:
-        data = _decompress(codec, memoryview(buf)[off + _HEADER_SIZE:end])
-        records = _parse_records(data, 0, len(data), count, base_offset, base_timestamp, position)
+    if not codec:  # Compression.NONE
+        return header, buf, off + _HEADER_SIZE, end
+    data = _decompress(codec, memoryview(buf)[off + _HEADER_SIZE:end])
+    return header, data, 0, len(data)
+
+
+def _decode_batch(buf: bytes, off: int, base_offset: int, length: int, position: int,
+                  source: str) -> RecordBatch:
+    """Validate and decode the batch at ``buf[off:off + 12 + length]``."""
+    header, data, start, end = _check_batch(buf, off, length)
+    (leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+     producer_epoch, base_sequence, count) = header
+    records = _parse_records(data, start, end, count, base_offset, base_timestamp, position)
     batch = _RecordBatchTwin(base_offset, length, leader_epoch, magic, crc, attributes, last_offset_delta,
                              base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
                              records, position, source)
@@ -319,19 +365,18 @@ def _decode_batch(buf: bytes, off: int, base_offset: int, length: int, position:
 
 def _decompress(codec: int, data: memoryview) -> bytes:
     """Decompress the records section as Kafka writes it, bounded by MAX_DECOMPRESSED_BYTES."""
+    name = _CODEC_NAMES.get(codec)  # not Compression(codec).name: an enum call costs ~2 us per batch
+    if name is None:
+        raise _Malformed(f"unknown compression codec {codec} in attributes, expected 0 to 4")
     try:
-        name = Compression(codec).name.lower()
-    except ValueError:
-        raise _Malformed(f"unknown compression codec {codec} in attributes, expected 0 to 4") from None
-    try:
-        if codec == Compression.GZIP:
-            out = _gunzip(data)
-        elif codec == Compression.SNAPPY:
-            out = _unsnappy(data)
-        elif codec == Compression.LZ4:
+        if codec == _LZ4:
             out = _unlz4(data)
-        else:
+        elif codec == _ZSTD_CODEC:
             out = _unzstd(data)
+        elif codec == _SNAPPY:
+            out = _unsnappy(data)
+        else:
+            out = _gunzip(data)
     except _Malformed:
         raise
     except Exception as exc:  # any library failure on these bytes means the batch is damaged
@@ -386,25 +431,33 @@ def _unsnappy(data: memoryview) -> bytes:
 
 def _unlz4(data: memoryview) -> bytes:
     """Output room grows from a small first guess: python-lz4 allocates all of ``max_length`` up front,
-    and 256 MiB per batch cost ~14 us of mmap and page faults for a batch that decompresses in 1 us."""
-    decompressor = lz4.frame.LZ4FrameDecompressor()
+    and 256 MiB per batch cost ~14 us of mmap and page faults for a batch that decompresses in 1 us.
+
+    What ``lz4.frame.LZ4FrameDecompressor`` does, on its C functions directly: the class's Python layer
+    cost more than decompressing a metadata batch. ``pending[used:]`` is the class's unconsumed input
+    while the frame goes on, its ``unused_data`` once the frame has ended."""
+    context = _lz4_context()
     room = min(max(_LZ4_FIRST_OUTPUT, 8 * len(data)), MAX_DECOMPRESSED_BYTES)
-    out = decompressor.decompress(bytes(data), max_length=room)
-    if not decompressor.eof and not decompressor.needs_input:  # output room used up: more to come
+    pending = bytes(data)
+    out, used, eof = _lz4_chunk(context, pending, max_length=room)
+    if not eof and used < len(pending):  # output room used up: more to come
         parts = [out]
         total = len(out)
-        while not decompressor.eof and not decompressor.needs_input:
+        while True:
+            pending = pending[used:]
             if total >= MAX_DECOMPRESSED_BYTES:
                 raise _too_large()
             room = min(4 * room, MAX_DECOMPRESSED_BYTES - total)
-            part = decompressor.decompress(b"", max_length=room)
+            part, used, eof = _lz4_chunk(context, pending, max_length=room)
             parts.append(part)
             total += len(part)
+            if eof or used >= len(pending):
+                break
         out = b"".join(parts)
-    if not decompressor.eof:
+    if not eof:
         raise _Malformed("lz4 records end before the end of the lz4 frame")
-    if decompressor.unused_data:
-        raise _Malformed(f"{len(decompressor.unused_data)} bytes after the lz4 frame")
+    if used < len(pending):
+        raise _Malformed(f"{len(pending) - used} bytes after the lz4 frame")
     return out
 
 
@@ -453,68 +506,97 @@ def _varint(buf: bytes, i: int, max_shift: int = 28) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), i
 
 
+#: What :func:`_parse_records` needs to build log entries instead of batch records: the value plans and
+#: the checked value decoder of :mod:`records.decode`, and the batch's leader epoch, cluster id and source.
+_EntryContext = tuple[dict[bytes, Any], Callable[[bytes], Any], int, str | None, str]
+
+
+def _zigzag_table() -> tuple[int, ...]:
+    """Decoded zig-zag varints of one byte ``b < 0x80``, at ``b``, and of two bytes ``b >= 0x80, c < 0x80``,
+    at ``b + (c << 7)``: raw value ``(b & 0x7F) | (c << 7)`` plus 128. A tuple lookup costs less than the
+    four integer operations of decoding, in the loop below (tuple indexing is specialised by CPython)."""
+    raws = [*range(128), *range(128 * 128)]
+    return tuple((raw >> 1) ^ -(raw & 1) for raw in raws)
+
+
+_ZIGZAG = _zigzag_table()
+
+
 def _parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, base_timestamp: int,
-                   position: int) -> tuple[BatchRecord, ...]:
+                   position: int, entries: _EntryContext | None = None) -> Sequence[Any]:
     """Decode ``count`` records from ``buf[i:end]``, which they must fill exactly.
 
     This loop is the reader's hot path: one- and two-byte varints (nearly all of them) are decoded
     inline, and records are built through the unfrozen twin of :class:`BatchRecord` (see
     :func:`records.model.unfrozen_twin`), which costs a third of the frozen constructor.
+
+    With ``entries`` (only for batches of metadata records, not control ones) it returns instead the
+    list of :class:`LogEntry` that :func:`records.decode.entries_from_batch` makes of these records,
+    without building the records: each value is decoded as soon as its record is framed. The framing
+    checks and their errors are the same in both modes; decoding a value never raises.
     """
     if count > (end - i) // _MIN_RECORD_BYTES:
         raise _Malformed(f"header declares {count} records but only {end - i} bytes of records follow")
     varint = _varint
+    zigzag = _ZIGZAG
     twin = _BatchRecordTwin
     frozen = BatchRecord
     no_headers: tuple[tuple[str, bytes | None], ...] = ()
-    records = []
+    records: list[Any] = []
     append = records.append
-    n = 0
-    try:
-        for n in range(count):
+    if entries is not None:
+        plans, checked, leader_epoch, cluster_id, source = entries
+        new = object.__new__
+        entry_twin, entry_frozen = LogEntryTwin, LogEntry
+        record_twin, record_frozen = MetadataRecordTwin, MetadataRecord
+    for n in range(count):
+        try:
             if i >= end:
                 raise _Malformed(f"header declares {count} records but the batch ends after {n}")
             b = buf[i]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
+                length = zigzag[b]
                 i += 1
-            elif buf[i + 1] < 0x80:
-                raw = (b & 0x7F) | (buf[i + 1] << 7)
-                length = (raw >> 1) ^ -(raw & 1)
-                i += 2
             else:
-                length, i = varint(buf, i)
+                c = buf[i + 1]
+                if c < 0x80:
+                    length = zigzag[b + (c << 7)]
+                    i += 2
+                else:
+                    length, i = varint(buf, i)
             record_end = i + length
             if length < _MIN_RECORD_BYTES - 1 or record_end > end:
                 raise _Malformed(f"record {n} declares length {length}, impossible in this batch")
-            attributes = buf[i]
+            attributes_at = i  # read only for a BatchRecord: log entries do not keep it
             b = buf[i + 1]
             if b < 0x80:
-                timestamp_delta = (b >> 1) ^ -(b & 1)
+                timestamp_delta = zigzag[b]
                 i += 2
-            elif buf[i + 2] < 0x80:
-                raw = (b & 0x7F) | (buf[i + 2] << 7)
-                timestamp_delta = (raw >> 1) ^ -(raw & 1)
-                i += 3
             else:
-                timestamp_delta, i = varint(buf, i + 1, 63)
+                c = buf[i + 2]
+                if c < 0x80:
+                    timestamp_delta = zigzag[b + (c << 7)]
+                    i += 3
+                else:
+                    timestamp_delta, i = varint(buf, i + 1, 63)
             b = buf[i]
             if b < 0x80:
-                offset_delta = (b >> 1) ^ -(b & 1)
+                offset_delta = zigzag[b]
                 i += 1
-            elif buf[i + 1] < 0x80:  # offsets 64 to 8191 of big batches
-                raw = (b & 0x7F) | (buf[i + 1] << 7)
-                offset_delta = (raw >> 1) ^ -(raw & 1)
-                i += 2
             else:
-                offset_delta, i = varint(buf, i)
+                c = buf[i + 1]
+                if c < 0x80:  # offsets 64 to 8191 of big batches
+                    offset_delta = zigzag[b + (c << 7)]
+                    i += 2
+                else:
+                    offset_delta, i = varint(buf, i)
             b = buf[i]
             if b == 1:  # -1: no key, what metadata records have
                 key = None
                 i += 1
             else:
                 if b < 0x80:
-                    key_length = (b >> 1) ^ -(b & 1)
+                    key_length = zigzag[b]
                     i += 1
                 else:
                     key_length, i = varint(buf, i)
@@ -529,14 +611,15 @@ def _parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, b
                     i += key_length
             b = buf[i]
             if b < 0x80:
-                value_length = (b >> 1) ^ -(b & 1)
+                value_length = zigzag[b]
                 i += 1
-            elif buf[i + 1] < 0x80:
-                raw = (b & 0x7F) | (buf[i + 1] << 7)
-                value_length = (raw >> 1) ^ -(raw & 1)
-                i += 2
             else:
-                value_length, i = varint(buf, i)
+                c = buf[i + 1]
+                if c < 0x80:
+                    value_length = zigzag[b + (c << 7)]
+                    i += 2
+                else:
+                    value_length, i = varint(buf, i)
             if value_length < 0:
                 if value_length != -1:
                     raise _Malformed(f"record {n} has value length {value_length}")
@@ -551,18 +634,52 @@ def _parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, b
                 i += 1
             else:
                 headers, i = _parse_headers(buf, i, record_end, n)
-            if i != record_end:
-                raise _Malformed(f"record {n} declares {length} bytes after its length but its fields take "
-                                 f"{length + i - record_end}")
-            record = twin(base_offset + offset_delta, base_timestamp + timestamp_delta, attributes, key,
-                          value, headers, position)
+        except IndexError:
+            raise _Malformed(f"record {n} runs past the end of the batch") from None
+        if i != record_end:
+            raise _Malformed(f"record {n} declares {length} bytes after its length but its fields take "
+                             f"{length + i - record_end}")
+        if entries is None:
+            record = twin(base_offset + offset_delta, base_timestamp + timestamp_delta, buf[attributes_at],
+                          key, value, headers, position)
             record.__class__ = frozen
             append(record)
-    except IndexError:
-        raise _Malformed(f"record {n} runs past the end of the batch") from None
+            continue
+        # A log entry: records.decode.entries_from_batch inlined, its objects built slot by slot.
+        if value is None:
+            value = b""
+            data = None
+        else:
+            try:
+                name, read_version, reader, mode, notes = plans[value[:3]]
+            except KeyError:
+                data = None
+            else:
+                data = reader(value)
+        if data is not None:
+            decoded = new(record_twin)
+            decoded.type_name = name
+            decoded.version = read_version
+            decoded.data = data
+            decoded.__class__ = record_frozen
+        else:
+            decoded, mode, notes = checked(value)
+        entry = new(entry_twin)
+        entry.offset = base_offset + offset_delta
+        entry.record = decoded
+        entry.batch_base_offset = base_offset
+        entry.raft_leader_epoch = leader_epoch
+        entry.append_time_ms = base_timestamp + timestamp_delta
+        entry.cluster_id = cluster_id
+        entry.read_mode = mode
+        entry.source = source
+        entry.position = position
+        entry.notes = notes
+        entry.__class__ = entry_frozen
+        append(entry)
     if i != end:
         raise _Malformed(f"{end - i} bytes left over after the {count} records the header declares")
-    return tuple(records)
+    return records if entries is not None else tuple(records)
 
 
 def _parse_headers(buf: bytes, i: int, record_end: int,

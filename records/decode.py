@@ -8,43 +8,47 @@ cannot be read is kept as raw bytes with the reason.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
+from typing import BinaryIO
 
+from records.batch import (
+    _CONTROL_MASK,
+    BatchIssue,
+    RecordBatch,
+    _check_batch,
+    _iter_frames,
+    _parse_records,
+    _RecordBatchTwin,
+)
 from records.definitions import MessageDef, by_api_key, by_control_type
 from records.kafka_codec import (
     METADATA_FRAME_VERSION,
     DecodeError,
-    Reader,
-    body_reader,
+    ValueReader,
     decode_body,
     read_control_key,
     read_control_version,
     read_metadata_header,
+    value_reader,
 )
 from records.model import LogEntry, LogEntryTwin, MetadataRecord, MetadataRecordTwin, RawRecord, ReadMode
 
-if TYPE_CHECKING:
-    from records.batch import RecordBatch
-
 Decoded = tuple[MetadataRecord | RawRecord, ReadMode, tuple[str, ...]]
 # How to read a metadata value, by its first three bytes (frame 1, one-byte api key and version: every
-# value Kafka writes today): type name, version read, body reader, read mode and notes. Filled by the
+# value Kafka writes today): type name, version read, value reader, read mode and notes. Filled by the
 # checked path the first time a header is seen, so the fast path only ever repeats what it decided.
-Plan = tuple[str, int, Reader, ReadMode, tuple[str, ...]]
+Plan = tuple[str, int, ValueReader, ReadMode, tuple[str, ...]]
 _PLANS: dict[bytes, Plan] = {}
-_FAST_ERRORS = (DecodeError, IndexError, struct.error)
 
 
 def _plan(message: MessageDef, version: int) -> Plan:
     """What :func:`_decode_known` does for this version when the bytes fit it."""
     if version in message.valid_versions:
-        return message.name, version, body_reader(message, version), ReadMode.EXACT, ()
+        return message.name, version, value_reader(message, version), ReadMode.EXACT, ()
     newest = message.versions[-1]
     note = (f"{message.name} v{version} is newer than the known versions "
             f"{message.valid_versions}; read with the v{newest} layout, which consumed every byte")
-    return (message.name, newest, body_reader(message, newest), ReadMode.BEST_EFFORT,
+    return (message.name, newest, value_reader(message, newest), ReadMode.BEST_EFFORT,
             (note, f"original version {version}"))
 
 
@@ -78,15 +82,11 @@ def decode_metadata_value(value: bytes) -> Decoded:
         plan = None
     if plan is not None:
         name, read_version, reader, mode, notes = plan
-        try:
-            data, end = reader(value, 3)
-        except _FAST_ERRORS:
-            pass  # the checked path below says what is wrong
-        else:
-            if end == len(value):
-                record = MetadataRecordTwin(name, read_version, data)
-                record.__class__ = MetadataRecord
-                return record, mode, notes
+        data = reader(value)
+        if data is not None:  # else the checked path below says what is wrong, or reads it all the same
+            record = MetadataRecordTwin(name, read_version, data)
+            record.__class__ = MetadataRecord
+            return record, mode, notes
     return _decode_metadata_value_checked(value)
 
 
@@ -160,14 +160,10 @@ def entries_from_batch(batch: RecordBatch, cluster_id: str | None = None,
         decoded = None
         if plan is not None:
             name, read_version, reader, mode, notes = plan
-            try:
-                data, end = reader(value, 3)
-            except _FAST_ERRORS:
-                pass
-            else:
-                if end == len(value):
-                    decoded = record_twin(name, read_version, data)
-                    decoded.__class__ = record_frozen
+            data = reader(value)
+            if data is not None:
+                decoded = record_twin(name, read_version, data)
+                decoded.__class__ = record_frozen
         if decoded is None:
             record, mode, notes = _decode_metadata_value_checked(value)
         else:
@@ -176,3 +172,49 @@ def entries_from_batch(batch: RecordBatch, cluster_id: str | None = None,
                      position, notes)
         entry.__class__ = frozen
         yield entry
+
+
+#: What :func:`iter_batch_entries` yields per batch: base offset, last offset, byte position, entries.
+BatchEntries = tuple[int, int, int, Iterable[LogEntry]]
+#: Batches of up to this many metadata records are decoded at once into a list of entries; larger ones
+#: (snapshot batches can hold tens of thousands) lazily, so that memory holds their records, as
+#: iter_batches does, rather than all of their decoded entries.
+_EAGER_MAX_RECORDS = 2048
+
+
+def iter_batch_entries(
+    stream: BinaryIO,
+    *,
+    source: str,
+    is_last_segment: bool = True,
+    skip_corrupt: bool = False,
+    on_issue: Callable[[BatchIssue], None] | None = None,
+    cluster_id: str | None = None,
+) -> Iterator[BatchEntries]:
+    """:func:`records.batch.iter_batches` followed by :func:`entries_from_batch`, a batch at a time.
+
+    Yields, for each batch ``iter_batches`` would yield, ``(base_offset, last_offset, position,
+    entries)`` with the very entries ``entries_from_batch(batch, cluster_id)`` gives; damaged batches
+    are raised or reported exactly as ``iter_batches`` does. Metadata batches (up to
+    ``_EAGER_MAX_RECORDS`` records) are decoded straight into a list of entries, without building a
+    :class:`RecordBatch` or its records: the full read's hot path. Control batches and very large ones
+    come as the lazy ``entries_from_batch`` of their batch.
+    """
+
+    def decode(buf: bytes, off: int, base_offset: int, length: int, position: int,
+               source: str) -> BatchEntries:
+        header, data, start, end = _check_batch(buf, off, length)
+        attributes, last_offset_delta, base_timestamp, count = header[3], header[4], header[5], header[10]
+        entries: Iterable[LogEntry]
+        if attributes & _CONTROL_MASK or count > _EAGER_MAX_RECORDS:
+            records = _parse_records(data, start, end, count, base_offset, base_timestamp, position)
+            batch = _RecordBatchTwin(base_offset, length, *header[:10], records, position, source)
+            batch.__class__ = RecordBatch
+            entries = entries_from_batch(batch, cluster_id)
+        else:
+            entries = _parse_records(data, start, end, count, base_offset, base_timestamp, position,
+                                     (_PLANS, _decode_metadata_value_checked, header[0], cluster_id, source))
+        return base_offset, base_offset + last_offset_delta, position, entries
+
+    return _iter_frames(stream, decode, source=source, is_last_segment=is_last_segment,
+                       skip_corrupt=skip_corrupt, on_issue=on_issue)

@@ -23,6 +23,7 @@ UNKNOWN_TAGGED = "_unknownTaggedFields"
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 Writer = Callable[[Any, list[bytes]], None]
+ValueReader = Callable[[bytes], dict[str, Any] | None]
 
 
 class DecodeError(ValueError):
@@ -372,6 +373,8 @@ def _struct_writer(sdef: StructDef, version: int, flexible: bool) -> Writer:
 # with one unpack) and builds the dict with a single literal. It checks just enough to never return
 # anything the checked reader would not; on anything unusual it re-reads the struct with the checked
 # reader, so results and error messages are the same as the checked reader's by construction.
+# A metadata record's body also gets a whole-value variant (value_reader) that returns None instead of
+# falling back, for records.decode, whose checked path then reads the value from the start.
 
 
 class _Fallback(Exception):
@@ -401,19 +404,16 @@ def _fast_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
             raise _Fallback
 
 
-def _array_structs(code: str) -> tuple[dict[int, Callable[[bytes, int], tuple[Any, ...]]],
+def _array_structs(code: str) -> tuple[list[Callable[[bytes, int], tuple[Any, ...]]],
                                          Callable[[int], Callable[[bytes, int], tuple[Any, ...]]]]:
-    """A cache of ``unpack_from`` for arrays of ``n`` values of ``code``, and the function filling it."""
-    cache: dict[int, Callable[[bytes, int], tuple[Any, ...]]] = {}
+    """``unpack_from`` for arrays of ``n`` values of ``code``: built for every ``n`` up to
+    ``_ARRAY_CACHE_MAX`` (a list indexed by ``n``), and the function building one for any ``n``."""
     repeat = code.endswith("s")  # a uuid is "16s": "3" + "16s" would be one 16-byte string, not three
 
     def make(n: int) -> Callable[[bytes, int], tuple[Any, ...]]:
-        reader = struct.Struct(">" + (code * n if repeat else f"{n}{code}")).unpack_from
-        if n <= _ARRAY_CACHE_MAX:
-            cache[n] = reader
-        return reader
+        return struct.Struct(">" + (code * n if repeat else f"{n}{code}")).unpack_from
 
-    return cache, make
+    return [make(n) for n in range(_ARRAY_CACHE_MAX + 1)], make
 
 
 _ARRAY_MAKERS = {code: _array_structs(code) for code in set(_FIXED_CODES.values())}
@@ -447,37 +447,41 @@ class _Emitter:
 
     def length(self, indent: int, target: str, flexible: bool, code: str) -> None:
         """A length prefix: uvarint + 1 when flexible, else a signed int16 (strings) or int32."""
-        if flexible:
-            self.uvarint(indent, target)
-            self.emit(indent, f"{target} -= 1")
+        if flexible:  # the uvarint inline, with the 1 taken off in the same step for one byte
+            self.emit(indent, f"{target} = buf[pos] - 1", f"if {target} < 0x7F:", "    pos += 1", "else:",
+                      f"    {target}, pos = uvarint(buf, pos)", f"    {target} -= 1")
         else:
             size = 2 if code == "h" else 4
             self.emit(indent, f"{target}, = {self.const(struct.Struct('>' + code).unpack_from)}(buf, pos)",
                       f"pos += {size}")
 
-    def null_or(self, indent: int, n: str, target: str, nullable: bool) -> int:
-        """``target = None`` for length -1 when allowed; returns the indent of the non-null branch."""
-        if nullable:
-            self.emit(indent, f"if {n} == -1:", f"    {target} = None", f"elif {n} < -1:",
-                      "    raise _Fallback", "else:")
-        else:
-            self.emit(indent, f"if {n} < 0:", "    raise _Fallback", "else:")
+    def not_null(self, indent: int, n: str) -> int:
+        """Opens the branch of a length ``n`` that is not negative; returns its indent. The code reading
+        the value goes there, then :meth:`null_else` closes it."""
+        self.emit(indent, f"if {n} >= 0:")
         return indent + 1
 
+    def null_else(self, indent: int, n: str, target: str, nullable: bool) -> None:
+        """``target = None`` for length -1 when allowed, any other negative length is unusual."""
+        if nullable:
+            self.emit(indent, f"elif {n} == -1:", f"    {target} = None")
+        self.emit(indent, "else:", "    raise _Fallback")
+
     def blob(self, indent: int, target: str, kind: str, flexible: bool, nullable: bool,
-             limit: str = "len(buf)") -> None:
+             limit: str = "buflen") -> None:
         n = self.var()
         self.length(indent, n, flexible, "h" if kind == "string" else "i")
-        indent = self.null_or(indent, n, target, nullable)
-        self.emit(indent, f"{n} += pos", f"if {n} > {limit}:", "    raise _Fallback")
+        inner = self.not_null(indent, n)
+        self.emit(inner, f"{n} += pos", f"if {n} > {limit}:", "    raise _Fallback")
         if kind == "string":
-            self.emit(indent, f"{target} = str(buf[pos:{n}], 'utf-8')")
+            self.emit(inner, f"{target} = str(buf[pos:{n}], 'utf-8')")
         else:
-            self.emit(indent, f"{target} = bytes(buf[pos:{n}])")
-        self.emit(indent, f"pos = {n}")
+            self.emit(inner, f"{target} = bytes(buf[pos:{n}])")
+        self.emit(inner, f"pos = {n}")
+        self.null_else(indent, n, target, nullable)
 
     def field(self, indent: int, target: str, fdef: FieldDef, version: int, flexible: bool,
-              limit: str = "len(buf)") -> None:
+              limit: str = "buflen") -> None:
         """Code reading one field into ``target``; ``limit`` is where its bytes must end at the latest.
 
         Fixed-size reads and single bytes are bounded by the buffer itself (struct.error, IndexError);
@@ -500,19 +504,22 @@ class _Emitter:
             return
         n = self.var()
         self.length(indent, n, flexible, "i")
-        indent = self.null_or(indent, n, target, fdef.nullable_in(version))
+        inner = self.not_null(indent, n)
         if kind in _FIXED_CODES:  # one unpack for the whole array; uuids come out as bytes too
+            # Up to _ARRAY_CACHE_MAX values, the unpack itself fails on too few bytes (struct.error), and
+            # reading past a tagged field's end fails its caller's check; larger counts are checked first,
+            # so that a damaged count never builds a huge Struct.
             code = _FIXED_CODES[kind]
             shared_cache, shared_make = _ARRAY_MAKERS[code]
             cache, make = self.const(shared_cache), self.const(shared_make)
-            unpack, end = self.var(), self.var()
-            self.emit(indent, f"{end} = pos + {struct.calcsize('>' + code)} * {n}", f"if {end} > {limit}:",
-                      "    raise _Fallback", f"if {n}:", f"    {unpack} = {cache}.get({n})",
-                      f"    if {unpack} is None:", f"        {unpack} = {make}({n})",
-                      f"    {target} = list({unpack}(buf, pos))", "else:", f"    {target} = []",
-                      f"pos = {end}")
+            end = self.var()
+            self.emit(inner, f"{end} = pos + {struct.calcsize('>' + code)} * {n}",
+                      f"if {n} <= {_ARRAY_CACHE_MAX}:",
+                      f"    {target} = [*{cache}[{n}](buf, pos)] if {n} else []",
+                      f"elif {end} > {limit}:", "    raise _Fallback", "else:",
+                      f"    {target} = [*{make}({n})(buf, pos)]", f"pos = {end}")
         else:
-            self.emit(indent, f"if {n} > {limit} - pos:", "    raise _Fallback")
+            self.emit(inner, f"if {n} > {limit} - pos:", "    raise _Fallback")
             if fdef.struct is not None:
                 element = _fast_struct_reader(fdef.struct, version, flexible)
             elif kind in ("string", "bytes", "records"):
@@ -520,8 +527,9 @@ class _Emitter:
             else:
                 raise ValueError(f"unsupported type {kind}")
             read, item = self.const(element), self.var()
-            self.emit(indent, f"{target} = []", f"for _ in range({n}):",
+            self.emit(inner, f"{target} = []", f"for _ in range({n}):",
                       f"    {item}, pos = {read}(buf, pos)", f"    {target}.append({item})")
+        self.null_else(indent, n, target, fdef.nullable_in(version))
 
     def compile(self, name: str) -> Reader:
         exec(compile("\n".join(self.lines), f"<kafka_codec {name}>", "exec"), self.ns)
@@ -532,7 +540,7 @@ class _Emitter:
 def _fast_blob_reader(kind: str, flexible: bool) -> Reader:
     """An array element that is a string or bytes (never null); raises _Fallback on anything unusual."""
     out = _Emitter()
-    out.emit(0, "def read(buf, pos):")
+    out.emit(0, "def read(buf, pos):", "    buflen = len(buf)")
     out.blob(1, "value", kind, flexible, nullable=False)
     out.emit(1, "return value, pos")
     return out.compile(f"[]{kind}")
@@ -542,7 +550,7 @@ def _fast_field_reader(fdef: FieldDef, version: int, flexible: bool) -> Reader:
     """A tagged field's value, with the checked field reader as the fallback."""
     out = _Emitter()
     out.ns["checked"] = _field_reader(fdef, version, flexible)
-    out.emit(0, "def read(buf, pos):", "    start = pos", "    try:")
+    out.emit(0, "def read(buf, pos):", "    start = pos", "    buflen = len(buf)", "    try:")
     out.field(2, "value", fdef, version, flexible)
     out.emit(1, "except _FAST_ERRORS:", "    return checked(buf, start)", "return value, pos")
     return out.compile(f"{fdef.name} v{version}")
@@ -551,9 +559,29 @@ def _fast_field_reader(fdef: FieldDef, version: int, flexible: bool) -> Reader:
 @cache
 def _fast_struct_reader(sdef: StructDef, version: int, flexible: bool) -> Reader:
     """The generated reader of a struct; same results and errors as :func:`_struct_reader`."""
+    return _generate_struct_reader(sdef, version, flexible, whole_value=False)
+
+
+@cache
+def _fast_value_reader(sdef: StructDef, version: int, flexible: bool) -> ValueReader:
+    """A generated reader of a whole metadata value whose body starts at byte 3, for the value plans of
+    :mod:`records.decode`: the body's fields when the generated code of :func:`_fast_struct_reader`
+    reads the body from byte 3 to exactly the end of the value, else ``None`` (where the struct reader
+    would have fallen back to the checked reader, or stopped short of the end).
+
+    Cheaper than the struct reader on the hot path (no position in and out, no tuple); on ``None`` the
+    caller decodes the value the checked way, which says what is wrong (or reads it all the same)."""
+    return _generate_struct_reader(sdef, version, flexible, whole_value=True)  # type: ignore[return-value]
+
+
+def _generate_struct_reader(sdef: StructDef, version: int, flexible: bool, whole_value: bool) -> Reader:
     out = _Emitter()
-    out.ns["checked"] = _struct_reader(sdef, version, flexible)
-    out.emit(0, "def read(buf, pos):", "    start = pos", "    try:")
+    if whole_value:
+        out.ns["_VALUE_ERRORS"] = (*_FAST_ERRORS, DecodeError)  # a nested reader's fallback may raise
+        out.emit(0, "def read(buf):", "    pos = 3", "    buflen = len(buf)", "    try:")
+    else:
+        out.ns["checked"] = _struct_reader(sdef, version, flexible)
+        out.emit(0, "def read(buf, pos):", "    start = pos", "    buflen = len(buf)", "    try:")
     items: list[str] = []  # "'jsonName': variable" of the result dict, in the checked reader's order
     run: list[tuple[str, str]] = []  # consecutive fixed-size fields: (struct code, variable)
 
@@ -589,35 +617,38 @@ def _fast_struct_reader(sdef: StructDef, version: int, flexible: bool) -> Reader
                 out.emit(2, f"{target} = {out.const(default)}")
         out.emit(2, "unknown = None")
         out.uvarint(2, "count")
-        out.emit(2, "for _ in range(count):")
+        out.emit(2, "while count:", "    count -= 1")
         out.uvarint(3, "tag")
         out.uvarint(3, "size")
-        out.emit(3, "end = pos + size", "if end > len(buf):", "    raise _Fallback")
+        out.emit(3, "end = pos + size", "if end > buflen:", "    raise _Fallback")
         keyword = "if"
         for fdef, target in tagged:
             assert fdef.tag is not None
             out.emit(3, f"{keyword} tag == {fdef.tag}:")
             keyword = "elif"
-            if fdef.struct is None:  # read inline; the check below catches any read past its end
+            if fdef.struct is None:  # read inline; the check catches any read past its end
                 out.field(4, target, fdef, version, flexible, limit="end")
-                out.emit(4, "used = pos")
+                out.emit(4, "if pos != end:", "    raise _Fallback")
             else:  # a nested reader bounds itself by its buffer, so it gets only the field's bytes
                 reader = out.const(_fast_field_reader(fdef, version, flexible))
-                out.emit(4, "part = buf if end == len(buf) else buf[:end]",
-                         f"{target}, used = {reader}(part, pos)")
+                out.emit(4, "part = buf if end == buflen else buf[:end]",
+                         f"{target}, used = {reader}(part, pos)", "if used != end:", "    raise _Fallback",
+                         "pos = end")
         unknown = ["if unknown is None:", "    unknown = []", "unknown.append([tag, bytes(buf[pos:end])])",
-                   "used = end"]
+                   "pos = end"]
         if tagged:
             out.emit(3, "else:", *("    " + line for line in unknown))
         else:
             out.emit(3, *unknown)
-        out.emit(3, "if used != end:", "    raise _Fallback", "pos = end")
-    out.emit(1, "except _FAST_ERRORS:", "    return checked(buf, start)")
+    if whole_value:
+        out.emit(1, "except _VALUE_ERRORS:", "    return None", "if pos != buflen:", "    return None")
+    else:
+        out.emit(1, "except _FAST_ERRORS:", "    return checked(buf, start)")
     out.emit(1, "result = {" + ", ".join(items) + "}")
     if flexible:
         out.emit(1, "if unknown:", f"    result[{UNKNOWN_TAGGED!r}] = unknown")
-    out.emit(1, "return result, pos")
-    return out.compile(f"{sdef.name} v{version}")
+    out.emit(1, "return result" if whole_value else "return result, pos")
+    return out.compile(f"{sdef.name} v{version}{' value' if whole_value else ''}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -637,6 +668,19 @@ def body_reader(message: MessageDef, version: int) -> Reader:
     if hit is None or hit[0] is not message:
         hit = (message, _fast_struct_reader(message.body, version, message.is_flexible(version)))
         _BODY_READERS[(id(message), version)] = hit
+    return hit[1]
+
+
+_VALUE_READERS: dict[tuple[int, int], tuple[MessageDef, ValueReader]] = {}
+
+
+def value_reader(message: MessageDef, version: int) -> ValueReader:
+    """The generated whole-value reader of a metadata record at ``version`` (see
+    :func:`_fast_value_reader`), looked up by identity as :func:`body_reader` does."""
+    hit = _VALUE_READERS.get((id(message), version))
+    if hit is None or hit[0] is not message:
+        hit = (message, _fast_value_reader(message.body, version, message.is_flexible(version)))
+        _VALUE_READERS[(id(message), version)] = hit
     return hit[1]
 
 

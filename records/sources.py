@@ -10,14 +10,14 @@ the :class:`ReadReport`, never dropped silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from records import dumplog, log_dir
 from records.avro_codec import read_container
-from records.batch import BatchIssue, RecordBatch, iter_batches
-from records.decode import entries_from_batch
+from records.batch import BatchIssue
+from records.decode import iter_batch_entries
 from records.errors import CorruptBatchError, RecordsError
 from records.jsonl import read_jsonl_file
 from records.model import LogEntry
@@ -86,33 +86,26 @@ class _OffsetGuard:
 
     next_offset: int = 0
 
-    def admit(self, batch: RecordBatch, options: ReadOptions, report: ReadReport) -> bool:
-        if batch.base_offset >= self.next_offset:
-            self.next_offset = batch.last_offset + 1
+    def admit(self, base_offset: int, last_offset: int, source: str, position: int, options: ReadOptions,
+              report: ReadReport) -> bool:
+        """Whether the batch at ``position`` of ``source`` (offsets ``base_offset`` to ``last_offset``)
+        may be read; a batch going backwards raises, or is reported and skipped with skip_corrupt."""
+        if base_offset >= self.next_offset:
+            self.next_offset = last_offset + 1
             return True
         error = CorruptBatchError(
-            f"base offset {batch.base_offset} goes backwards (expected at least {self.next_offset}); "
-            "offsets in a log only grow", source=batch.source, position=batch.position,
-            base_offset=batch.base_offset)
+            f"base offset {base_offset} goes backwards (expected at least {self.next_offset}); "
+            "offsets in a log only grow", source=source, position=position, base_offset=base_offset)
         if not options.skip_corrupt:
             raise error
-        report.add_issue(BatchIssue("skipped-corrupt", batch.source, batch.position, batch.base_offset,
-                                    str(error), error))
+        report.add_issue(BatchIssue("skipped-corrupt", source, position, base_offset, str(error), error))
         return False
 
 
-def _read_batches_file(path: Path, options: ReadOptions, report: ReadReport, *,
-                       is_last_segment: bool, cluster_id: str | None,
-                       guard: _OffsetGuard | None = None) -> Iterator[LogEntry]:
-    guard = guard or _OffsetGuard()
-    with path.open("rb") as stream:
-        for batch in iter_batches(stream, source=str(path), is_last_segment=is_last_segment,
-                                  skip_corrupt=options.skip_corrupt, on_issue=report.add_issue):
-            if guard.admit(batch, options, report):
-                yield from entries_from_batch(batch, cluster_id=cluster_id)
-
-
-def _read_directory(path: Path, options: ReadOptions, report: ReadReport) -> Iterator[LogEntry]:
+def _directory_segments(path: Path, options: ReadOptions,
+                        report: ReadReport) -> tuple[list[tuple[Path, bool]], str | None]:
+    """The segments of a log directory in order, each with whether it is the last, and the cluster id;
+    what is not read is noted in the report."""
     layout = log_dir.discover(path)
     cluster_id = options.cluster_id or layout.cluster_id
     report.cluster_id = cluster_id
@@ -129,10 +122,27 @@ def _read_directory(path: Path, options: ReadOptions, report: ReadReport) -> Ite
         raise RecordsError(f"{path}: no log segments (*.log) found; expected a "
                            "__cluster_metadata-0 directory or the Kafka data directory holding it")
     last = len(layout.segments) - 1
+    return [(segment.path, index == last) for index, segment in enumerate(layout.segments)], cluster_id
+
+
+def _batch_entries(segments: list[tuple[Path, bool]], options: ReadOptions, report: ReadReport,
+                   cluster_id: str | None) -> Iterator[Iterable[LogEntry]]:
+    """The entries of the segments' batches, a batch at a time, offsets checked across the segments.
+
+    A batch at a time, so that read_entries is the only generator each entry passes through (every
+    generator level costs time per entry)."""
     guard = _OffsetGuard()
-    for index, segment in enumerate(layout.segments):
-        yield from _read_batches_file(segment.path, options, report, is_last_segment=index == last,
-                                      cluster_id=cluster_id, guard=guard)
+    for path, is_last_segment in segments:
+        source = str(path)
+        with path.open("rb") as stream:
+            for base_offset, last_offset, position, entries in iter_batch_entries(
+                    stream, source=source, is_last_segment=is_last_segment, skip_corrupt=options.skip_corrupt,
+                    on_issue=report.add_issue, cluster_id=cluster_id):
+                if base_offset >= guard.next_offset:  # what guard.admit does for a batch in order
+                    guard.next_offset = last_offset + 1
+                elif not guard.admit(base_offset, last_offset, source, position, options, report):
+                    continue
+                yield entries
 
 
 def read_entries(path: Path, options: ReadOptions | None = None,
@@ -145,10 +155,12 @@ def read_entries(path: Path, options: ReadOptions | None = None,
         raise RecordsError(f"unknown input format {kind!r} (expected one of {', '.join(FORMATS)})")
     report.cluster_id = options.cluster_id
     if kind == "directory":
-        yield from _read_directory(path, options, report)
+        segments, cluster_id = _directory_segments(path, options, report)
+        for entries in _batch_entries(segments, options, report, cluster_id):
+            yield from entries
     elif kind in ("segment", "snapshot"):
-        yield from _read_batches_file(path, options, report, is_last_segment=True,
-                                      cluster_id=options.cluster_id)
+        for entries in _batch_entries([(path, True)], options, report, options.cluster_id):
+            yield from entries
     elif kind == "jsonl":
         yield from read_jsonl_file(path)
     elif kind == "avro":
