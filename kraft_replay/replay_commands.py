@@ -173,8 +173,8 @@ REPLAY_EPILOG = ("Examples:\n\n"
 
 def replay(
     lake: LakeOption = None,
-    full: Annotated[bool, typer.Option("--full", help="Rebuild every history table from offset 0 (the only "
-                                       "mode so far, so also the default)")] = True,
+    full: Annotated[bool, typer.Option("--full", help="Rebuild every history table from the start of the log "
+                                       "instead of folding in only the offsets after the last checkpoint")] = False,
     cluster_id: Annotated[str | None, typer.Option(
         "--cluster-id", help="Replay only this cluster (the other clusters' rows are kept as they are)")] = None,
     master: MasterOption = None,
@@ -186,7 +186,7 @@ def replay(
         from lakehouse.lake import Lake
         from replay.store import run_replay
 
-        summary = run_replay(_spark(master, remote), Lake(lake), cluster_id)
+        summary = run_replay(_spark(master, remote), Lake(lake), cluster_id, full=full)
         _echo_lines(summary.lines())
 
     _run(run)

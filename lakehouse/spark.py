@@ -108,6 +108,12 @@ def _session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.memory": options.driver_memory or LOCAL_DRIVER_MEMORY,
             "spark.sql.shuffle.partitions": str(options.shuffle_partitions or LOCAL_SHUFFLE_PARTITIONS),
+            # The status listeners keep every finished query's plan graph and metrics in the driver heap
+            # (1,000 queries by default); the replay runs hundreds of deep plans, so keep only a few.
+            "spark.sql.ui.retainedExecutions": "20",
+            "spark.ui.retainedJobs": "100",
+            "spark.ui.retainedStages": "100",
+            "spark.ui.retainedTasks": "10000",
         }
     else:
         if options.shuffle_partitions is not None:

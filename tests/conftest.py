@@ -20,7 +20,7 @@ SHARED_MISSING = "../shared is not present beside the checkout: real-log tests n
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """The one SparkSession of the test run: starting the JVM takes seconds, so tests share it."""
-    session = get_spark(SparkOptions(master="local[2]", shuffle_partitions=4, driver_memory="6g"))
+    session = get_spark(SparkOptions(master="local[2]", shuffle_partitions=4))
     yield session
     session.stop()
 
