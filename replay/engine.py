@@ -54,21 +54,21 @@ def replay(log: DataFrame, base: DataFrame | None = None) -> ReplayResult:
     # Every table reads the events, and replicas read partitions and brokers: compute each once. A local
     # checkpoint, not persist(): it also cuts the plan, so the plans built on it stay small (persisted
     # plans are re-analysed in full by every query that uses them and stay in the driver's cache manager).
-    events = with_base(visible(log), base).localCheckpoint(eager=False)
+    events = with_base(visible(log), base).localCheckpoint(eager=True)
     topics = topic_events(events)
     partitions = partition_states(events, topics.topic_events)
     brokers = broker_states(events)
 
     topic_history = to_intervals(
         topics.topic_events.withColumn("is_tombstone", F.col("kind") == "remove"),
-        ("cluster_id", "topic_id"), ("name",)).localCheckpoint(eager=False)
+        ("cluster_id", "topic_id"), ("name",)).localCheckpoint(eager=True)
     partition_history = _with_topic_names(to_intervals(
         partitions.states.withColumn("is_tombstone", F.col("kind") == "delete"),
-        ("cluster_id", "topic_id", "partition_id"), PARTITION_VALUES), topic_history).localCheckpoint(eager=False)
+        ("cluster_id", "topic_id", "partition_id"), PARTITION_VALUES), topic_history).localCheckpoint(eager=True)
     broker_history = collapse(
         to_intervals(brokers.states.withColumn("registers", F.col("kind") == "register"),
                      ("cluster_id", "broker_id"), (*BROKER_VALUES, "registers")),
-        ("cluster_id", "broker_id"), BROKER_VALUES, restart="registers").drop("registers").localCheckpoint(eager=False)
+        ("cluster_id", "broker_id"), BROKER_VALUES, restart="registers").drop("registers").localCheckpoint(eager=True)
     feature_history = collapse(to_intervals(feature_states(events), ("cluster_id", "feature"), ("level",)),
                                ("cluster_id", "feature"), ("level",))
     controller_history = to_intervals(

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +26,11 @@ from replay.reference import Image, image_at, reference_histories
 from replay.snapshots import first_offsets, snapshot_input
 from replay.store import ANOMALIES, CHECKPOINTS, run_replay
 from simulator import ScenarioOptions, run_scenario
+from tests.table_rows import sorted_rows
 
 pytestmark = pytest.mark.spark
 
 TABLES = (*TABLE_KEYS, ANOMALIES)
-
-
-def _canonical(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _canonical(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(_canonical(v) for v in value)
-    if isinstance(value, float) and math.isnan(value):
-        return "nan"
-    return value
-
-
-def _rows(rows: list[dict[str, Any]], drop: tuple[str, ...] = ()) -> list[tuple]:
-    return sorted((_canonical({k: v for k, v in r.items() if k not in drop}) for r in rows), key=repr)
 
 
 def _collect(df: DataFrame) -> list[dict[str, Any]]:
@@ -56,7 +42,7 @@ def _assert_same(got: dict[str, list[dict[str, Any]]], want: dict[str, list[dict
     for name in TABLES:
         drop = ("reason",) if drop_reason and name == ANOMALIES else ()
         assert len(got[name]) == len(want[name]), f"{what}: {name}: {len(got[name])} vs {len(want[name])} rows"
-        assert _rows(got[name], drop) == _rows(want[name], drop), f"{what}: {name} differs"
+        assert sorted_rows(got[name], drop) == sorted_rows(want[name], drop), f"{what}: {name} differs"
 
 
 def _lake_tables(spark: SparkSession, lake: Lake) -> dict[str, list[dict[str, Any]]]:

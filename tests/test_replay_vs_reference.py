@@ -7,7 +7,6 @@ for Spark's stages once.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from records.sources import read_entries
 from replay.engine import TABLE_KEYS, replay
 from replay.reference import reference_histories
 from simulator import ScenarioOptions, run_scenario
+from tests.table_rows import sorted_rows
 
 pytestmark = pytest.mark.spark
 
@@ -102,20 +102,6 @@ def compared(spark: SparkSession) -> dict[str, Any]:
     return {"spark": spark_tables, "expected": expected, "logs": logs}
 
 
-def _canonical(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _canonical(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(_canonical(v) for v in value)
-    if isinstance(value, float) and math.isnan(value):
-        return "nan"
-    return value
-
-
-def _rows(rows: list[dict[str, Any]]) -> list[tuple]:
-    return sorted((_canonical(r) for r in rows), key=repr)
-
-
 @pytest.mark.parametrize("table", [*TABLE_KEYS, "replay_anomalies"])
 def test_spark_replay_equals_the_reference_fold(compared: dict[str, Any], table: str) -> None:
     got, want = compared["spark"][table], compared["expected"][table]
@@ -123,7 +109,7 @@ def test_spark_replay_equals_the_reference_fold(compared: dict[str, Any], table:
         got = [{k: v for k, v in r.items() if k != "reason"} for r in got]
         want = [{k: v for k, v in r.items() if k != "reason"} for r in want]
     assert len(got) == len(want), f"{table}: {len(got)} rows from Spark, {len(want)} from the fold"
-    assert _rows(got) == _rows(want)
+    assert sorted_rows(got) == sorted_rows(want)
 
 
 def test_anomalies_say_what_kafka_refused(compared: dict[str, Any]) -> None:
