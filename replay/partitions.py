@@ -146,6 +146,7 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
         running(*keyed)))
     stream = stream.withColumn("generation_kind", F.first("kind").over(
         Window.partitionBy(*keyed, "generation").orderBy("visible_offset", "offset", "seq")))
+    stream = stream.localCheckpoint(eager=True)  # read by the states, the tombstones and the refusals
     applied = (F.col("kind") == "create") | ((F.col("kind") == "change") & (F.col("generation_kind") == "create"))
     refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
@@ -168,7 +169,9 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
         F.col("replicas").isNotNull().alias("replicas_set"),
         "explicit_dirs",
     )
-    state = _with_directories(state, keyed)
+    # The states feed the history and the invariant checks: checkpointed, so the anomalies do not
+    # recompute the windows and the directory join (a third of a full replay's time otherwise).
+    state = _with_directories(state, keyed).localCheckpoint(eager=True)
     where = F.concat_ws("", F.lit("partition "), F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
     leader_outside = state.where((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader"))).select(
         "cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
