@@ -138,11 +138,8 @@ def _batch_entries(segments: list[tuple[Path, bool]], options: ReadOptions, repo
             for base_offset, last_offset, position, entries in iter_batch_entries(
                     stream, source=source, is_last_segment=is_last_segment, skip_corrupt=options.skip_corrupt,
                     on_issue=report.add_issue, cluster_id=cluster_id):
-                if base_offset >= guard.next_offset:  # what guard.admit does for a batch in order
-                    guard.next_offset = last_offset + 1
-                elif not guard.admit(base_offset, last_offset, source, position, options, report):
-                    continue
-                yield entries
+                if guard.admit(base_offset, last_offset, source, position, options, report):
+                    yield entries
 
 
 def read_entries(path: Path, options: ReadOptions | None = None,

@@ -238,7 +238,8 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     result: ReplayResult = replay(new_log, seeds(stored, cps, t))
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
     # recomputation do not re-plan and re-run it for every use.
-    folded = {name: df.localCheckpoint(eager=True) for name, df in result.tables.items()}
+    # replica_history is recomputed below from the merged tables: the fold's own is never computed.
+    folded = {name: df.localCheckpoint(eager=True) for name, df in result.tables.items() if name != REPLICAS}
     tables: dict[str, DataFrame] = {}
     for name, key in TABLE_KEYS.items():
         if name != REPLICAS:
