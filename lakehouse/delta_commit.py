@@ -90,7 +90,7 @@ def stage_spark_parquet(
         raise ValueError(f"staging_prefix must match {_STAGING_PREFIX.pattern}, not {staging_prefix!r}")
     root = _normalize_root(table_root)
     staging = f"{staging_prefix}-{uuid.uuid4().hex}"
-    spark_df.write.mode("errorifexists").parquet(f"{root}/{staging}")
+    spark_df.write.mode("error").parquet(f"{root}/{staging}")
     return staging, _add_actions(spark_df.sparkSession, spark_df.schema, root, staging)
 
 

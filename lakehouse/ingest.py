@@ -246,7 +246,7 @@ class _Ingest:
             split = max(2**20, min(self.options.split_bytes, sum(s.size() for s in segments) // (4 * cores)))
             decoded = decode_segments(self.spark, files, cluster_id=cluster_id,
                                       skip_corrupt=self.options.skip_corrupt, split_bytes=split)
-            decoded.write.mode("errorifexists").parquet(target)
+            decoded.write.mode("error").parquet(target)
         else:
             rows = (row for s in segments for row in decode_slice(
                 str(s.path), s.start, s.end if s.end is not None else s.path.stat().st_size, s.is_last,
