@@ -16,7 +16,7 @@ before their commit); running the ingest again adds exactly what is missing.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
@@ -589,8 +589,11 @@ def _split_internal_duplicates(rows: DataFrame, keys: tuple[str, ...]) -> tuple[
 
 def ingest(spark: SparkSession, lake: Lake | str | Path | None, source: str | Path,
            options: IngestOptions | None = None, *, plan: SourcePlan | None = None,
-           ingest_id: str | None = None) -> IngestSummary:
-    """Ingest everything in `source` (segments, snapshots, or a JSONL / dump-log / Avro file) exactly once."""
+           ingest_id: str | None = None, progress: Callable[[str], None] | None = None) -> IngestSummary:
+    """Ingest everything in `source` (segments, snapshots, or a JSONL / dump-log / Avro file) exactly once.
+
+    `progress` is told the name of each stage as it starts (a terminal shows it; tests and logs ignore it)."""
+    tell = progress or (lambda _stage: None)
     options = options or IngestOptions()
     target = lake if isinstance(lake, Lake) else Lake(lake)
     source_path = Path(source)
@@ -600,16 +603,23 @@ def ingest(spark: SparkSession, lake: Lake | str | Path | None, source: str | Pa
     summary.add_version("avro_schemas", target.register_schemas())
     run = _Ingest(spark, target, options, summary)
     try:
-        for snapshot in plan.snapshots:
+        for number, snapshot in enumerate(plan.snapshots, 1):
             assert plan.cluster_id is not None
+            tell(f"ingesting snapshot {number}/{len(plan.snapshots)} ({snapshot.path.name})")
             run.ingest_snapshot(snapshot, plan.cluster_id)
         if plan.segments:
             assert plan.cluster_id is not None
-            for chunk in segment_chunks(plan.segments, options.chunk_bytes):
+            chunks = segment_chunks(plan.segments, options.chunk_bytes)
+            for number, chunk in enumerate(chunks, 1):
+                size = sum(s.size() for s in chunk)
+                tell(f"decoding and committing segments: chunk {number}/{len(chunks)} ({len(chunk)} file(s), "
+                     f"{size / 2**20:,.1f} MiB)")
                 run.ingest_log_rows(run.stage_segments(chunk, plan.cluster_id), str(chunk[0].path))
         if plan.entry_file is not None:
             path, fmt = plan.entry_file
+            tell(f"decoding and committing {path.name} ({fmt})")
             run.ingest_log_rows(run.stage_entries(path, fmt, plan.cluster_id), str(path))
+        tell("checking for missing offsets")
         run.report_gaps()
     finally:
         run.cleanup()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -125,8 +125,8 @@ def _read_snapshots(spark: SparkSession, lake: Lake, first: dict[str, int]) -> D
     return lake.read(spark, SNAPSHOTS)
 
 
-def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, full: bool = False
-               ) -> ReplaySummary:
+def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, full: bool = False,
+               progress: Callable[[str], None] | None = None) -> ReplaySummary:
     """Replay ``metadata_log`` (every cluster, or only ``cluster_id``) into the lake's history tables.
 
     Incremental (``replay.incremental``) when a checkpoint exists, the history tables are the ones it wrote
@@ -134,6 +134,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     log no longer starts at offset 0 is replayed from its latest snapshot (``replay.snapshots``).
     """
     started = time.monotonic()
+    tell = progress or (lambda _stage: None)  # told each stage as it starts (a terminal shows it)
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
     log_version = int(lake.delta_table(METADATA_LOG).version())
@@ -141,6 +142,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     if not full:
         plan = _incremental_plan(spark, lake, log_version, cluster_id, notes)
         if plan is not None:
+            tell("replaying the offsets after the last checkpoint (incremental)")
             return _run_incremental(spark, lake, log_version, plan, notes, started)
     log = lake.read(spark, METADATA_LOG, version=log_version)
     if cluster_id is not None:
@@ -161,6 +163,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
             notes.append(f"{c}: log starts at offset {f} and no stored snapshot reaches it: replayed from there")
     safe = safe_offsets(replay_input.log, clusters)
 
+    tell("folding the log into states (Spark window functions)")
     result = replay(replay_input.log, replay_input.base)
     outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
         name: (df, (*TABLE_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
@@ -169,6 +172,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     for name, (df, order) in outputs.items():
         if cluster_id is not None:
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
+        tell(f"computing and writing {name}")
         versions[name] = write_sorted(lake, df, name, order)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    list(outputs), notes, started)
