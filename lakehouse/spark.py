@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkRuntimeError
@@ -22,6 +23,7 @@ LOCAL_SHUFFLE_PARTITIONS = 8
 LOCAL_DRIVER_MEMORY = "2g"
 MIN_JAVA_MAJOR = 17
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 # Runtime SQL settings that hold for local and Spark Connect sessions alike.
 _COMMON_CONF: dict[str, str] = {
@@ -114,6 +116,8 @@ def _session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             "spark.ui.retainedJobs": "100",
             "spark.ui.retainedStages": "100",
             "spark.ui.retainedTasks": "10000",
+            # Spark's warnings without its start-up notices (hostname, native Hadoop, plan truncation).
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
         }
     else:
         if options.shuffle_partitions is not None:
