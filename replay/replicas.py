@@ -21,16 +21,19 @@ def _end(column: str) -> Column:
 
 
 def broker_timeline(broker_history: DataFrame) -> DataFrame:
-    """Broker intervals plus the gaps between them (fenced null), covering offsets 0 to infinity."""
+    """Broker intervals plus the gaps between them (fenced null: not registered), covering offsets 0 to
+    infinity: what a replica, an election or a what-if needs to know about its broker at any offset."""
     w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
     known = broker_history.select(
-        "cluster_id", "broker_id", F.col("fenced").alias("broker_fenced"), "valid_from_offset", "valid_to_offset",
+        "cluster_id", "broker_id", F.col("fenced").alias("broker_fenced"), "in_controlled_shutdown",
+        "valid_from_offset", "valid_to_offset",
         "valid_from_time_ms", "valid_to_time_ms", "cause_offset", "cause_type")
     after = (known.withColumn("next_from", F.lead("valid_from_offset").over(w))
              .withColumn("next_from_time", F.lead("valid_from_time_ms").over(w))
              .where(F.col("valid_to_offset").isNotNull()
                     & (F.col("next_from").isNull() | (F.col("next_from") > F.col("valid_to_offset"))))
              .select("cluster_id", "broker_id", F.lit(None).cast("boolean").alias("broker_fenced"),
+                     F.lit(None).cast("boolean").alias("in_controlled_shutdown"),
                      F.col("valid_to_offset").alias("valid_from_offset"), F.col("next_from").alias("valid_to_offset"),
                      F.col("valid_to_time_ms").alias("valid_from_time_ms"),
                      F.col("next_from_time").alias("valid_to_time_ms"),
@@ -39,6 +42,7 @@ def broker_timeline(broker_history: DataFrame) -> DataFrame:
     first = (known.withColumn("rank", F.row_number().over(w)).where(
         (F.col("rank") == 1) & (F.col("valid_from_offset") > 0))
         .select("cluster_id", "broker_id", F.lit(None).cast("boolean").alias("broker_fenced"),
+                F.lit(None).cast("boolean").alias("in_controlled_shutdown"),
                 F.lit(0).cast("long").alias("valid_from_offset"), F.col("valid_from_offset").alias("valid_to_offset"),
                 F.lit(None).cast("long").alias("valid_from_time_ms"),
                 F.col("valid_from_time_ms").alias("valid_to_time_ms"),

@@ -25,6 +25,7 @@ from pyspark.sql.types import LongType, MapType, StringType, StructField, Struct
 
 from lakehouse.lake import Lake
 from lakehouse.tables import SNAPSHOTS, spark_schema
+from replay.derived import DERIVED_ORDER, DERIVED_TABLES, derived_tables
 from replay.engine import TABLE_KEYS, replay
 from replay.incremental import incremental_replay, safe_offsets
 from replay.snapshots import first_offsets, snapshot_input
@@ -174,8 +175,21 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
         tell(f"computing and writing {name}")
         versions[name] = write_sorted(lake, df, name, order)
+    _write_derived(spark, lake, versions, cluster_id)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
-                   list(outputs), notes, started)
+                   [*outputs, *DERIVED_TABLES], notes, started)
+
+
+def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None
+                   ) -> None:
+    """Recompute the state machines and the election audit from the history versions just written."""
+    history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
+    if cluster_id is not None:
+        history = {name: df.where(F.col("cluster_id") == cluster_id) for name, df in history.items()}
+    for name, df in derived_tables(history).items():
+        if cluster_id is not None:
+            df = _keep_other_clusters(spark, lake, name, df, cluster_id)
+        versions[name] = write_sorted(lake, df, name, DERIVED_ORDER[name])
 
 
 def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int,
@@ -269,10 +283,12 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         for name, df in result.tables.items():
             versions[name] = write_sorted(lake, df, name, (*TABLE_KEYS[name], "valid_from_offset"))
         versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
+        _write_derived(spark, lake, versions)
     else:
         notes.append("no new records after the checkpoints: tables unchanged")
     plan.new_log.unpersist()
     clusters = {c: plan.new_bounds[c][1] if c in plan.new_bounds else cp for c, cp in plan.checkpoints.items()}
+    names = (*names, *(n for n in DERIVED_TABLES if n in versions))
     return _finish(spark, lake, clusters, safe, log_version, "incremental", versions, list(names), notes, started)
 
 

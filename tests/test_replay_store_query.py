@@ -25,8 +25,10 @@ from kraft_replay.replay_commands import standalone_app
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from records.sources import read_entries
+from replay.derived import DERIVED_TABLES
 from replay.query import (
     QueryError,
+    as_of,
     diff,
     history,
     iso_ms,
@@ -48,7 +50,7 @@ def _data_hashes(lake: Lake) -> dict[str, list[str]]:
     """sha256 of every data file of every replay table, in the Delta log's order."""
     return {name: [hashlib.sha256(Path(uri.removeprefix("file://")).read_bytes()).hexdigest()
                    for uri in DeltaTable(lake.path(name)).file_uris()]
-            for name in (*HISTORY_TABLES, ANOMALIES)}
+            for name in (*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES)}
 
 
 @pytest.fixture(scope="module")
@@ -80,15 +82,38 @@ def test_replay_writes_every_table_and_a_checkpoint(spark: SparkSession, replaye
     assert summary.rows["partition_history"] == 108  # 54 partitions x (created, taken offline)
     assert summary.rows["broker_history"] == 5
     assert summary.anomalies == 0
-    assert set(summary.rows) == {*HISTORY_TABLES, ANOMALIES}
+    assert set(summary.rows) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES}
     for name in HISTORY_TABLES:
         assert lake.table_exists(name)
     checkpoint = lake.read(spark, CHECKPOINTS).orderBy("replayed_at").first()
     assert checkpoint is not None
     assert (checkpoint["cluster_id"], checkpoint["last_offset"], checkpoint["metadata_log_version"],
             checkpoint["mode"]) == (CLUSTER, 4928, 0, "full")
-    assert set(checkpoint["tables"]) == {*HISTORY_TABLES, ANOMALIES}
+    assert set(checkpoint["tables"]) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES}
     assert "partition_history" in "\n".join(summary.lines())
+
+
+def test_the_real_incident_in_the_state_machines_and_the_audit(spark: SparkSession, lake: Lake) -> None:
+    """ldi-poc: broker 1 enters controlled shutdown at 4871, its 54 partitions lose their leader at
+    4872..4925 (nobody else in the ISR), the broker is fenced at 4926."""
+    periods = lake.read(spark, "leaderless_periods").orderBy("valid_from_offset").collect()
+    assert [p["valid_from_offset"] for p in periods] == list(range(4872, 4926))
+    assert {(p["valid_to_offset"], p["previous_leader"], tuple(p["isr"]), p["cause"], p["cause_broker"],
+             p["cause_offset"], p["cause_type"]) for p in periods} == {
+        (None, 1, (1,), "controlled-shutdown", 1, 4871, "BrokerRegistrationChangeRecord")}
+    elections = lake.read(spark, "elections").collect()
+    assert len(elections) == 54 and {e["election_type"] for e in elections} == {"leader-lost"}
+    assert all(e["deviation"] is None for e in elections)
+
+    def states(table: str, offset: int) -> dict[str, int]:
+        rows = as_of(lake.read(spark, table), offset).groupBy("state").count().collect()
+        return {r["state"]: r["count"] for r in rows}
+
+    assert states("partition_state_history", 4871) == {"OnlinePartition": 54}
+    assert states("partition_state_history", 4925) == {"OfflinePartition": 54}
+    assert states("replica_state_history", 4925) == {"OnlineReplica": 54}  # shutting down, not yet fenced
+    assert states("replica_state_history", 4926) == {"OfflineReplica": 54}
+    assert lake.read(spark, "replica_state_history").where(~F.col("valid_transition")).count() == 0
 
 
 # --- state ---------------------------------------------------------------------------------------

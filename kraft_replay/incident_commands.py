@@ -1,0 +1,201 @@
+"""`kraft-replay incidents | whatif`: the election audit and failure what-ifs, for the terminal and for tools.
+
+Register with ``for command, epilog in INCIDENT_COMMANDS: app.command(epilog=epilog)(command)``.
+Exit codes as the rest of the CLI: 0 success (also when incidents are found), 2 bad usage, 3 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kraft_replay.replay_commands import (
+    ClusterOption,
+    FormatOption,
+    LakeOption,
+    MasterOption,
+    OutputFormat,
+    RemoteOption,
+    _echo_lines,
+    _run,
+    _spark,
+    _usage,
+    table_lines,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def _rows(df: DataFrame, columns: Iterable[str]) -> list[dict[str, Any]]:
+    """The (small, filtered) answer as dicts, in the DataFrame's order."""
+    names = list(columns)
+    return [{name: row[name] for name in names} for row in df.select(*names).toLocalIterator()]
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{_camel(k): v for k, v in row.items()} for row in rows]
+
+
+def _ms(value: int | None) -> str:
+    from replay.query import iso_ms
+
+    return iso_ms(value) if value is not None else ""
+
+
+def _duration(ms: int | None) -> str:
+    if ms is None:
+        return "ongoing"
+    seconds = ms / 1000
+    return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
+
+
+# --- incidents -----------------------------------------------------------------------------------
+
+INCIDENTS_EPILOG = ("Examples:\n\n"
+                    "  kraft-replay incidents --lake ./kraft-lake\n\n"
+                    "  kraft-replay incidents --from 4800 --to 5000\n\n"
+                    "  kraft-replay incidents --format json | jq '.offlinePeriods | length'")
+OFFLINE = ("topic_name", "partition_id", "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
+           "valid_to_time_ms", "duration_ms", "previous_leader", "isr", "cause", "cause_broker", "cause_offset",
+           "cause_type", "ended_by", "new_leader", "reason", "topic_id")
+UNCLEAN = ("topic_name", "partition_id", "offset", "time_ms", "leader", "previous_leader", "previous_isr",
+           "leader_epoch", "leader_recovery_state", "cause_offset", "deviation", "topic_id")
+INVALID = ("machine", "topic_name", "partition_id", "broker_id", "previous_state", "state", "valid_from_offset",
+           "valid_from_time_ms", "cause_offset", "cause_type", "reason", "topic_id")
+DEVIATION = ("topic_name", "partition_id", "offset", "election_type", "previous_leader", "leader",
+             "expected_leader", "deviation", "topic_id")
+
+
+def incidents(
+    from_offset: Annotated[int | None, typer.Option("--from", min=0, help="First offset (default: 0)")] = None,
+    to_offset: Annotated[int | None, typer.Option("--to", min=0, help="Last offset (default: end of log)")] = None,
+    fmt: FormatOption = OutputFormat.table,
+    lake: LakeOption = None,
+    cluster_id: ClusterOption = None,
+    master: MasterOption = None,
+    remote: RemoteOption = None,
+) -> None:
+    """Offline periods (no leader; where each began and ended, and which broker caused it), unclean
+    elections, invalid state-machine transitions and elections that break Kafka's rule."""
+
+    def run() -> None:
+        from lakehouse.lake import Lake
+        from replay.incidents import incidents as find
+
+        found = find(_spark(master, remote), Lake(lake), from_offset, to_offset, cluster_id)
+        offline, unclean = _rows(found.offline, OFFLINE), _rows(found.unclean, UNCLEAN)
+        invalid, deviations = _rows(found.invalid, INVALID), _rows(found.deviations, DEVIATION)
+        if fmt is OutputFormat.json:
+            _echo_lines([json.dumps({
+                "clusterId": found.cluster_id, "fromOffset": found.from_offset, "toOffset": found.to_offset,
+                "offlinePeriods": _json(offline), "uncleanElections": _json(unclean),
+                "invalidTransitions": _json(invalid), "electionDeviations": _json(deviations)}, default=str)])
+            return
+        span = f"offsets {found.from_offset}..{'end' if found.to_offset is None else found.to_offset}"
+        lines = [f"cluster {found.cluster_id}, {span}", "",
+                 f"offline periods ({len(offline)}): partitions without a leader"]
+        lines += table_lines(
+            ("PARTITION", "FROM", "TO", "STARTED (UTC)", "LASTED", "LOST LEADER", "CAUSE", "ENDED BY"),
+            [(f"{r['topic_name']}-{r['partition_id']}", r["valid_from_offset"], r["valid_to_offset"],
+              _ms(r["valid_from_time_ms"]), _duration(r["duration_ms"]), r["previous_leader"],
+              f"broker {r['cause_broker']} {r['cause']} at {r['cause_offset']} ({r['cause_type']})"
+              if r["cause"] else r["reason"],
+              f"{r['ended_by']} ({r['new_leader']})" if r["new_leader"] is not None else r["ended_by"] or "")
+             for r in offline], right=[False, True, True, False, True, True, False, False])
+        lines += ["", f"unclean elections ({len(unclean)}): leader not in the previous ISR, possible data loss"]
+        lines += table_lines(
+            ("PARTITION", "OFFSET", "TIME (UTC)", "NEW LEADER", "PREVIOUS ISR", "L.EPOCH", "RECOVERY"),
+            [(f"{r['topic_name']}-{r['partition_id']}", r["offset"], _ms(r["time_ms"]), r["leader"],
+              r["previous_isr"], r["leader_epoch"], r["leader_recovery_state"]) for r in unclean])
+        lines += ["", f"invalid state transitions ({len(invalid)})"]
+        lines += table_lines(
+            ("MACHINE", "PARTITION", "BROKER", "FROM", "TO", "OFFSET", "CAUSE"),
+            [(r["machine"], f"{r['topic_name']}-{r['partition_id']}", r["broker_id"], r["previous_state"],
+              r["state"], r["valid_from_offset"], f"{r['cause_type']}: {r['reason']}") for r in invalid])
+        lines += ["", f"elections that break Kafka's rule ({len(deviations)})"]
+        lines += table_lines(
+            ("PARTITION", "OFFSET", "TYPE", "LEADER", "EXPECTED", "WHY"),
+            [(f"{r['topic_name']}-{r['partition_id']}", r["offset"], r["election_type"],
+              f"{r['previous_leader']}→{r['leader']}", r["expected_leader"], r["deviation"]) for r in deviations])
+        _echo_lines(lines)
+
+    _run(run)
+
+
+# --- whatif --------------------------------------------------------------------------------------
+
+WHATIF_EPILOG = ("Examples:\n\n"
+                 "  kraft-replay whatif --offset 4870 --fail-brokers 1\n\n"
+                 "  kraft-replay whatif --offset 120000 --fail-brokers 3,5 --unclean --format json")
+WHATIF_COLUMNS = ("topic_name", "partition_id", "replicas", "leader", "isr", "leader_after", "isr_after", "outcome",
+                  "topic_id")
+
+
+def _broker_list(text: str) -> list[int]:
+    try:
+        brokers = [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        _usage(f"--fail-brokers takes broker ids separated by commas (e.g. 3,5), not {text!r}")
+        raise
+    return brokers
+
+
+def whatif(
+    fail_brokers: Annotated[str, typer.Option("--fail-brokers", help="Broker ids that fail, e.g. 3,5")],
+    offset: Annotated[int | None, typer.Option("--offset", min=0, help="The state to start from")] = None,
+    time: Annotated[str | None, typer.Option("--time", help="…or the state at this ISO-8601 time")] = None,
+    unclean: Annotated[bool, typer.Option("--unclean", help="Allow unclean leader election (outside the ISR)")]
+    = False,
+    show_all: Annotated[bool, typer.Option("--all", help="List unaffected partitions too")] = False,
+    fmt: FormatOption = OutputFormat.table,
+    lake: LakeOption = None,
+    cluster_id: ClusterOption = None,
+    master: MasterOption = None,
+    remote: RemoteOption = None,
+) -> None:
+    """If these brokers failed at that offset: which partitions lose their leader, whom Kafka would elect,
+    which go offline or need an unclean election, and the offline and under-replicated counts after."""
+
+    def run() -> None:
+        from pyspark.sql import functions as F
+
+        from lakehouse.lake import Lake
+        from replay.incidents import what_if_at
+
+        brokers = _broker_list(fail_brokers)
+        if (offset is None) == (time is None):
+            _usage("give exactly one of --offset N or --time ISO8601")
+        at, answer = what_if_at(_spark(master, remote), Lake(lake), brokers, offset, time, unclean, cluster_id)
+        shown = answer.partitions if show_all else answer.partitions.where(F.col("outcome") != "unaffected")
+        rows = _rows(shown, WHATIF_COLUMNS)
+        if fmt is OutputFormat.json:
+            _echo_lines([json.dumps({"offset": at, "failedBrokers": sorted(set(brokers)), "unclean": unclean,
+                                     "summary": {_camel(k): v for k, v in answer.summary.items()},
+                                     "partitions": _json(rows)})])
+            return
+        s = answer.summary
+        lines = [f"as of offset {at}, if broker(s) {', '.join(map(str, sorted(set(brokers))))} failed "
+                 f"({'unclean election allowed' if unclean else 'clean elections only'}):",
+                 f"  {s['affected']} of {s['partitions']} partitions affected; {s['leaders_lost']} lose their "
+                 f"leader: {s['clean_elections']} elect a new leader from the ISR, {s['unclean_elections']} "
+                 f"need an unclean election",
+                 f"  offline partitions: {s['offline_before']} → {s['offline_after']}; under-replicated: "
+                 f"{s['under_replicated_before']} → {s['under_replicated_after']}", ""]
+        lines += table_lines(("PARTITION", "REPLICAS", "LEADER", "ISR", "→ LEADER", "→ ISR", "OUTCOME"),
+                             [(f"{r['topic_name']}-{r['partition_id']}", r["replicas"], r["leader"], r["isr"],
+                               r["leader_after"], r["isr_after"], r["outcome"]) for r in rows])
+        _echo_lines(lines)
+
+    _run(run)
+
+
+INCIDENT_COMMANDS: list[tuple[Callable[..., None], str]] = [(incidents, INCIDENTS_EPILOG), (whatif, WHATIF_EPILOG)]

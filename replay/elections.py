@@ -1,0 +1,194 @@
+"""The election audit: every leader change classified, checked against Kafka's rule, and every leaderless
+period with the broker event that caused it.
+
+Kafka's controller (``PartitionChangeBuilder.electLeader``) keeps the current leader while it is still
+acceptable; otherwise it elects the first replica, in replica order, that is in the ISR (the ELR when the
+ISR is empty) and acceptable — registered, unfenced and not in controlled shutdown — and only when unclean
+election is allowed and no such replica exists, the first acceptable replica outside the ISR. The audit
+rebuilds that choice from the broker states at the offset of each change and flags any leader that
+differs. Brokers are judged as of the change: Kafka writes a broker's fence *after* the partition changes
+it causes (one batch), so the losing leader itself is never a candidate, and the loss is attributed to the
+broker's state at the change or, failing that, to its next state change (the fence that follows).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from replay.history import collapse
+from replay.replicas import broker_timeline
+
+PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
+ELECTION_TYPES = ("clean", "unclean", "preferred", "controlled-shutdown", "reassignment", "leader-lost")
+ELECTION_COLUMNS = (
+    *PARTITION_KEY, "topic_name", "offset", "time_ms", "cause_offset", "cause_type", "election_type",
+    "previous_leader", "leader", "leader_epoch", "previous_isr", "isr", "replicas", "leader_recovery_state",
+    "lost_leader_cause", "lost_leader_cause_offset", "lost_leader_cause_type", "expected_leader", "deviation")
+_INFINITY = 1 << 62
+
+
+def _status() -> Column:
+    return (F.when(F.col("broker_fenced").isNull(), F.lit("unregistered"))
+            .when(F.col("broker_fenced"), F.lit("fenced"))
+            .when(F.coalesce(F.col("in_controlled_shutdown"), F.lit(False)), F.lit("controlled-shutdown"))
+            .otherwise(F.lit("active")))
+
+
+def broker_status(broker_history: DataFrame) -> DataFrame:
+    """Per broker, every interval of one status (active, fenced, controlled-shutdown, unregistered) with the
+    record that started it, and the status and record of the next interval."""
+    w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
+    timeline = broker_timeline(broker_history).withColumn("status", _status())
+    timeline = collapse(timeline.select("cluster_id", "broker_id", "status", "valid_from_offset", "valid_to_offset",
+                                        "valid_from_time_ms", "valid_to_time_ms", "cause_offset", "cause_type"),
+                        ("cluster_id", "broker_id"), ("status",))
+    return (timeline.withColumn("next_status", F.lead("status").over(w))
+            .withColumn("next_cause_offset", F.lead("cause_offset").over(w))
+            .withColumn("next_cause_type", F.lead("cause_type").over(w)))
+
+
+def _at(left: DataFrame, status: DataFrame, broker: str, offset: str, how: str = "left") -> DataFrame:
+    """``left`` joined with the status of broker column ``broker`` as of offset column ``offset``."""
+    s = status.alias("s")
+    on = ((F.col("l.cluster_id") == F.col("s.cluster_id")) & (F.col(f"l.{broker}") == F.col("s.broker_id"))
+          & (F.col("s.valid_from_offset") <= F.col(f"l.{offset}"))
+          & (F.coalesce(F.col("s.valid_to_offset"), F.lit(_INFINITY)) > F.col(f"l.{offset}")))
+    return left.alias("l").join(s, on, how)
+
+
+def _first(condition: Column) -> Column:
+    """The broker of the first candidate (lowest replica position) meeting ``condition``, in an aggregation."""
+    return F.min(F.when(condition, F.struct(F.col("pos"), F.col("candidate"))))["candidate"]
+
+
+def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
+    """One row per leader change (leader differs from the previous version's), classified and checked."""
+    w = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
+    versions = partition_history.select(
+        *PARTITION_KEY, "topic_name", "leader", "leader_epoch", "isr", "replicas", "eligible_leader_replicas",
+        "leader_recovery_state", "valid_from_offset", "valid_from_time_ms", "cause_offset", "cause_type",
+        F.lag("leader").over(w).alias("previous_leader"), F.lag("isr").over(w).alias("previous_isr"),
+        F.lag("replicas").over(w).alias("previous_replicas"),
+        F.lag("eligible_leader_replicas").over(w).alias("previous_elr"),
+        F.lag("valid_to_offset").over(w).alias("previous_to"))
+    changes = versions.where((F.col("previous_to") == F.col("valid_from_offset"))
+                             & (F.col("leader") != F.col("previous_leader"))).withColumnRenamed(
+        "valid_from_offset", "offset").withColumnRenamed("valid_from_time_ms", "time_ms").drop("previous_to")
+    changes = changes.localCheckpoint(eager=True)
+    status = broker_status(broker_history).localCheckpoint(eager=True)
+
+    # The losing leader: its status at the change, and its next status (the fence that follows in the batch).
+    lost = _at(changes.select(*PARTITION_KEY, "offset", "previous_leader").where(F.col("previous_leader") >= 0),
+               status, "previous_leader", "offset").select(
+        *[F.col(f"l.{k}") for k in (*PARTITION_KEY, "offset")],
+        F.col("s.status").alias("p_status"), F.col("s.cause_offset").alias("p_cause_offset"),
+        F.col("s.cause_type").alias("p_cause_type"), F.col("s.next_status").alias("p_next_status"),
+        F.col("s.next_cause_offset").alias("p_next_offset"), F.col("s.next_cause_type").alias("p_next_type"))
+
+    # Every replica of the new assignment as a candidate, with its status at the change.
+    candidates = changes.select(*PARTITION_KEY, "offset", "previous_leader", "isr", "eligible_leader_replicas",
+                                "previous_isr", "previous_elr",
+                                F.posexplode("replicas").alias("pos", "candidate"))
+    judged = _at(candidates, status, "candidate", "offset").select(
+        "l.*", (F.coalesce(F.col("s.status"), F.lit("unregistered")) == "active").alias("acceptable"))
+    other = F.col("candidate") != F.col("previous_leader")
+    in_target = F.when(F.size("isr") > 0, F.array_contains("isr", F.col("candidate"))).otherwise(
+        F.coalesce(F.array_contains("eligible_leader_replicas", F.col("candidate")), F.lit(False)))
+    was_clean = (F.coalesce(F.array_contains("previous_isr", F.col("candidate")), F.lit(False))
+                 | F.coalesce(F.array_contains("previous_elr", F.col("candidate")), F.lit(False)))
+    choice = judged.groupBy(*PARTITION_KEY, "offset").agg(
+        _first(F.col("acceptable") & other & in_target).alias("expected_clean"),
+        _first(F.col("acceptable") & other).alias("expected_unclean"),
+        _first(F.col("acceptable") & other & was_clean).alias("clean_candidate"))
+
+    audit = changes.join(lost, [*PARTITION_KEY, "offset"], "left").join(choice, [*PARTITION_KEY, "offset"], "left")
+    leader, previous = F.col("leader"), F.col("previous_leader")
+    # Unclean: the leader was in neither the previous ISR nor ELR, and the ISR restarts from it alone (a
+    # reassignment completing in the same record may elect a replica that joins the ISR with it: clean).
+    unclean = (~F.coalesce(F.array_contains("previous_isr", leader), F.lit(False))
+               & ~F.coalesce(F.array_contains("previous_elr", leader), F.lit(False))
+               & (F.size(F.array_intersect("isr", F.coalesce("previous_isr", F.array().cast("array<int>")))) == 0))
+    reassigned = (F.col("replicas") != F.col("previous_replicas")) | (
+        (previous >= 0) & ~F.array_contains("replicas", previous))
+    kind = (F.when(leader == -1, F.lit("leader-lost"))
+            .when(unclean, F.lit("unclean"))
+            .when(reassigned, F.lit("reassignment"))
+            .when(F.col("p_status") == "controlled-shutdown", F.lit("controlled-shutdown"))
+            .when((F.col("p_status") == "active") & F.array_contains("isr", previous)
+                  & (leader == F.element_at("replicas", 1)), F.lit("preferred"))
+            .otherwise(F.lit("clean")))
+    # The leader was taken away by its broker's state (not moved by an election that had a choice).
+    broker_caused = (previous >= 0) & F.array_contains("replicas", previous) & (
+        ~F.array_contains("isr", previous) | (leader == -1) | (F.col("p_status") == "controlled-shutdown"))
+    down_now = F.col("p_status") != "active"
+    down_next = F.col("p_next_status").isNotNull() & (F.col("p_next_status") != "active")
+    lost_cause = F.when(broker_caused & down_now, F.col("p_status")).when(broker_caused & down_next,
+                                                                          F.col("p_next_status"))
+    lost_offset = F.when(broker_caused & down_now, F.col("p_cause_offset")).when(broker_caused & down_next,
+                                                                                 F.col("p_next_offset"))
+    lost_type = F.when(broker_caused & down_now, F.col("p_cause_type")).when(
+        broker_caused & down_next, F.coalesce(F.col("p_next_type"), F.lit("UnregisterBrokerRecord")))
+    expected = F.when(F.col("election_type") == "unclean", F.col("expected_unclean")).otherwise(
+        F.coalesce(F.col("expected_clean"), F.lit(-1)))
+    broker = F.col("expected_leader").cast("string")
+    deviation = (
+        F.when((leader == -1) & (F.col("expected_leader") >= 0),
+               F.concat(F.lit("no leader elected although broker "), broker, F.lit(" was an acceptable ISR member")))
+        .when((F.col("election_type") == "unclean") & F.col("clean_candidate").isNotNull(),
+              F.concat(F.lit("unclean election although broker "), F.col("clean_candidate").cast("string"),
+                       F.lit(" of the ISR was acceptable")))
+        .when((leader >= 0) & (leader != F.coalesce(F.col("expected_leader"), F.lit(-1))),
+              F.concat(F.lit("Kafka would elect "),
+                       F.coalesce(F.concat(F.lit("broker "), broker), F.lit("no leader")),
+                       F.when(F.col("election_type") == "unclean",
+                              F.lit(" (first acceptable replica in replica order)"))
+                       .otherwise(F.lit(" (first acceptable ISR replica in replica order)")))))
+    return (audit.withColumn("election_type", kind)
+            .withColumn("lost_leader_cause", lost_cause).withColumn("lost_leader_cause_offset", lost_offset)
+            .withColumn("lost_leader_cause_type", lost_type)
+            .withColumn("expected_leader", expected)
+            .withColumn("deviation", deviation)
+            .select(*ELECTION_COLUMNS))
+
+
+LEADERLESS_COLUMNS = (
+    *PARTITION_KEY, "topic_name", "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
+    "duration_ms", "previous_leader", "isr", "cause", "cause_broker", "cause_offset", "cause_type", "ended_by",
+    "new_leader", "reason")
+
+
+def leaderless_periods(partition_history: DataFrame, audit: DataFrame) -> DataFrame:
+    """Every period a partition had no leader, with what started it (the broker event) and ended it."""
+    flagged = partition_history.withColumn("offline", F.col("leader") == -1)
+    periods = collapse(flagged.select(*PARTITION_KEY, "topic_name", "offline", "isr", "valid_from_offset",
+                                      "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
+                                      "cause_type"),
+                       PARTITION_KEY, ("offline",)).where(F.col("offline"))
+    start = audit.select(*PARTITION_KEY, F.col("offset").alias("valid_from_offset"), "previous_leader",
+                         F.col("lost_leader_cause").alias("cause"),
+                         F.col("lost_leader_cause_offset").alias("lost_offset"),
+                         F.col("lost_leader_cause_type").alias("lost_type"))
+    end = audit.select(*PARTITION_KEY, F.col("offset").alias("valid_to_offset"),
+                       F.col("election_type").alias("end_type"), F.col("leader").alias("new_leader"))
+    joined = periods.join(start, [*PARTITION_KEY, "valid_from_offset"], "left").join(
+        end, [*PARTITION_KEY, "valid_to_offset"], "left")
+    ended_by = (F.when(F.col("valid_to_offset").isNull(), F.lit(None).cast("string"))
+                .when(F.col("end_type").isNotNull(), F.concat(F.col("end_type"), F.lit(" election")))
+                .otherwise(F.lit("partition deleted")))
+    cause_broker = F.when(F.col("cause").isNotNull(), F.col("previous_leader"))
+    reason = (F.when(F.col("previous_leader").isNull(), F.lit("created without a leader"))
+              .otherwise(F.concat(
+                  F.lit("leader "), F.col("previous_leader").cast("string"), F.lit(" lost"),
+                  F.when(F.col("cause").isNotNull(), F.concat(
+                      F.lit(": broker "), F.col("previous_leader").cast("string"), F.lit(" "),
+                      F.regexp_replace(F.col("cause"), "-", " "), F.lit(" ("), F.col("lost_type"), F.lit(" at offset "),
+                      F.col("lost_offset").cast("string"), F.lit(")"))).otherwise(F.lit("")),
+                  F.lit("; no other ISR member could lead (ISR ["), F.array_join("isr", ", "), F.lit("])"))))
+    return joined.select(
+        *PARTITION_KEY, "topic_name", "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
+        "valid_to_time_ms", (F.col("valid_to_time_ms") - F.col("valid_from_time_ms")).alias("duration_ms"),
+        "previous_leader", "isr", "cause", cause_broker.alias("cause_broker"),
+        F.coalesce(F.col("lost_offset"), F.col("cause_offset")).alias("cause_offset"),
+        F.coalesce(F.col("lost_type"), F.col("cause_type")).alias("cause_type"), ended_by.alias("ended_by"),
+        "new_leader", reason.alias("reason"))
