@@ -203,20 +203,28 @@ def schemas(
     guarded(run)
 
 
-@app.command(epilog="Examples:\n\n  kraft-replay demo\n\n  kraft-replay demo --out /tmp/demo --master local[2]")
+@app.command(epilog="Examples:\n\n  kraft-replay demo\n\n  kraft-replay demo --out /tmp/demo --master local[2]\n\n"
+             "  kraft-replay demo --quiet > demo.txt")
 def demo(
-    out: Annotated[Path, typer.Option(help="Folder for everything the demo makes (log, lake).")]
+    out: Annotated[Path, typer.Option(help="Folder for everything the demo makes (log, lake, report).")]
     = Path("kraft-demo"),
     master: Annotated[str | None, typer.Option(help="Spark master URL (default local[*]).")] = None,
+    remote: Annotated[str | None, typer.Option(
+        help="Spark Connect URL, e.g. sc://host:15002 (default $SPARK_REMOTE).")] = None,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="No progress display (also hidden when the output is not a terminal).")] = False,
 ) -> None:
-    """The main job: simulate an incident, ingest it into a local Delta lake, replay it, explain it."""
+    """The main job: simulate an incident, ingest it into a local Delta lake, replay it, explain it, plot it."""
 
     def run() -> None:
         from kraft_replay.demo import run_demo
+        from kraft_replay.progress import stage_progress
         from lakehouse.spark import SparkOptions, get_spark
 
-        spark = get_spark(SparkOptions(master=master))
-        run_demo(spark, out, typer.echo)
+        with stage_progress(quiet) as stages:
+            stages("starting Spark")
+            spark = stages.attach(get_spark(SparkOptions(master=master, remote=remote)))
+            run_demo(spark, out, typer.echo, progress=stages)
 
     guarded(run)
 
@@ -224,12 +232,13 @@ def demo(
 def _register_commands() -> None:
     from kraft_replay.lake_commands import INGEST_EPILOG, ingest, lake_app
     from kraft_replay.replay_commands import REPLAY_COMMANDS
+    from kraft_replay.run_commands import RUN_COMMANDS
     from kraft_replay.simulate_command import SIMULATE_EPILOG, simulate
 
     app.command(epilog=SIMULATE_EPILOG)(simulate)
     app.command(epilog=INGEST_EPILOG)(ingest)
     app.add_typer(lake_app, name="lake")
-    for command, epilog in REPLAY_COMMANDS:
+    for command, epilog in [*REPLAY_COMMANDS, *RUN_COMMANDS]:
         app.command(epilog=epilog)(command)
 
 

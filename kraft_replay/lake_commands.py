@@ -14,11 +14,15 @@ from typing import Annotated
 
 import typer
 
+from kraft_replay.progress import QuietOption, stage_progress
+
 LAKE_HELP = "Lake root: a directory or an object-store URI [env KRAFT_REPLAY_LAKE; default ./kraft-lake]"
 LakeOption = Annotated[str | None, typer.Option("--lake", envvar="KRAFT_REPLAY_LAKE", help=LAKE_HELP,
                                                 show_default=False)]
 MasterOption = Annotated[str | None, typer.Option("--master", help="Spark master URL (default local[*], or "
-                                                  "$KRAFT_REPLAY_SPARK_MASTER; $SPARK_REMOTE for Spark Connect)")]
+                                                  "$KRAFT_REPLAY_SPARK_MASTER)")]
+RemoteOption = Annotated[str | None, typer.Option(
+    "--remote", help="Spark Connect URL, e.g. sc://host:15002 (default $SPARK_REMOTE)")]
 
 INGEST_EPILOG = (
     "Examples:\n\n"
@@ -38,10 +42,10 @@ lake_app = typer.Typer(
 )
 
 
-def _spark(master: str | None) -> object:
+def _spark(master: str | None, remote: str | None = None) -> object:
     from lakehouse.spark import SparkOptions, get_spark
 
-    return get_spark(SparkOptions(master=master))
+    return get_spark(SparkOptions(master=master, remote=remote))
 
 
 def ingest(
@@ -56,6 +60,8 @@ def ingest(
                                          "ingest new segments and snapshots until SIGINT/SIGTERM")] = False,
     interval: Annotated[float, typer.Option("--interval", min=0.1, help="Seconds between --follow rounds")] = 10.0,
     master: MasterOption = None,
+    remote: RemoteOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Store a KRaft metadata log in the lake, exactly once (re-ingesting adds nothing)."""
     from kraft_replay.cli import guarded
@@ -68,11 +74,14 @@ def ingest(
 
         target = Lake(lake)
         options = IngestOptions(cluster_id=cluster_id, skip_corrupt=skip_corrupt)
-        spark = _spark(master)
         if not follow:
-            summary = ingest_source(spark, target, source, options)  # type: ignore[arg-type]
+            with stage_progress(quiet) as stages:
+                stages("starting Spark")
+                spark = stages.attach(_spark(master, remote))
+                summary = ingest_source(spark, target, source, options, progress=stages)  # type: ignore[arg-type]
             typer.echo("\n".join(summary.lines()))
             return
+        spark = _spark(master, remote)
         if not source.is_dir():
             raise typer.BadParameter("--follow needs a directory (the live __cluster_metadata-0 or its data dir)")
         stop = threading.Event()
@@ -154,6 +163,7 @@ def optimize(
     lake: LakeOption = None,
     table: Annotated[list[str] | None, typer.Option("--table", help="Only these tables (repeatable)")] = None,
     master: MasterOption = None,
+    remote: RemoteOption = None,
 ) -> None:
     """Compact small files (metadata_log and snapshots stay sorted by offset) and checkpoint the Delta log."""
     from kraft_replay.cli import guarded
@@ -161,7 +171,7 @@ def optimize(
     def run() -> None:
         from lakehouse.lake import Lake
 
-        results = Lake(lake).optimize(_spark(master), table or None)  # type: ignore[arg-type]
+        results = Lake(lake).optimize(_spark(master, remote), table or None)  # type: ignore[arg-type]
         for name, result in results.items():
             typer.echo(f"{name}: {result['files_removed']} files compacted into {result['files_added']}")
 

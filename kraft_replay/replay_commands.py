@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kraft_replay.progress import QuietOption, stage_progress
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -179,6 +181,7 @@ def replay(
         "--cluster-id", help="Replay only this cluster (the other clusters' rows are kept as they are)")] = None,
     master: MasterOption = None,
     remote: RemoteOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Replay the stored metadata_log into the history tables (partition_history, broker_history, …)."""
 
@@ -186,7 +189,10 @@ def replay(
         from lakehouse.lake import Lake
         from replay.store import run_replay
 
-        summary = run_replay(_spark(master, remote), Lake(lake), cluster_id, full=full)
+        with stage_progress(quiet) as stages:
+            stages("starting Spark")
+            spark = stages.attach(_spark(master, remote))
+            summary = run_replay(spark, Lake(lake), cluster_id, full=full, progress=stages)
         _echo_lines(summary.lines())
 
     _run(run)

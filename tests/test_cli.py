@@ -125,6 +125,16 @@ def test_demo_runs_the_whole_pipeline_and_is_safe_to_rerun(spark: SparkSession, 
     assert "topic-0-0 before the incident (offset 63): leader 5, leader epoch 0, ISR [5], replicas [5, 4]" in text
     assert "topic-0-0 during the incident (offset 64): leader -1, leader epoch 1, ISR [5], replicas [5, 4]" in text
     assert (tmp_path / "demo" / "lake" / "partition_history" / "_delta_log").is_dir()
+    assert "    topic-0-0: from offset 64 (2023-11-14T22:13:34.276Z) until offset 131 (2023-11-14T22:14:04.284Z); " \
+           "leader 5 lost" in lines
+    assert "    partitions offline at once: 1 from offset 64 (2023-11-14T22:13:34.276Z)" in lines
+    report = tmp_path / "demo" / "report"
+    assert sorted(p.name for p in report.iterdir()) == ["broker_fencing.png", "cluster_health.png", "index.html",
+                                                        "partition_timeline.png"]
+    assert all((report / f"{name}.png").stat().st_size > 20_000 for name in ("broker_fencing", "cluster_health"))
+    root = (tmp_path / "demo").resolve()
+    assert lines[-2] == (f"Everything is under {root}: the segments in {root / 'cluster'}, the lake in "
+                         f"{root / 'lake'}, the report in {root / 'report' / 'index.html'}.")
     again: list[str] = []
     run_demo(spark, tmp_path / "demo", again.append)
     assert "    0 records added, 174 already present" in again

@@ -1,0 +1,155 @@
+"""What happened in a replayed cluster, in the words an operator uses: the answer `demo`, `run` and `report` give.
+
+Brokers fenced and put into controlled shutdown, partitions that went offline (when, until when, which leader
+they lost), unclean elections, the worst moments of the cluster's health, and one partition before and during
+its incident. Every list is a Spark query over the history tables; only the lines shown reach the driver, so
+a log with thousands of incidents prints the first ``limit`` of each kind and how many more there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, Row, SparkSession, Window
+from pyspark.sql import functions as F
+
+from lakehouse.lake import Lake
+from replay.health import health_series, peaks
+from replay.query import history_table, iso_ms, resolve_cluster, state_at
+
+DEFAULT_LIMIT = 10
+
+
+def fences(brokers: DataFrame) -> DataFrame:
+    """Every time a registered, unfenced broker became fenced (a registration that starts fenced is not one)."""
+    w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
+    return (brokers.withColumn("was_fenced", F.lag("fenced").over(w))
+            .where(F.col("fenced") & ~F.coalesce(F.col("was_fenced"), F.lit(True)))
+            .select("broker_id", "broker_epoch", "valid_from_offset", "valid_from_time_ms", "cause_type")
+            .orderBy("valid_from_offset", "broker_id"))
+
+
+def controlled_shutdowns(brokers: DataFrame) -> DataFrame:
+    """Every time a broker asked for a controlled shutdown (its leaderships move away, or go to -1)."""
+    w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
+    return (brokers.withColumn("was_shutting_down", F.lag("in_controlled_shutdown").over(w))
+            .where(F.col("in_controlled_shutdown") & ~F.coalesce(F.col("was_shutting_down"), F.lit(False)))
+            .select("broker_id", "broker_epoch", "valid_from_offset", "valid_from_time_ms", "cause_type")
+            .orderBy("valid_from_offset", "broker_id"))
+
+
+def offline_periods(partitions: DataFrame) -> DataFrame:
+    """Every stretch in which a partition had no leader (consecutive leader -1 versions merged), with the
+    leader it lost (``last_leader``; null when it was created without one)."""
+    w = Window.partitionBy("cluster_id", "topic_id", "partition_id").orderBy("valid_from_offset")
+    offline = F.col("leader") == -1
+    marked = (partitions.withColumn("_off", offline)
+              .withColumn("_prev_leader", F.lag("leader").over(w))
+              .withColumn("_start", F.col("_off") & F.coalesce(F.lag("leader").over(w) != -1, F.lit(True))))
+    marked = marked.withColumn("_period", F.sum(F.col("_start").cast("int")).over(
+        w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    still = F.max(F.col("valid_to_offset").isNull().cast("int")) == 1
+    return (marked.where(F.col("_off"))
+            .groupBy("cluster_id", "topic_id", "topic_name", "partition_id", "_period")
+            .agg(F.min("valid_from_offset").alias("valid_from_offset"),
+                 F.when(still, F.lit(None)).otherwise(F.max("valid_to_offset")).cast("long").alias("valid_to_offset"),
+                 F.min_by("valid_from_time_ms", "valid_from_offset").alias("valid_from_time_ms"),
+                 F.when(still, F.lit(None)).otherwise(F.max_by("valid_to_time_ms", "valid_from_offset"))
+                 .cast("long").alias("valid_to_time_ms"),
+                 F.min_by("_prev_leader", "valid_from_offset").alias("last_leader"),
+                 F.min_by("cause_offset", "valid_from_offset").alias("cause_offset"),
+                 F.min_by("cause_type", "valid_from_offset").alias("cause_type"))
+            .drop("_period")
+            .orderBy("valid_from_offset", "topic_name", "partition_id"))
+
+
+def unclean_elections(partitions: DataFrame) -> DataFrame:
+    """Leader changes to a broker that was not in the previous ISR: possible data loss."""
+    w = Window.partitionBy("cluster_id", "topic_id", "partition_id").orderBy("valid_from_offset")
+    return (partitions.withColumn("previous_isr", F.lag("isr").over(w))
+            .withColumn("previous_leader", F.lag("leader").over(w))
+            .where((F.col("leader") >= 0) & (F.col("leader") != F.col("previous_leader"))
+                   & ~F.array_contains("previous_isr", F.col("leader")))
+            .select("topic_name", "partition_id", "leader", "previous_isr", "leader_epoch", "leader_recovery_state",
+                    "valid_from_offset", "valid_from_time_ms", "cause_offset")
+            .orderBy("valid_from_offset", "topic_name", "partition_id"))
+
+
+@dataclass
+class Summary:
+    """The lines to print, and the incident to look at next (first offline partition and its offset)."""
+
+    lines: list[str] = field(default_factory=list)
+    focus: tuple[str, int, int] | None = None  # (topic, partition, offset the partition went offline)
+
+
+def _section(lines: list[str], title: str, df: DataFrame, render: Callable[[Row], str], limit: int) -> list[Row]:
+    """A titled list of at most ``limit`` rows, with a count of the rest; returns the rows shown."""
+    rows = df.limit(limit + 1).collect()
+    lines.append(f"  {title}:")
+    if not rows:
+        lines.append("    none")
+        return []
+    for row in rows[:limit]:
+        lines.append(f"    {render(row)}")
+    if len(rows) > limit:
+        total = df.count()
+        lines.append(f"    … and {total - limit:,} more (`kraft-replay sql` lists them all, see docs/sql-recipes.md)")
+    return rows[:limit]
+
+
+def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, limit: int = DEFAULT_LIMIT) -> Summary:
+    """The operator's summary of one cluster of the lake (``cluster_id`` needed only when it holds several)."""
+    cluster = resolve_cluster(spark, lake, cluster_id)
+    partitions = history_table(spark, lake, "partition_history", cluster)
+    brokers = history_table(spark, lake, "broker_history", cluster)
+    summary = Summary()
+    lines = summary.lines
+
+    def broker_line(verb: str) -> Callable[[Row], str]:
+        return lambda r: (f"broker {r['broker_id']} (epoch {r['broker_epoch']}) {verb} at offset "
+                          f"{r['valid_from_offset']} ({iso_ms(r['valid_from_time_ms'])}) by {r['cause_type']}")
+
+    _section(lines, "brokers in controlled shutdown", controlled_shutdowns(brokers),
+             broker_line("entered controlled shutdown"), limit)
+    _section(lines, "brokers fenced", fences(brokers), broker_line("fenced"), limit)
+
+    def offline_line(row: Row) -> str:
+        until = ("still offline at the end of the log" if row["valid_to_offset"] is None
+                 else f"until offset {row['valid_to_offset']} ({iso_ms(row['valid_to_time_ms'])})")
+        lost = "" if row["last_leader"] is None else f"; leader {row['last_leader']} lost"
+        return (f"{row['topic_name']}-{row['partition_id']}: from offset {row['valid_from_offset']} "
+                f"({iso_ms(row['valid_from_time_ms'])}) {until}{lost}")
+
+    offline = _section(lines, "partitions offline (no leader)", offline_periods(partitions), offline_line, limit)
+    _section(lines, "unclean elections (leader not in the previous ISR: possible data loss)",
+             unclean_elections(partitions),
+             lambda r: (f"{r['topic_name']}-{r['partition_id']}: broker {r['leader']} elected at offset "
+                        f"{r['valid_from_offset']}, previous ISR {r['previous_isr']}, leader epoch "
+                        f"{r['leader_epoch']}, recovery state {r['leader_recovery_state']}"), limit)
+
+    worst = peaks(health_series(partitions, brokers))
+    lines.append("  cluster health at its worst:")
+    for metric, label in (("offline", "partitions offline"), ("under_replicated", "partitions under-replicated")):
+        peak = worst[metric]
+        where = "" if peak.offset is None else f" from offset {peak.offset} ({iso_ms(peak.time_ms)})"
+        lines.append(f"    {label} at once: {peak.value}{where}")
+
+    if offline:
+        first = offline[0]
+        topic, pid, at = first["topic_name"], first["partition_id"], first["valid_from_offset"]
+        summary.focus = (topic, pid, at)
+        for label, offset in (("before", at - 1), ("during", at)):
+            if offset < 0:
+                continue
+            state = state_at(spark, lake, offset=offset, cluster_id=cluster)
+            rows = state.partitions.where((F.col("topic_name") == topic) & (F.col("partition_id") == pid)).collect()
+            for row in rows:
+                lines.append(f"  {topic}-{pid} {label} the incident (offset {offset}): leader {row['leader']}, "
+                             f"leader epoch {row['leader_epoch']}, ISR {row['isr']}, replicas {row['replicas']}")
+    return summary
+
+
+__all__ = ["DEFAULT_LIMIT", "Summary", "controlled_shutdowns", "fences", "offline_periods", "summarize",
+           "unclean_elections"]
