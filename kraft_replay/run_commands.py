@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from kraft_replay.progress import QuietOption, stage_progress
 from kraft_replay.replay_commands import LakeOption, MasterOption, RemoteOption, _run, _spark
+
+if TYPE_CHECKING:
+    from lakehouse.lake import Lake
 
 RUN_ROOT = Path("kraft-run")
 
@@ -41,6 +44,21 @@ def run_name(source: Path) -> str:
     if path.is_file():
         name = path.stem
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "cluster"
+
+
+def replayed_version(spark: Any, lake: Lake) -> int | None:
+    """The metadata_log version the lake's history tables were last replayed from, when it is the current one
+    (a re-run with nothing new then skips the replay); None when a replay is needed."""
+    from pyspark.sql import functions as F
+
+    from replay.store import CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
+
+    if not all(lake.table_exists(name) for name in (METADATA_LOG, CHECKPOINTS, *HISTORY_TABLES)):
+        return None
+    current = int(lake.delta_table(METADATA_LOG).version())
+    row = lake.read(spark, CHECKPOINTS).agg(F.max("metadata_log_version").alias("v")).first()
+    done = None if row is None or row["v"] is None else int(row["v"])
+    return current if done == current else None
 
 
 def run(
@@ -67,10 +85,11 @@ def run(
     def body() -> None:
         from kraft_replay.report import write_report
         from kraft_replay.summary import summarize
-        from lakehouse.ingest import IngestOptions, ingest
+        from lakehouse.ingest import IngestOptions, ingest, plan_source
         from lakehouse.lake import Lake
         from replay.store import run_replay
 
+        plan = plan_source(source, cluster_id)  # a wrong path fails here, before Spark starts
         root = (out if out is not None else RUN_ROOT / run_name(source)).resolve()
         target = Lake(lake if lake is not None else root / "lake")
         echo: Callable[[str], None] = typer.echo
@@ -79,15 +98,22 @@ def run(
             spark = stages.attach(_spark(master, remote))
             echo(f"1/4 ingesting {source} into the Delta lake at {target.root}")
             ingested = ingest(spark, target, source, IngestOptions(cluster_id=cluster_id, skip_corrupt=skip_corrupt),
-                              progress=stages)
+                              plan=plan, progress=stages)
             echo(f"    {ingested.records_added:,} records added, {ingested.records_skipped:,} already present"
                  + (f", {ingested.conflicts:,} conflicts" if ingested.conflicts else ""))
             for note in ingested.notes:
                 echo(f"    note: {note}")
             cluster = ingested.cluster_ids[0] if len(ingested.cluster_ids) == 1 else cluster_id
             echo("2/4 replaying with Spark")
-            replayed = run_replay(spark, target, progress=stages)
-            echo("\n".join(f"    {line}" for line in replayed.lines()))
+            up_to_date = replayed_version(spark, target) if not ingested.records_added else None
+            if up_to_date is None:
+                replayed = run_replay(spark, target, progress=stages)
+                echo("\n".join(f"    {line}" for line in replayed.lines()))
+                last_offset = replayed.last_offset
+            else:
+                echo(f"    up to date: metadata_log v{up_to_date} is already replayed (`kraft-replay replay --full` "
+                     "rebuilds it)")
+                last_offset = 0
             echo("3/4 what happened")
             stages("summarizing what happened")
             told = summarize(spark, target, cluster)
@@ -103,7 +129,7 @@ def run(
                 echo("4/4 report skipped (--no-report)")
         where = f"Everything is under {root}: the lake in {target.root}"
         echo(where + (f", the report in {written.html}." if written is not None else "."))
-        offset = told.focus[2] if told.focus else replayed.last_offset
+        offset = told.focus[2] if told.focus else last_offset
         echo(f"Try: kraft-replay state --lake {target.root} --offset {offset}")
 
     _run(body)
@@ -143,4 +169,4 @@ def report(
 
 RUN_COMMANDS: list[tuple[Callable[..., None], str]] = [(run, RUN_EPILOG), (report, REPORT_EPILOG)]
 
-__all__ = ["RUN_COMMANDS", "RUN_ROOT", "report", "run", "run_name"]
+__all__ = ["RUN_COMMANDS", "RUN_ROOT", "replayed_version", "report", "run", "run_name"]
