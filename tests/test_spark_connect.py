@@ -1,0 +1,127 @@
+"""Cluster mode through Spark Connect: a real Spark Connect server started from the installed pyspark.
+
+The server is the one Spark ships (``org.apache.spark.sql.connect.service.SparkConnectServer`` in pyspark's
+``jars/spark-connect_2.13-<version>.jar``), launched with pyspark's own ``spark-submit`` on a free loopback
+port. The commands run as separate processes (a Python process that holds a classic session, as the test run
+does, cannot open a Connect session too) with ``--remote sc://localhost:PORT``, exactly as a user would
+point them at a cluster. The lake is a local directory both sides see, as a shared filesystem or an object
+store would be on a real cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from lakehouse.spark import java_available
+from tests.conftest import REPO_ROOT
+from tests.incident_lake import write_incident_log
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_2.13-{pyspark.__version__}.jar"
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+START_TIMEOUT = 120.0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``sc://localhost:PORT`` of a Spark Connect server running for this module; stopped afterwards."""
+    if not CONNECT_JAR.is_file():
+        pytest.skip(f"{CONNECT_JAR} is not installed: pyspark {pyspark.__version__} ships no Spark Connect server")
+    if java_available() is None:
+        pytest.skip("no Java 17+: the Spark Connect server is a JVM")
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("connect") / "server.log"
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    env.pop("SPARK_REMOTE", None)
+    command = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "kraft-replay-test",
+               "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
+               "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.driver.memory=1g",
+               "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4", "spark-internal"]
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not _listening(port):
+            if server.poll() is not None:
+                pytest.fail(f"the Spark Connect server exited with {server.returncode}:\n"
+                            f"{log_path.read_text(errors='replace')[-4000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"the Spark Connect server did not listen on {port} within {START_TIMEOUT:.0f}s:\n"
+                            f"{log_path.read_text(errors='replace')[-4000:]}")
+            time.sleep(0.5)
+        yield f"sc://localhost:{port}"
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)  # the server and any Python workers it started
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(timeout=30)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("SPARK_REMOTE", None)
+    return subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300, check=False)
+
+
+def test_ingest_replay_state_and_report_through_spark_connect(connect_url: str, tmp_path: Path) -> None:
+    log = write_incident_log(tmp_path / "cluster")
+    lake = str(tmp_path / "lake")
+    remote = ("--remote", connect_url)
+
+    ingested = _cli("ingest", str(log), "--lake", lake, *remote, cwd=tmp_path)
+    assert ingested.returncode == 0, ingested.stderr
+    assert "  records added:             174" in ingested.stdout.splitlines()
+
+    replayed = _cli("replay", "--lake", lake, *remote, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    lines = replayed.stdout.splitlines()
+    assert lines[0].startswith("replayed kRaFtRePlAyDeMoClUsTeR (offsets 0..173) from metadata_log v1 (full)")
+    rows = {line.split()[0]: int(line.split()[1].replace(",", "")) for line in lines[1:] if "rows" in line}
+    assert (rows["partition_history"], rows["broker_history"], rows["topic_history"]) == (28, 13, 3)
+
+    state = _cli("state", "--lake", lake, "--offset", "64", "--topic", "topic-0", "--partition", "0",
+                 "--format", "json", *remote, cwd=tmp_path)
+    assert state.returncode == 0, state.stderr
+    answer = json.loads(state.stdout)
+    assert answer["offset"] == 64
+    assert [(p["partitionId"], p["leader"], p["leaderEpoch"], p["isr"], p["replicas"]) for p in answer["partitions"]
+            ] == [(0, -1, 1, [5], [5, 4])]
+    assert [(b["brokerId"], b["fenced"]) for b in answer["brokers"]] == [(1, False), (2, False), (3, False),
+                                                                        (4, False), (5, False)]
+
+    # The health series and plots: windows and aggregates over Connect, PNGs written by this process.
+    report = _cli("report", "--lake", lake, "--out", str(tmp_path / "report"), *remote, cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "  partition timeline: topic-0-0, the partition with the most leader changes (3); choose another " \
+           "with --topic and --partition" in report.stdout.splitlines()
+    assert (tmp_path / "report" / "cluster_health.png").stat().st_size > 20_000
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "    partitions offline at once: 1 from offset 64 (2023-11-14T22:13:34.276Z)" in page
