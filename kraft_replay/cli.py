@@ -240,6 +240,10 @@ def _register_commands() -> None:
     app.add_typer(lake_app, name="lake")
     for command, epilog in [*REPLAY_COMMANDS, *RUN_COMMANDS]:
         app.command(epilog=epilog)(command)
+    from kraft_replay.incident_commands import INCIDENT_COMMANDS
+
+    for command, epilog in INCIDENT_COMMANDS:
+        app.command(epilog=epilog)(command)
 
 
 _register_commands()

@@ -262,6 +262,9 @@ def state(
     partition: Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition id")] = None,
     brokers: Annotated[bool, typer.Option("--brokers", help="Only the brokers (no topics, no partitions)")]
     = False,
+    states: Annotated[bool, typer.Option(
+        "--states", help="Also each partition's and replica's controller state (OnlinePartition, "
+                         "OfflineReplica, ReplicaDeletionIneligible, …)")] = False,
     batch_aligned: Annotated[bool, typer.Option(
         "--batch-aligned", help="Move the offset to the end of its record batch: the states brokers saw")] = False,
     fmt: FormatOption = OutputFormat.table,
@@ -296,6 +299,8 @@ def state(
                 "topics": iter(()) if brokers else _json_items(topics, TOPIC_FIELDS),
                 "partitions": iter(()) if brokers else _json_items(partitions, PARTITION_FIELDS),
             }
+            if states and not brokers:
+                sections.update(state_machine_json(spark, target, cluster, snapshot.offset, topic, partition))
             _echo_lines(state_json_lines(cluster, snapshot.offset, sections))
             return
         where = _append_time(spark, target, cluster, snapshot.offset)
@@ -309,6 +314,8 @@ def state(
             lines += ["", f"partitions ({len(partition_rows)})",
                       *table_lines(PARTITION_HEADERS, partition_rows,
                                    right=[False, True, True, True, True] + [False] * 5 + [True, False])]
+        if states and not brokers:
+            lines += state_machine_lines(spark, target, cluster, snapshot.offset, topic, partition)
         _echo_lines(lines)
 
     _run(run)
@@ -326,6 +333,8 @@ HISTORY_HEADERS = ("FROM", "TO", "TIME (UTC)", "CAUSE", "RECORD TYPE", "LEADER",
 def history(
     topic: Annotated[str, typer.Option("--topic", help="Topic name (every topic id that had it)")],
     partition: Annotated[int, typer.Option("--partition", min=0, help="Partition id")],
+    states: Annotated[bool, typer.Option(
+        "--states", help="Also every state-machine transition of the partition and its replicas")] = False,
     fmt: FormatOption = OutputFormat.table,
     lake: LakeOption = None,
     cluster_id: ClusterOption = None,
@@ -358,8 +367,87 @@ def history(
         _echo_lines([f"{topic}-{partition}: {len(rows)} version(s); TO empty = still current",
                      *table_lines(HISTORY_HEADERS, rows, right=[True, True, False, True, False, True, True, True,
                                                                 False, False, False, False])])
+        if states:
+            _echo_lines(transition_lines(_spark(master, remote), Lake(lake), topic, partition, cluster_id))
 
     _run(run)
+
+
+# --- state machines ------------------------------------------------------------------------------
+
+STATE_HEADERS = ("PARTITION", "BROKER", "STATE", "SINCE", "FROM STATE", "CAUSE")
+TRANSITION_HEADERS = ("OFFSET", "TIME (UTC)", "MACHINE", "BROKER", "FROM", "TO", "VALID", "CAUSE", "WHY")
+
+
+def _machine_tables(spark: SparkSession, lake: Lake, cluster: str) -> tuple[DataFrame, DataFrame]:
+    from replay.query import QueryError, history_table
+
+    if not lake.table_exists("replica_state_history"):
+        raise QueryError(f"no state-machine tables in {lake.root}: run `kraft-replay replay` again")
+    return (history_table(spark, lake, "partition_state_history", cluster),
+            history_table(spark, lake, "replica_state_history", cluster))
+
+
+def _machine_states(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
+                    partition: int | None) -> tuple[DataFrame, DataFrame]:
+    from pyspark.sql import functions as F
+
+    from replay.query import as_of
+
+    frames = []
+    for df in _machine_tables(spark, lake, cluster):
+        df = as_of(df, offset)
+        if topic is not None:
+            df = df.where(F.col("topic_name") == topic)
+        if partition is not None:
+            df = df.where(F.col("partition_id") == partition)
+        frames.append(df)
+    partitions, replicas = frames
+    return (partitions.orderBy("topic_name", "partition_id", "topic_id"),
+            replicas.orderBy("topic_name", "partition_id", "broker_id", "topic_id"))
+
+
+def state_machine_lines(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
+                        partition: int | None) -> list[str]:
+    partitions, replicas = _machine_states(spark, lake, cluster, offset, topic, partition)
+    rows = [[f"{r['topic_name']}-{r['partition_id']}", "", r["state"], r["valid_from_offset"],
+             r["previous_state"], f"{r['cause_type']}: {r['reason']}"] for r in partitions.toLocalIterator()]
+    rows += [[f"{r['topic_name']}-{r['partition_id']}", r["broker_id"], r["state"], r["valid_from_offset"],
+              r["previous_state"], f"{r['cause_type']}: {r['reason']}"] for r in replicas.toLocalIterator()]
+    return ["", f"controller states ({len(rows)})", *table_lines(STATE_HEADERS, rows)]
+
+
+def state_machine_json(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
+                       partition: int | None) -> dict[str, Iterator[str]]:
+    partitions, replicas = _machine_states(spark, lake, cluster, offset, topic, partition)
+    common = (("topic_id", "topicId"), ("topic_name", "topicName"), ("partition_id", "partitionId"))
+    tail = (("state", "state"), ("previous_state", "previousState"), ("valid_from_offset", "since"),
+            ("cause_offset", "causeOffset"), ("cause_type", "causeType"), ("reason", "reason"))
+    return {"partitionStates": _json_items(partitions, (*common, *tail)),
+            "replicaStates": _json_items(replicas, (*common, ("broker_id", "brokerId"), *tail))}
+
+
+def transition_lines(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster_id: str | None
+                     ) -> list[str]:
+    from pyspark.sql import functions as F
+
+    from replay.query import iso_ms, resolve_cluster
+
+    cluster = resolve_cluster(spark, lake, cluster_id)
+    columns = ("valid_from_offset", "step", "valid_from_time_ms", "previous_state", "state", "valid_transition",
+               "cause_type", "reason")
+    partitions, replicas = _machine_tables(spark, lake, cluster)
+    both = (partitions.select(F.lit("partition").alias("machine"), F.lit(None).cast("int").alias("broker_id"),
+                              "topic_name", "partition_id", *columns)
+            .unionByName(replicas.select(F.lit("replica").alias("machine"), "broker_id", "topic_name",
+                                         "partition_id", *columns))
+            .where((F.col("topic_name") == topic) & (F.col("partition_id") == partition))
+            .orderBy("valid_from_offset", "step", "machine", "broker_id"))
+    rows = [[r["valid_from_offset"], iso_ms(r["valid_from_time_ms"]), r["machine"], r["broker_id"],
+             r["previous_state"], r["state"], r["valid_transition"], r["cause_type"], r["reason"]]
+            for r in both.toLocalIterator()]
+    return ["", f"state-machine transitions ({len(rows)}); VALID no = Kafka's controller would refuse it",
+            *table_lines(TRANSITION_HEADERS, rows)]
 
 
 # --- diff ----------------------------------------------------------------------------------------
