@@ -22,13 +22,12 @@ from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
 
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from lakehouse.lake import ROWS_PER_FILE, Lake, overlapping_files
+from lakehouse.lake import ROWS_PER_FILE, Lake, arrow_filesystem, overlapping_files
 from lakehouse.log_rows import (
     LOG_ROW_DDL,
     LOG_ROW_SCHEMA,
@@ -443,7 +442,7 @@ class _Ingest:
     def cleanup(self) -> None:
         if "://" in self.staging:
             try:
-                filesystem, path = pafs.FileSystem.from_uri(self.staging)
+                filesystem, path = arrow_filesystem(self.staging)
                 filesystem.delete_dir(path)
             except OSError:
                 pass
@@ -499,10 +498,7 @@ def _snapshot_reach(spark: SparkSession, lake: Lake, cluster_id: str, first_offs
 
 def _write_rows(target: str, rows: Iterable[dict[str, object]]) -> None:
     """Driver-decoded rows to one Parquet file, batch by batch (memory stays bounded)."""
-    if "://" in target:
-        filesystem, path = pafs.FileSystem.from_uri(target)
-    else:
-        filesystem, path = pafs.LocalFileSystem(), target
+    filesystem, path = arrow_filesystem(target)
     filesystem.create_dir(path, recursive=True)
     with pq.ParquetWriter(f"{path}/part-00000.parquet", LOG_ROW_SCHEMA, filesystem=filesystem) as writer:
         for batch in to_record_batches(rows, 65536):

@@ -86,6 +86,18 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+# Hadoop's S3 connector (what Spark uses) names S3 `s3a://`; delta-rs takes both; pyarrow knows only `s3://`.
+_ARROW_SCHEMES = {"s3a": "s3"}
+
+
+def arrow_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's filesystem and path for a local path or an object-store URI (s3a:// read as s3://)."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), uri
+    scheme, rest = uri.split("://", 1)
+    return pafs.FileSystem.from_uri(f"{_ARROW_SCHEMES.get(scheme.lower(), scheme)}://{rest}")
+
+
 class Lake:
     """Delta tables under one root (a local directory or an object-store URI)."""
 
@@ -105,8 +117,7 @@ class Lake:
 
     def table_names(self) -> list[str]:
         """Tables present under the root (any Delta table, not only the ingest's)."""
-        filesystem, base = pafs.FileSystem.from_uri(self.root) if "://" in self.root else (
-            pafs.LocalFileSystem(), self.root)
+        filesystem, base = arrow_filesystem(self.root)
         try:
             infos = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
         except OSError:
@@ -368,7 +379,7 @@ class Lake:
         """Best effort: a leftover directory is only wasted space, removed later by vacuum."""
         try:
             if "://" in uri:
-                filesystem, path = pafs.FileSystem.from_uri(uri)
+                filesystem, path = arrow_filesystem(uri)
                 filesystem.delete_dir(path)
             else:
                 shutil.rmtree(uri, ignore_errors=True)
@@ -441,4 +452,4 @@ def _props(operation: str) -> Any:
 
 
 __all__ = ["DEFAULT_LAKE", "DEFAULT_RETENTION_HOURS", "LAKE_ENV", "CommitOutcome", "HistoryEntry", "Lake",
-           "LakeError", "overlapping_files", "read_table", "resolve_lake_root"]
+           "LakeError", "arrow_filesystem", "overlapping_files", "read_table", "resolve_lake_root"]
