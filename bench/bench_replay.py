@@ -28,6 +28,7 @@ from lakehouse.ingest import ingest
 from lakehouse.lake import Lake
 from lakehouse.spark import SparkOptions, get_spark
 from records.sources import read_entries
+from replay.derived import DERIVED_TABLES
 from replay.query import history, state_at
 from replay.reference import image_at
 from replay.store import run_replay
@@ -38,6 +39,20 @@ def _timed(action):  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     result = action()
     return result, time.perf_counter() - started
+
+
+class StageClock:
+    """A ``progress`` callback that remembers when each stage of ``run_replay`` started."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[str, float]] = []
+
+    def __call__(self, stage: str) -> None:
+        self.starts.append((stage, time.perf_counter()))
+
+    def durations(self) -> list[tuple[str, float]]:
+        ends = [t for _, t in self.starts[1:]] + [time.perf_counter()]
+        return [(stage, end - start) for (stage, start), end in zip(self.starts, ends, strict=True)]
 
 
 def main() -> None:
@@ -63,8 +78,10 @@ def main() -> None:
     spark = get_spark(SparkOptions())
     lake = Lake(args.out / "lake")
     _, ingest_s = _timed(lambda: ingest(spark, lake, args.out / "log"))
-    full, replay_s = _timed(lambda: run_replay(spark, lake))
+    stages = StageClock()
+    full, replay_s = _timed(lambda: run_replay(spark, lake, progress=stages))
     assert full.mode == "full", full.notes
+    stage_times = stages.durations()
     ingest(spark, lake, args.out / "more")
     incremental, incremental_s = _timed(lambda: run_replay(spark, lake))
     assert incremental.mode == "incremental", incremental.notes
@@ -91,6 +108,10 @@ def main() -> None:
           "state at offset (median warm) s | partition history s | naive re-fold s | naive / state |")
     print(f"| {count:,} | {ingest_s:.1f} | {replay_s:.1f} | {incremental_s:.1f} ({incremental_s / replay_s:.0%}) | "
           f"{warm_state:.2f} | {history_s:.2f} | {naive_s:.2f} | {naive_s / warm_state:.1f}x |")
+    derived_s = sum(seconds for stage, seconds in stage_times if any(t in stage for t in DERIVED_TABLES))
+    print(f"full replay {replay_s:.1f} s = history tables {replay_s - derived_s:.1f} s + state machines and "
+          f"election audit {derived_s:.1f} s; stages: "
+          + "; ".join(f"{stage} {seconds:.1f} s" for stage, seconds in stage_times))
     print(f"partition_history rows: {partitions}; "
           f"{lake.read(spark, 'partition_history').where(F.col('valid_to_offset').isNull()).count()} current")
 

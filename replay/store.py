@@ -175,18 +175,20 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
         tell(f"computing and writing {name}")
         versions[name] = write_sorted(lake, df, name, order)
-    _write_derived(spark, lake, versions, cluster_id)
+    _write_derived(spark, lake, versions, cluster_id, tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*outputs, *DERIVED_TABLES], notes, started)
 
 
-def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None
-                   ) -> None:
+def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None,
+                   tell: Callable[[str], None] | None = None) -> None:
     """Recompute the state machines and the election audit from the history versions just written."""
     history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
     if cluster_id is not None:
         history = {name: df.where(F.col("cluster_id") == cluster_id) for name, df in history.items()}
     for name, df in derived_tables(history).items():
+        if tell is not None:
+            tell(f"computing and writing {name}")
         if cluster_id is not None:
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
         versions[name] = write_sorted(lake, df, name, DERIVED_ORDER[name])
