@@ -94,6 +94,17 @@ def check_fenced_brokers(blocks: list[Rows]) -> None:
                           "cause_type": "BrokerRegistrationChangeRecord"}]
 
 
+def check_fenced_replicas(blocks: list[Rows]) -> None:
+    assert _pick(blocks[0], "topic_name", "partition_id", "broker_id", "is_leader", "in_isr", "since") == [
+        ("topic-0", 0, 5, False, True, 69), ("topic-0", 2, 5, False, False, 69), ("topic-1", 1, 5, False, False, 69),
+        ("topic-1", 2, 5, False, False, 69), ("topic-2", 3, 5, False, False, 69)]
+    assert {row["cause_type"] for row in blocks[0]} == {"BrokerRegistrationChangeRecord"}
+
+
+def check_anomalies(blocks: list[Rows]) -> None:
+    assert blocks[0] == []
+
+
 def check_unclean(blocks: list[Rows]) -> None:
     assert blocks[0] == [{"topic_name": "topic-0", "partition_id": 0, "at_offset": 131, "previous_leader": -1,
                           "leader": 4, "previous_isr": [5], "leader_epoch": 2, "leader_recovery_state": 1}]
@@ -113,8 +124,10 @@ CHECKS: dict[str, Callable[[list[Rows]], None]] = {
     "Which broker's fence took them offline?": check_fence_cause,
     "Which partitions were under-replicated at an offset?": check_under_replicated,
     "Which brokers were fenced at an offset?": check_fenced_brokers,
+    "Which replicas sat on fenced brokers at an offset?": check_fenced_replicas,
     "Which elections were unclean?": check_unclean,
     "How many partitions were offline or under-replicated over time?": check_health,
+    "What did the replay refuse or flag?": check_anomalies,
 }
 
 
