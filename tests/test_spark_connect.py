@@ -23,9 +23,13 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from kraft_replay.demo import CLUSTER_ID, SCENARIO
 from lakehouse.spark import java_available
+from records.jsonl import write_jsonl
+from records.model import LogEntry
+from simulator import run_scenario
 from tests.conftest import REPO_ROOT
-from tests.incident_lake import write_incident_log
+from tests.incident_lake import OPTIONS
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_2.13-{pyspark.__version__}.jar"
@@ -91,31 +95,47 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           env=env, cwd=cwd, timeout=300, check=False)
 
 
-def test_ingest_replay_state_and_report_through_spark_connect(connect_url: str, tmp_path: Path) -> None:
-    log = write_incident_log(tmp_path / "cluster")
+def _jsonl(entries: list[LogEntry], path: Path) -> Path:
+    with path.open("w", encoding="utf-8") as out:
+        write_jsonl(entries, out)
+    return path
+
+
+def test_ingest_replay_incremental_state_and_report_through_spark_connect(connect_url: str, tmp_path: Path) -> None:
+    """The demo's incident in two parts: offsets 0..100, replayed in full, then the rest, replayed incrementally."""
+    entries = list(run_scenario(SCENARIO, OPTIONS).entries())
+    first = _jsonl([e for e in entries if e.offset <= 100], tmp_path / "first.jsonl")
+    whole = _jsonl(entries, tmp_path / "all.jsonl")
     lake = str(tmp_path / "lake")
     remote = ("--remote", connect_url)
 
-    ingested = _cli("ingest", str(log), "--lake", lake, *remote, cwd=tmp_path)
+    ingested = _cli("ingest", str(first), "--lake", lake, "--cluster-id", CLUSTER_ID, *remote, cwd=tmp_path)
     assert ingested.returncode == 0, ingested.stderr
-    assert "  records added:             174" in ingested.stdout.splitlines()
-
+    assert "  records added:             101" in ingested.stdout.splitlines()
     replayed = _cli("replay", "--lake", lake, *remote, cwd=tmp_path)
     assert replayed.returncode == 0, replayed.stderr
-    lines = replayed.stdout.splitlines()
-    assert lines[0].startswith("replayed kRaFtRePlAyDeMoClUsTeR (offsets 0..173) from metadata_log v1 (full)")
-    rows = {line.split()[0]: int(line.split()[1].replace(",", "")) for line in lines[1:] if "rows" in line}
+    assert replayed.stdout.startswith(f"replayed {CLUSTER_ID} (offsets 0..100) from metadata_log v1 (full)")
+
+    more = _cli("ingest", str(whole), "--lake", lake, "--cluster-id", CLUSTER_ID, *remote, cwd=tmp_path)
+    assert more.returncode == 0, more.stderr
+    assert "  records added:             73" in more.stdout.splitlines()
+    again = _cli("replay", "--lake", lake, *remote, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    lines = again.stdout.splitlines()
+    assert lines[0].startswith(f"replayed {CLUSTER_ID} (offsets 0..173) from metadata_log v2 (incremental)")
+    rows = {line.split()[0]: int(line.split()[1].replace(",", "")) for line in lines[1:] if " rows " in line}
     assert (rows["partition_history"], rows["broker_history"], rows["topic_history"]) == (28, 13, 3)
 
-    state = _cli("state", "--lake", lake, "--offset", "64", "--topic", "topic-0", "--partition", "0",
-                 "--format", "json", *remote, cwd=tmp_path)
-    assert state.returncode == 0, state.stderr
-    answer = json.loads(state.stdout)
-    assert answer["offset"] == 64
-    assert [(p["partitionId"], p["leader"], p["leaderEpoch"], p["isr"], p["replicas"]) for p in answer["partitions"]
-            ] == [(0, -1, 1, [5], [5, 4])]
+    for offset, leader, epoch, isr in ((64, -1, 1, [5]), (131, 4, 2, [4])):
+        state = _cli("state", "--lake", lake, "--offset", str(offset), "--topic", "topic-0", "--partition", "0",
+                     "--format", "json", *remote, cwd=tmp_path)
+        assert state.returncode == 0, state.stderr
+        answer = json.loads(state.stdout)
+        assert answer["offset"] == offset
+        assert [(p["partitionId"], p["leader"], p["leaderEpoch"], p["isr"], p["replicas"])
+                for p in answer["partitions"]] == [(0, leader, epoch, isr, [5, 4])]
     assert [(b["brokerId"], b["fenced"]) for b in answer["brokers"]] == [(1, False), (2, False), (3, False),
-                                                                        (4, False), (5, False)]
+                                                                        (4, False), (5, True)]
 
     # The health series and plots: windows and aggregates over Connect, PNGs written by this process.
     report = _cli("report", "--lake", lake, "--out", str(tmp_path / "report"), *remote, cwd=tmp_path)
