@@ -51,6 +51,10 @@ def guarded(action: Callable[[], T]) -> T:
     """Run a command body; turn input errors into a clear message and exit code, not a traceback."""
     try:
         return action()
+    except typer.Exit:
+        raise
+    except typer.BadParameter as exc:  # a usage problem found while running: exit 2 with the message
+        raise _fail(exc.message, EXIT_USAGE) from None
     except RecordsError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except BrokenPipeError:

@@ -81,9 +81,9 @@ def ingest(
                 summary = ingest_source(spark, target, source, options, progress=stages)  # type: ignore[arg-type]
             typer.echo("\n".join(summary.lines()))
             return
-        spark = _spark(master, remote)
         if not source.is_dir():
             raise typer.BadParameter("--follow needs a directory (the live __cluster_metadata-0 or its data dir)")
+        spark = _spark(master, remote)
         stop = threading.Event()
 
         def request_stop(signum: int, _frame: FrameType | None) -> None:
@@ -148,7 +148,7 @@ def history(
         try:
             entries = Lake(lake).history(table, limit)
         except LakeError as exc:
-            raise typer.BadParameter(str(exc)) from None
+            raise typer.BadParameter(f"{exc}; `kraft-replay lake tables` lists the tables") from None
         typer.echo(f"{'version':>7}  {'timestamp (UTC)':<23}  {'operation':<18} {'rows added':>12}  ingest id")
         for e in entries:
             rows = f"{e.rows_added:,}" if e.rows_added is not None else "-"

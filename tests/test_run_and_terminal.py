@@ -108,6 +108,18 @@ def test_run_errors_say_what_to_do(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_usage_errors_found_while_running_exit_2_with_a_hint(tmp_path: Path) -> None:
+    (tmp_path / "lake").mkdir()
+    result = runner.invoke(app, ["lake", "history", "nosuch", "--lake", str(tmp_path / "lake")])
+    assert result.exit_code == 2
+    assert result.stderr == (f"kraft-replay: no table 'nosuch' in the lake at {tmp_path / 'lake'}; "
+                             "`kraft-replay lake tables` lists the tables\n")
+    follow = runner.invoke(app, ["ingest", str(SAMPLE_DIR / "meta.properties"), "--follow", "--lake",
+                                 str(tmp_path / "lake")])
+    assert follow.exit_code == 2
+    assert "--follow needs a directory" in follow.stderr and "unexpected" not in follow.stderr
+
+
 # --- progress ----------------------------------------------------------------------------------
 
 
