@@ -97,8 +97,9 @@ class HealthPoint:
 def collect_health(series: DataFrame, max_points: int = MAX_POINTS) -> list[HealthPoint]:
     """The series on the driver, oldest first. Longer series are bucketed by offset range in Spark (each
     bucket keeps its maximum of every count, so no peak disappears from a plot)."""
-    count = series.count()
-    if count > max_points:
+    ordered = series.orderBy("offset").select("offset", "time_ms", *METRICS)
+    rows = ordered.limit(max_points + 1).collect()
+    if len(rows) > max_points:
         bounds = series.agg(F.min("offset").alias("lo"), F.max("offset").alias("hi")).first()
         assert bounds is not None
         width = max(1, -(-(int(bounds["hi"]) - int(bounds["lo"]) + 1) // max_points))
@@ -106,7 +107,7 @@ def collect_health(series: DataFrame, max_points: int = MAX_POINTS) -> list[Heal
         series = series.groupBy(bucket.alias("_bucket")).agg(
             F.min("offset").alias("offset"), F.min("time_ms").alias("time_ms"),
             *[F.max(m).alias(m) for m in METRICS])
-    rows = series.orderBy("offset").select("offset", "time_ms", *METRICS).collect()
+        rows = series.orderBy("offset").select("offset", "time_ms", *METRICS).collect()
     return [HealthPoint(int(r["offset"]), r["time_ms"], int(r["offline"]), int(r["under_replicated"]),
                         int(r["fenced_brokers"])) for r in rows]
 
@@ -120,14 +121,16 @@ class Peak:
 
 
 def peaks(series: DataFrame) -> dict[str, Peak]:
-    """The highest value of each count and where it was first reached (one small aggregate per count)."""
+    """The highest value of each count and where it was first reached (two small aggregates in all)."""
+    top = series.agg(*[F.max(m).alias(m) for m in METRICS]).first()
+    values = {m: int(top[m]) if top is not None and top[m] is not None else 0 for m in METRICS}
+    # The smallest (offset, time) among the rows at the peak: a struct compares field by field, nulls skipped.
+    where = series.agg(*[F.min(F.when(F.col(m) == values[m], F.struct("offset", "time_ms"))).alias(m)
+                         for m in METRICS]).first()
     out: dict[str, Peak] = {}
     for metric in METRICS:
-        top = series.agg(F.max(metric).alias("v")).first()
-        value = int(top["v"]) if top is not None and top["v"] is not None else 0
-        first = (series.where(F.col(metric) == value).orderBy("offset").select("offset", "time_ms").first()
-                 if value > 0 else None)
-        out[metric] = Peak(metric, value, int(first["offset"]) if first else None,
+        first = where[metric] if where is not None and values[metric] > 0 else None
+        out[metric] = Peak(metric, values[metric], int(first["offset"]) if first else None,
                            first["time_ms"] if first else None)
     return out
 
