@@ -1,7 +1,8 @@
 """What happened in a replayed cluster, in the words an operator uses: the answer `demo`, `run` and `report` give.
 
 Brokers fenced and put into controlled shutdown, partitions that went offline (when, until when, which leader
-they lost), unclean elections, the worst moments of the cluster's health, and one partition before and during
+they lost and the broker event behind it, from the replay's election audit), unclean elections, elections
+against Kafka's rule, the worst moments of the cluster's health, and one partition before and during
 its incident. Every list is a Spark query over the history tables; only the lines shown reach the driver, so
 a log with thousands of incidents prints the first ``limit`` of each kind and how many more there are.
 """
@@ -37,43 +38,6 @@ def controlled_shutdowns(brokers: DataFrame) -> DataFrame:
             .where(F.col("in_controlled_shutdown") & ~F.coalesce(F.col("was_shutting_down"), F.lit(False)))
             .select("broker_id", "broker_epoch", "valid_from_offset", "valid_from_time_ms", "cause_type")
             .orderBy("valid_from_offset", "broker_id"))
-
-
-def offline_periods(partitions: DataFrame) -> DataFrame:
-    """Every stretch in which a partition had no leader (consecutive leader -1 versions merged), with the
-    leader it lost (``last_leader``; null when it was created without one)."""
-    w = Window.partitionBy("cluster_id", "topic_id", "partition_id").orderBy("valid_from_offset")
-    offline = F.col("leader") == -1
-    marked = (partitions.withColumn("_off", offline)
-              .withColumn("_prev_leader", F.lag("leader").over(w))
-              .withColumn("_start", F.col("_off") & F.coalesce(F.lag("leader").over(w) != -1, F.lit(True))))
-    marked = marked.withColumn("_period", F.sum(F.col("_start").cast("int")).over(
-        w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-    still = F.max(F.col("valid_to_offset").isNull().cast("int")) == 1
-    return (marked.where(F.col("_off"))
-            .groupBy("cluster_id", "topic_id", "topic_name", "partition_id", "_period")
-            .agg(F.min("valid_from_offset").alias("valid_from_offset"),
-                 F.when(still, F.lit(None)).otherwise(F.max("valid_to_offset")).cast("long").alias("valid_to_offset"),
-                 F.min_by("valid_from_time_ms", "valid_from_offset").alias("valid_from_time_ms"),
-                 F.when(still, F.lit(None)).otherwise(F.max_by("valid_to_time_ms", "valid_from_offset"))
-                 .cast("long").alias("valid_to_time_ms"),
-                 F.min_by("_prev_leader", "valid_from_offset").alias("last_leader"),
-                 F.min_by("cause_offset", "valid_from_offset").alias("cause_offset"),
-                 F.min_by("cause_type", "valid_from_offset").alias("cause_type"))
-            .drop("_period")
-            .orderBy("valid_from_offset", "topic_name", "partition_id"))
-
-
-def unclean_elections(partitions: DataFrame) -> DataFrame:
-    """Leader changes to a broker that was not in the previous ISR: possible data loss."""
-    w = Window.partitionBy("cluster_id", "topic_id", "partition_id").orderBy("valid_from_offset")
-    return (partitions.withColumn("previous_isr", F.lag("isr").over(w))
-            .withColumn("previous_leader", F.lag("leader").over(w))
-            .where((F.col("leader") >= 0) & (F.col("leader") != F.col("previous_leader"))
-                   & ~F.array_contains("previous_isr", F.col("leader")))
-            .select("topic_name", "partition_id", "leader", "previous_isr", "leader_epoch", "leader_recovery_state",
-                    "valid_from_offset", "valid_from_time_ms", "cause_offset")
-            .orderBy("valid_from_offset", "topic_name", "partition_id"))
 
 
 @dataclass
@@ -117,17 +81,24 @@ def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, li
 
     def offline_line(row: Row) -> str:
         until = ("still offline at the end of the log" if row["valid_to_offset"] is None
-                 else f"until offset {row['valid_to_offset']} ({iso_ms(row['valid_to_time_ms'])})")
-        lost = "" if row["last_leader"] is None else f"; leader {row['last_leader']} lost"
+                 else f"until offset {row['valid_to_offset']} ({iso_ms(row['valid_to_time_ms'])}, "
+                      f"{row['ended_by']})")
         return (f"{row['topic_name']}-{row['partition_id']}: from offset {row['valid_from_offset']} "
-                f"({iso_ms(row['valid_from_time_ms'])}) {until}{lost}")
+                f"({iso_ms(row['valid_from_time_ms'])}) {until}; {row['reason']}")
 
-    offline = _section(lines, "partitions offline (no leader)", offline_periods(partitions), offline_line, limit)
-    _section(lines, "unclean elections (leader not in the previous ISR: possible data loss)",
-             unclean_elections(partitions),
+    # The election audit written by the replay (replay/elections.py): periods with the broker event behind each.
+    audit = history_table(spark, lake, "elections", cluster)
+    periods = history_table(spark, lake, "leaderless_periods", cluster).orderBy(
+        "valid_from_offset", "topic_name", "partition_id", "topic_id")
+    offline = _section(lines, "partitions offline (no leader)", periods, offline_line, limit)
+    unclean = audit.where(F.col("election_type") == "unclean").orderBy("offset", "topic_name", "partition_id")
+    _section(lines, "unclean elections (leader not in the previous ISR: possible data loss)", unclean,
              lambda r: (f"{r['topic_name']}-{r['partition_id']}: broker {r['leader']} elected at offset "
-                        f"{r['valid_from_offset']}, previous ISR {r['previous_isr']}, leader epoch "
+                        f"{r['offset']}, previous ISR {r['previous_isr']}, leader epoch "
                         f"{r['leader_epoch']}, recovery state {r['leader_recovery_state']}"), limit)
+    deviations = audit.where(F.col("deviation").isNotNull()).orderBy("offset", "topic_name", "partition_id")
+    _section(lines, "elections against Kafka's rule", deviations,
+             lambda r: f"{r['topic_name']}-{r['partition_id']} at offset {r['offset']}: {r['deviation']}", limit)
 
     worst = peaks(health_series(partitions, brokers))
     lines.append("  cluster health at its worst:")
@@ -151,5 +122,4 @@ def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, li
     return summary
 
 
-__all__ = ["DEFAULT_LIMIT", "Summary", "controlled_shutdowns", "fences", "offline_periods", "summarize",
-           "unclean_elections"]
+__all__ = ["DEFAULT_LIMIT", "Summary", "controlled_shutdowns", "fences", "summarize"]

@@ -182,7 +182,8 @@ def leaderless_periods(partition_history: DataFrame, audit: DataFrame) -> DataFr
                   F.lit("leader "), F.col("previous_leader").cast("string"), F.lit(" lost"),
                   F.when(F.col("cause").isNotNull(), F.concat(
                       F.lit(": broker "), F.col("previous_leader").cast("string"), F.lit(" "),
-                      F.regexp_replace(F.col("cause"), "-", " "), F.lit(" ("), F.col("lost_type"), F.lit(" at offset "),
+                      F.when(F.col("cause") == "controlled-shutdown", F.lit("in controlled shutdown"))
+                      .otherwise(F.col("cause")), F.lit(" ("), F.col("lost_type"), F.lit(" at offset "),
                       F.col("lost_offset").cast("string"), F.lit(")"))).otherwise(F.lit("")),
                   F.lit("; no other ISR member could lead (ISR ["), F.array_join("isr", ", "), F.lit("])"))))
     return joined.select(

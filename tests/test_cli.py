@@ -125,8 +125,9 @@ def test_demo_runs_the_whole_pipeline_and_is_safe_to_rerun(spark: SparkSession, 
     assert "topic-0-0 before the incident (offset 63): leader 5, leader epoch 0, ISR [5], replicas [5, 4]" in text
     assert "topic-0-0 during the incident (offset 64): leader -1, leader epoch 1, ISR [5], replicas [5, 4]" in text
     assert (tmp_path / "demo" / "lake" / "partition_history" / "_delta_log").is_dir()
-    assert "    topic-0-0: from offset 64 (2023-11-14T22:13:34.276Z) until offset 131 (2023-11-14T22:14:04.284Z); " \
-           "leader 5 lost" in lines
+    assert ("    topic-0-0: from offset 64 (2023-11-14T22:13:34.276Z) until offset 131 (2023-11-14T22:14:04.284Z, "
+            "unclean election); leader 5 lost: broker 5 fenced (BrokerRegistrationChangeRecord at offset 69); no other "
+            "ISR member could lead (ISR [5])") in lines
     assert "    partitions offline at once: 1 from offset 64 (2023-11-14T22:13:34.276Z)" in lines
     report = tmp_path / "demo" / "report"
     assert sorted(p.name for p in report.iterdir()) == ["broker_fencing.png", "cluster_health.png", "index.html",

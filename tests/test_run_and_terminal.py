@@ -35,7 +35,8 @@ LDI_SUMMARY = [
     "    broker 1 (epoch 8) fenced at offset 4926 (2026-01-30T17:23:55.316Z) by BrokerRegistrationChangeRecord",
     "  partitions offline (no leader):",
     "    Retry.TestTopicPatient-0: from offset 4872 (2026-01-30T17:23:55.232Z) still offline at the end of the log; "
-    "leader 1 lost",
+    "leader 1 lost: broker 1 in controlled shutdown (BrokerRegistrationChangeRecord at offset 4871); no other ISR "
+    "member could lead (ISR [1])",
 ]
 
 
