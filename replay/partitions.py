@@ -134,21 +134,26 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
     malformed = F.col("replicas").isNotNull() & (
         ((F.size("replicas") == 0) & F.col("explicit_dirs").isNull())
         | (F.col("explicit_dirs").isNotNull() & (F.size("explicit_dirs") != F.size("replicas"))))
-    refused_malformed = changed.where(malformed).select(
-        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.concat(F.lit("PartitionChangeRecord of "), F.col("topic_id"), F.lit("-"),
-                 F.col("partition_id").cast("string"), F.lit(": directories would not match the replicas")
-                 ).alias("reason"))
-    changed = changed.where(~malformed)
-    stream = creates.unionByName(changed).unionByName(deletes, allowMissingColumns=True)
+    # Malformed changes stay in the stream (flagged; a change never starts a generation) so the log's
+    # largest record type is parsed once: the refusals below read the checkpointed stream.
+    changed = changed.withColumn("malformed", malformed)
+    stream = (creates.withColumn("malformed", F.lit(False)).unionByName(changed)
+              .unionByName(deletes, allowMissingColumns=True)
+              .withColumn("malformed", F.coalesce("malformed", F.lit(False))))
     keyed = ("cluster_id", *KEY)
     stream = stream.withColumn("generation", F.sum(F.when(F.col("kind") != "change", 1).otherwise(0)).over(
         running(*keyed)))
     stream = stream.withColumn("generation_kind", F.first("kind").over(
         Window.partitionBy(*keyed, "generation").orderBy("visible_offset", "offset", "seq")))
     stream = stream.localCheckpoint(eager=True)  # read by the states, the tombstones and the refusals
-    applied = (F.col("kind") == "create") | ((F.col("kind") == "change") & (F.col("generation_kind") == "create"))
-    refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
+    refused_malformed = stream.where(F.col("malformed")).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.concat(F.lit("PartitionChangeRecord of "), F.col("topic_id"), F.lit("-"),
+                 F.col("partition_id").cast("string"), F.lit(": directories would not match the replicas")
+                 ).alias("reason"))
+    applied = ~F.col("malformed") & ((F.col("kind") == "create")
+                                     | ((F.col("kind") == "change") & (F.col("generation_kind") == "create")))
+    refused_changes = stream.where((F.col("kind") == "change") & ~F.col("malformed") & ~applied).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
         F.concat(F.lit("PartitionChangeRecord of unknown partition "), F.col("topic_id"), F.lit("-"),
                  F.col("partition_id").cast("string")).alias("reason"))
