@@ -14,6 +14,7 @@ from replay.history import collapse
 
 REPLICA_VALUES = ("topic_name", "is_leader", "in_isr", "in_elr", "adding", "removing", "directory", "broker_fenced")
 _INFINITY = 1 << 62
+MIN_BUCKET = 1 << 12
 
 
 def _end(column: str) -> Column:
@@ -50,6 +51,45 @@ def broker_timeline(broker_history: DataFrame) -> DataFrame:
     return known.unionByName(after).unionByName(first)
 
 
+def _buckets(partition_history: DataFrame, timeline: DataFrame) -> tuple[int, int]:
+    """(offsets per bucket, last bucket) of the replica-broker range join: about 16 buckets over the
+    offsets in play, so a replica version usually falls in one or two and a broker's few intervals spread
+    over all of them. Open intervals reach the last bucket."""
+    def last(df: DataFrame) -> int:
+        row = df.agg(F.max(F.greatest("valid_from_offset", F.coalesce("valid_to_offset", F.lit(0)))).alias("m")
+                     ).first()
+        return int(row["m"]) if row is not None and row["m"] is not None else 0
+
+    top = max(last(partition_history), last(timeline))
+    size = max(MIN_BUCKET, 1 << max(top // 16, 1).bit_length())
+    return size, top // size
+
+
+def _explode_buckets(df: DataFrame, size: int, last_bucket: int) -> DataFrame:
+    first = F.floor(F.col("valid_from_offset") / size)
+    through = F.least(F.floor((_end("valid_to_offset") - 1) / size), F.lit(last_bucket))
+    return df.withColumn("bucket", F.explode(F.sequence(first, F.greatest(first, through))))
+
+
+def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: DataFrame) -> DataFrame:
+    """Each replica version with every broker interval overlapping it (left join: null when the broker
+    never registered). An equi-join on (cluster, broker, offset bucket) with the overlap as condition,
+    instead of comparing every replica version of a broker with every interval of that broker: each side
+    is exploded into the buckets it touches, and a pair is kept only in the bucket holding the later of
+    the two starts, so it comes out once. The timeline covers every offset of a registered broker, so
+    only a never-registered broker gives null (kept in the version's own first bucket)."""
+    size, last_bucket = _buckets(partition_history, timeline)
+    r = _explode_buckets(replicas, size, last_bucket).alias("r")
+    b = _explode_buckets(timeline, size, last_bucket).alias("b")
+    overlap = ((F.col("r.cluster_id") == F.col("b.cluster_id")) & (F.col("r.broker_id") == F.col("b.broker_id"))
+               & (F.col("r.bucket") == F.col("b.bucket"))
+               & (F.col("b.valid_from_offset") < _end("r.valid_to_offset"))
+               & (F.col("r.valid_from_offset") < _end("b.valid_to_offset")))
+    later_start = F.greatest(F.col("r.valid_from_offset"), F.col("b.valid_from_offset"))
+    keep_in = F.when(F.col("b.broker_id").isNull(), F.col("r.valid_from_offset")).otherwise(later_start)
+    return r.join(b, overlap, "left").where(F.col("r.bucket") == F.floor(keep_in / size))
+
+
 def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
     replicas = partition_history.select(
         "cluster_id", "topic_id", "topic_name", "partition_id", F.posexplode("replicas").alias("pos", "broker_id"),
@@ -66,11 +106,7 @@ def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> 
         F.element_at("directories", F.col("pos") + 1).alias("directory"),
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
         "cause_type")
-    r, b = replicas.alias("r"), broker_timeline(broker_history).alias("b")
-    overlap = ((F.col("r.cluster_id") == F.col("b.cluster_id")) & (F.col("r.broker_id") == F.col("b.broker_id"))
-               & (F.col("b.valid_from_offset") < _end("r.valid_to_offset"))
-               & (F.col("r.valid_from_offset") < _end("b.valid_to_offset")))
-    joined = r.join(b, overlap, "left")
+    joined = _overlapping(replicas, broker_timeline(broker_history), partition_history)
     broker_starts_later = F.col("b.valid_from_offset").isNotNull() & (
         F.col("b.valid_from_offset") > F.col("r.valid_from_offset"))
     broker_ends_first = F.col("b.valid_from_offset").isNotNull() & (
