@@ -22,22 +22,24 @@ from replay.query import history_table, iso_ms, resolve_cluster, state_at
 DEFAULT_LIMIT = 10
 
 
-def fences(brokers: DataFrame) -> DataFrame:
-    """Every time a registered, unfenced broker became fenced (a registration that starts fenced is not one)."""
+def _turned_on(brokers: DataFrame, flag: str, before_registration: bool) -> DataFrame:
+    """The broker versions where ``flag`` became true; ``before_registration`` is the flag's value assumed
+    before a broker's first version (a registration that starts fenced is not a fence)."""
     w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
-    return (brokers.withColumn("was_fenced", F.lag("fenced").over(w))
-            .where(F.col("fenced") & ~F.coalesce(F.col("was_fenced"), F.lit(True)))
+    return (brokers.withColumn("_was", F.lag(flag).over(w))
+            .where(F.col(flag) & ~F.coalesce(F.col("_was"), F.lit(before_registration)))
             .select("broker_id", "broker_epoch", "valid_from_offset", "valid_from_time_ms", "cause_type")
             .orderBy("valid_from_offset", "broker_id"))
+
+
+def fences(brokers: DataFrame) -> DataFrame:
+    """Every time a registered, unfenced broker became fenced."""
+    return _turned_on(brokers, "fenced", before_registration=True)
 
 
 def controlled_shutdowns(brokers: DataFrame) -> DataFrame:
     """Every time a broker asked for a controlled shutdown (its leaderships move away, or go to -1)."""
-    w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
-    return (brokers.withColumn("was_shutting_down", F.lag("in_controlled_shutdown").over(w))
-            .where(F.col("in_controlled_shutdown") & ~F.coalesce(F.col("was_shutting_down"), F.lit(False)))
-            .select("broker_id", "broker_epoch", "valid_from_offset", "valid_from_time_ms", "cause_type")
-            .orderBy("valid_from_offset", "broker_id"))
+    return _turned_on(brokers, "in_controlled_shutdown", before_registration=False)
 
 
 @dataclass

@@ -57,8 +57,9 @@ def _at(left: DataFrame, status: DataFrame, broker: str, offset: str, how: str =
     return left.alias("l").join(s, on, how)
 
 
-def _first(condition: Column) -> Column:
-    """The broker of the first candidate (lowest replica position) meeting ``condition``, in an aggregation."""
+def first_candidate(condition: Column) -> Column:
+    """In an aggregation over ``pos``/``candidate`` rows (a posexplode of the replicas): the first candidate
+    in replica order meeting ``condition`` — the shape of every Kafka election rule."""
     return F.min(F.when(condition, F.struct(F.col("pos"), F.col("candidate"))))["candidate"]
 
 
@@ -98,9 +99,9 @@ def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFr
     was_clean = (F.coalesce(F.array_contains("previous_isr", F.col("candidate")), F.lit(False))
                  | F.coalesce(F.array_contains("previous_elr", F.col("candidate")), F.lit(False)))
     choice = judged.groupBy(*PARTITION_KEY, "offset").agg(
-        _first(F.col("acceptable") & other & in_target).alias("expected_clean"),
-        _first(F.col("acceptable") & other).alias("expected_unclean"),
-        _first(F.col("acceptable") & other & was_clean).alias("clean_candidate"))
+        first_candidate(F.col("acceptable") & other & in_target).alias("expected_clean"),
+        first_candidate(F.col("acceptable") & other).alias("expected_unclean"),
+        first_candidate(F.col("acceptable") & other & was_clean).alias("clean_candidate"))
 
     audit = changes.join(lost, [*PARTITION_KEY, "offset"], "left").join(choice, [*PARTITION_KEY, "offset"], "left")
     leader, previous = F.col("leader"), F.col("previous_leader")

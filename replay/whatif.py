@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from replay.elections import first_candidate
+
 OUTCOMES = ("unaffected", "isr-shrink", "leader-moved", "unclean-election", "offline", "still-offline")
 SUMMARY_KEYS = ("partitions", "affected", "leaders_lost", "clean_elections", "unclean_elections",
                 "offline_before", "offline_after", "under_replicated_before", "under_replicated_after")
@@ -25,10 +27,6 @@ KEY = ("cluster_id", "topic_id", "partition_id")
 class WhatIf:
     partitions: DataFrame  # every partition: before and after, with its outcome
     summary: dict[str, int]
-
-
-def _first(condition: Column) -> Column:
-    return F.min(F.when(condition, F.struct(F.col("pos"), F.col("candidate"))))["candidate"]
 
 
 def _under_replicated(leader: str, isr: str) -> Column:
@@ -51,8 +49,8 @@ def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclea
     in_target = F.when(F.size("target_isr") > 0, F.array_contains("target_isr", F.col("candidate"))).otherwise(
         F.array_contains("target_elr", F.col("candidate")))
     choice = candidates.groupBy(*KEY).agg(
-        _first(F.col("acceptable") & in_target).alias("clean_choice"),
-        _first(F.col("acceptable")).alias("unclean_choice"))
+        first_candidate(F.col("acceptable") & in_target).alias("clean_choice"),
+        first_candidate(F.col("acceptable")).alias("unclean_choice"))
     # The leader stays while it is an acceptable replica still in the ISR.
     leader_acceptable = (candidates.where(F.col("acceptable")).select(*KEY, F.col("candidate").alias("leader"))
                          .withColumn("leader_acceptable", F.lit(True)))
