@@ -114,6 +114,7 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
                    | ~_after(F.col("c.visible_offset"), F.col("c.offset"), F.col("c.seq"), F.col("t.to_visible"),
                              F.col("t.to_offset"), F.col("t.to_seq"))))
     matched = c.join(live, in_topic, "left").select("c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
+    matched = matched.localCheckpoint(eager=True)  # the creations and their refusals: one parse, one join
     refused_creates = matched.where(~F.col("topic_live")).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
         F.concat(F.lit("PartitionRecord of unknown topic id "), F.col("topic_id"),
