@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from replay.history import collapse
-from replay.replicas import broker_timeline
+from replay.replicas import broker_timeline, open_end
 
 PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
 ELECTION_TYPES = ("clean", "unclean", "preferred", "controlled-shutdown", "reassignment", "leader-lost")
@@ -25,7 +25,6 @@ ELECTION_COLUMNS = (
     *PARTITION_KEY, "topic_name", "offset", "time_ms", "cause_offset", "cause_type", "election_type",
     "previous_leader", "leader", "leader_epoch", "previous_isr", "isr", "replicas", "leader_recovery_state",
     "lost_leader_cause", "lost_leader_cause_offset", "lost_leader_cause_type", "expected_leader", "deviation")
-_INFINITY = 1 << 62
 
 
 def _status() -> Column:
@@ -53,7 +52,7 @@ def _at(left: DataFrame, status: DataFrame, broker: str, offset: str, how: str =
     s = status.alias("s")
     on = ((F.col("l.cluster_id") == F.col("s.cluster_id")) & (F.col(f"l.{broker}") == F.col("s.broker_id"))
           & (F.col("s.valid_from_offset") <= F.col(f"l.{offset}"))
-          & (F.coalesce(F.col("s.valid_to_offset"), F.lit(_INFINITY)) > F.col(f"l.{offset}")))
+          & (open_end("s.valid_to_offset") > F.col(f"l.{offset}")))
     return left.alias("l").join(s, on, how)
 
 

@@ -34,10 +34,10 @@ def offline_condition() -> Column:
     return F.col("leader") == -1
 
 
-def under_replicated_condition() -> Column:
+def under_replicated_condition(leader: str = "leader", isr: str = "isr") -> Column:
     """A led partition whose ISR is smaller than its replicas: Kafka's UnderReplicatedPartitions, which only
     leaders report (an offline partition counts as offline, not as under-replicated)."""
-    return (F.col("leader") >= 0) & (F.size("isr") < F.size("replicas"))
+    return (F.col(leader) >= 0) & (F.size(isr) < F.size("replicas"))
 
 
 def _deltas(history: DataFrame, condition: Column, metric: str) -> DataFrame:

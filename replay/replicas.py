@@ -17,7 +17,8 @@ _INFINITY = 1 << 62
 MIN_BUCKET = 1 << 12
 
 
-def _end(column: str) -> Column:
+def open_end(column: str) -> Column:
+    """An interval's end with null (still open) read as infinity, for overlap and containment tests."""
     return F.coalesce(F.col(column), F.lit(_INFINITY))
 
 
@@ -67,7 +68,7 @@ def _buckets(partition_history: DataFrame, timeline: DataFrame) -> tuple[int, in
 
 def _explode_buckets(df: DataFrame, size: int, last_bucket: int) -> DataFrame:
     first = F.floor(F.col("valid_from_offset") / size)
-    through = F.least(F.floor((_end("valid_to_offset") - 1) / size), F.lit(last_bucket))
+    through = F.least(F.floor((open_end("valid_to_offset") - 1) / size), F.lit(last_bucket))
     return df.withColumn("bucket", F.explode(F.sequence(first, F.greatest(first, through))))
 
 
@@ -83,8 +84,8 @@ def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: Da
     b = _explode_buckets(timeline, size, last_bucket).alias("b")
     overlap = ((F.col("r.cluster_id") == F.col("b.cluster_id")) & (F.col("r.broker_id") == F.col("b.broker_id"))
                & (F.col("r.bucket") == F.col("b.bucket"))
-               & (F.col("b.valid_from_offset") < _end("r.valid_to_offset"))
-               & (F.col("r.valid_from_offset") < _end("b.valid_to_offset")))
+               & (F.col("b.valid_from_offset") < open_end("r.valid_to_offset"))
+               & (F.col("r.valid_from_offset") < open_end("b.valid_to_offset")))
     later_start = F.greatest(F.col("r.valid_from_offset"), F.col("b.valid_from_offset"))
     keep_in = F.when(F.col("b.broker_id").isNull(), F.col("r.valid_from_offset")).otherwise(later_start)
     return r.join(b, overlap, "left").where(F.col("r.bucket") == F.floor(keep_in / size))
@@ -110,7 +111,7 @@ def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> 
     broker_starts_later = F.col("b.valid_from_offset").isNotNull() & (
         F.col("b.valid_from_offset") > F.col("r.valid_from_offset"))
     broker_ends_first = F.col("b.valid_from_offset").isNotNull() & (
-        _end("b.valid_to_offset") < _end("r.valid_to_offset"))
+        open_end("b.valid_to_offset") < open_end("r.valid_to_offset"))
     pieces = joined.select(
         "r.cluster_id", "r.topic_id", "r.partition_id", "r.broker_id", "r.topic_name", "r.is_leader", "r.in_isr",
         "r.in_elr", "r.adding", "r.removing", "r.directory", F.col("b.broker_fenced").alias("broker_fenced"),

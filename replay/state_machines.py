@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from replay.history import collapse
+from replay.replicas import open_end
 
 NEW_REPLICA = "NewReplica"
 ONLINE_REPLICA = "OnlineReplica"
@@ -66,7 +67,6 @@ STATE_COLUMNS = ("state", "previous_state", "step", "valid_from_offset", "valid_
 # ``step`` values: ordinary versions 0; at the end of a membership the deletion steps 1-4; a deletion that
 # completes later (broker back) 5-8; a (re-)creation 10 (New) and 11 (its first real state).
 _STEP_CREATE, _STEP_FIRST = 10, 11
-_INFINITY = 1 << 62
 
 
 def is_valid_transition(previous: str, state: str, table: dict[str, tuple[str, ...]] | None = None) -> bool:
@@ -193,12 +193,12 @@ def _deletions(ordinary: DataFrame, partition_history: DataFrame, broker_history
     up = _alive_periods(broker_history).alias("u")
     e = ends.alias("e")
     reaches = ((F.col("e.cluster_id") == F.col("u.cluster_id")) & (F.col("e.broker_id") == F.col("u.broker_id"))
-               & (F.coalesce(F.col("u.up_to"), F.lit(_INFINITY)) > F.col("e.end")))
+               & (open_end("u.up_to") > F.col("e.end")))
     first_up = Window.partitionBy(*[F.col(f"e.{k}") for k in REPLICA_KEY], F.col("e._life")).orderBy(
         F.col("u.up_from"))
     matched = (e.join(up, reaches, "left").withColumn("_rank", F.row_number().over(first_up))
                .where(F.col("_rank") == 1)
-               .select("e.*", F.when(F.coalesce(F.col("e.next_start"), F.lit(_INFINITY)) >= F.col("u.up_from"),
+               .select("e.*", F.when(open_end("e.next_start") >= F.col("u.up_from"),
                                      F.greatest(F.col("u.up_from"), F.col("e.end"))).alias("back"),
                        F.col("u.up_from").alias("up_from"), F.col("u.up_from_time").alias("up_from_time"),
                        F.col("u.up_cause_offset").alias("back_offset"), F.col("u.up_cause_type").alias("back_type")))

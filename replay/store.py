@@ -144,7 +144,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
         plan = _incremental_plan(spark, lake, log_version, cluster_id, notes)
         if plan is not None:
             tell("replaying the offsets after the last checkpoint (incremental)")
-            return _run_incremental(spark, lake, log_version, plan, notes, started)
+            return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
     log = lake.read(spark, METADATA_LOG, version=log_version)
     if cluster_id is not None:
         log = log.where(F.col("cluster_id") == cluster_id)
@@ -175,20 +175,19 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
         tell(f"computing and writing {name}")
         versions[name] = write_sorted(lake, df, name, order)
-    _write_derived(spark, lake, versions, cluster_id, tell)
+    _write_derived(spark, lake, versions, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*outputs, *DERIVED_TABLES], notes, started)
 
 
 def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None,
-                   tell: Callable[[str], None] | None = None) -> None:
+                   *, tell: Callable[[str], None]) -> None:
     """Recompute the state machines and the election audit from the history versions just written."""
     history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
     if cluster_id is not None:
         history = {name: df.where(F.col("cluster_id") == cluster_id) for name, df in history.items()}
     for name, df in derived_tables(history).items():
-        if tell is not None:
-            tell(f"computing and writing {name}")
+        tell(f"computing and writing {name}")
         if cluster_id is not None:
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
         versions[name] = write_sorted(lake, df, name, DERIVED_ORDER[name])
@@ -271,7 +270,7 @@ def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster
 
 
 def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _Plan, notes: list[str],
-                     started: float) -> ReplaySummary:
+                     started: float, tell: Callable[[str], None]) -> ReplaySummary:
     names = (*HISTORY_TABLES, ANOMALIES)
     current = {n: int(lake.delta_table(n).version()) for n in names}
     changed = {c: cp for c, cp in plan.checkpoints.items() if c in plan.new_bounds}
@@ -285,7 +284,7 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         for name, df in result.tables.items():
             versions[name] = write_sorted(lake, df, name, (*TABLE_KEYS[name], "valid_from_offset"))
         versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
-        _write_derived(spark, lake, versions)
+        _write_derived(spark, lake, versions, tell=tell)
     else:
         notes.append("no new records after the checkpoints: tables unchanged")
     plan.new_log.unpersist()

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay.elections import first_candidate
+from replay.health import under_replicated_condition
 
 OUTCOMES = ("unaffected", "isr-shrink", "leader-moved", "unclean-election", "offline", "still-offline")
 SUMMARY_KEYS = ("partitions", "affected", "leaders_lost", "clean_elections", "unclean_elections",
@@ -27,10 +28,6 @@ KEY = ("cluster_id", "topic_id", "partition_id")
 class WhatIf:
     partitions: DataFrame  # every partition: before and after, with its outcome
     summary: dict[str, int]
-
-
-def _under_replicated(leader: str, isr: str) -> Column:
-    return (F.col(leader) >= 0) & (F.size(isr) < F.size("replicas"))
 
 
 def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclean: bool = False) -> WhatIf:
@@ -72,8 +69,8 @@ def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclea
                .otherwise(F.lit("unaffected")))
     result = (joined.withColumn("leader_after", leader_after).withColumn("isr_after", isr_after)
               .withColumn("outcome", outcome)
-              .withColumn("under_replicated_before", _under_replicated("leader", "isr"))
-              .withColumn("under_replicated_after", _under_replicated("leader_after", "isr_after"))
+              .withColumn("under_replicated_before", under_replicated_condition())
+              .withColumn("under_replicated_after", under_replicated_condition("leader_after", "isr_after"))
               .select(*KEY, "topic_name", "replicas", "leader", "isr", "leader_after", "isr_after", "outcome",
                       "under_replicated_before", "under_replicated_after")
               .orderBy("topic_name", "partition_id", "topic_id"))
