@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import platform
 import random
@@ -31,7 +32,7 @@ from records.sources import read_entries
 from replay.derived import DERIVED_TABLES
 from replay.query import history, state_at
 from replay.reference import image_at
-from replay.store import run_replay
+from replay.store import DERIVING, run_replay
 from simulator import ScenarioOptions, run_scenario, write_log
 
 
@@ -63,18 +64,29 @@ def main() -> None:
     parser.add_argument("--partitions-per-topic", type=int, default=20)
     parser.add_argument("--queries", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-replay"))
+    parser.add_argument("--reuse-logs", action="store_true",
+                        help="keep the log segments of an earlier run with the same sizes (only the lake is rebuilt)")
     args = parser.parse_args()
 
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    options = ScenarioOptions(brokers=args.brokers, topics=args.topics, partitions_per_topic=args.partitions_per_topic,
-                              events=10**9, seed=11)
-    run = run_scenario("random", options)
-    generated = run.entries()
-    count, _ = write_log(itertools.islice(generated, args.records), args.out / "log", "segments",
-                         cluster_id=run.sim.cluster_id, node_id=3000)
-    more, _ = write_log(itertools.islice(generated, max(1, args.records // 100)), args.out / "more", "segments",
-                        cluster_id=run.sim.cluster_id, node_id=3000)
+    sizes = {"records": args.records, "brokers": args.brokers, "topics": args.topics,
+             "partitions_per_topic": args.partitions_per_topic, "seed": 11}
+    sizes_file = args.out / "sizes.json"
+    earlier = json.loads(sizes_file.read_text()) if sizes_file.exists() else {}
+    if args.reuse_logs and earlier.get("sizes") == sizes:
+        shutil.rmtree(args.out / "lake", ignore_errors=True)
+        count, more = earlier["count"], earlier["more"]
+    else:
+        if args.out.exists():
+            shutil.rmtree(args.out)
+        options = ScenarioOptions(brokers=args.brokers, topics=args.topics,
+                                  partitions_per_topic=args.partitions_per_topic, events=10**9, seed=11)
+        run = run_scenario("random", options)
+        generated = run.entries()
+        count, _ = write_log(itertools.islice(generated, args.records), args.out / "log", "segments",
+                             cluster_id=run.sim.cluster_id, node_id=3000)
+        more, _ = write_log(itertools.islice(generated, max(1, args.records // 100)), args.out / "more", "segments",
+                            cluster_id=run.sim.cluster_id, node_id=3000)
+        sizes_file.write_text(json.dumps({"sizes": sizes, "count": count, "more": more}))
     spark = get_spark(SparkOptions())
     lake = Lake(args.out / "lake")
     _, ingest_s = _timed(lambda: ingest(spark, lake, args.out / "log"))
@@ -83,7 +95,9 @@ def main() -> None:
     assert full.mode == "full", full.notes
     stage_times = stages.durations()
     ingest(spark, lake, args.out / "more")
-    incremental, incremental_s = _timed(lambda: run_replay(spark, lake))
+    incremental_stages = StageClock()
+    incremental, incremental_s = _timed(lambda: run_replay(spark, lake, progress=incremental_stages))
+    incremental_times = incremental_stages.durations()  # now: the last stage ends with the replay
     assert incremental.mode == "incremental", incremental.notes
     count += more
     partitions = incremental.rows.get("partition_history")
@@ -108,10 +122,18 @@ def main() -> None:
           "state at offset (median warm) s | partition history s | naive re-fold s | naive / state |")
     print(f"| {count:,} | {ingest_s:.1f} | {replay_s:.1f} | {incremental_s:.1f} ({incremental_s / replay_s:.0%}) | "
           f"{warm_state:.2f} | {history_s:.2f} | {naive_s:.2f} | {naive_s / warm_state:.1f}x |")
-    derived_s = sum(seconds for stage, seconds in stage_times if any(t in stage for t in DERIVED_TABLES))
+    def derived(stage: str) -> bool:
+        return stage == DERIVING or any(t in stage for t in DERIVED_TABLES)
+
+    derived_s = sum(seconds for stage, seconds in stage_times if derived(stage))
     print(f"full replay {replay_s:.1f} s = history tables {replay_s - derived_s:.1f} s + state machines and "
           f"election audit {derived_s:.1f} s; stages: "
           + "; ".join(f"{stage} {seconds:.1f} s" for stage, seconds in stage_times))
+    incremental_derived = sum(seconds for stage, seconds in incremental_times if derived(stage))
+    print(f"incremental replay {incremental_s:.1f} s = history tables {incremental_s - incremental_derived:.1f} s "
+          f"({(incremental_s - incremental_derived) / (replay_s - derived_s):.0%} of the full replay's) + derived "
+          f"tables {incremental_derived:.1f} s; stages: "
+          + "; ".join(f"{stage} {seconds:.1f} s" for stage, seconds in incremental_times))
     print(f"partition_history rows: {partitions}; "
           f"{lake.read(spark, 'partition_history').where(F.col('valid_to_offset').isNull()).count()} current")
 

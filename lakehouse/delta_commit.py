@@ -2,8 +2,9 @@
 
 delta-spark's JVM jars come from Maven Central, which the embedded default cannot reach, so:
 - `commit_spark_parquet` lets Spark's executors write Parquet into a fresh staging directory inside the
-  table root, has Spark compute per-file statistics with one aggregate, and commits those files with
-  delta-rs as a single Delta transaction (one new version; conflict checks and retries are delta-rs's).
+  table root, takes each file's statistics from its Parquet footer (no second pass over the rows), and
+  commits those files with delta-rs as a single Delta transaction (one new version; conflict checks and
+  retries are delta-rs's).
 - `read_delta` asks delta-rs which files make up a version and has Spark read exactly those.
 The tables stay plain Delta (protocol reader 1 / writer 2 for the usual types), readable by delta-spark.
 """
@@ -19,12 +20,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import (
+    ArrayType,
     ByteType,
     DataType,
     DateType,
@@ -32,6 +35,7 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StringType,
     StructType,
@@ -51,6 +55,7 @@ def commit_spark_parquet(
     table_root: str,
     mode: Literal["append", "overwrite"],
     staging_prefix: str = "part",
+    split_by: str | None = None,
 ) -> int:
     """Write `spark_df` as Parquet from Spark and commit it to the Delta table at `table_root`.
 
@@ -58,16 +63,19 @@ def commit_spark_parquet(
     types (nullability aside); `overwrite` replaces the rows and the schema. Files stay where Spark
     wrote them, in `<table_root>/<staging_prefix>-<uuid>/`, referenced by relative paths. Only
     unpartitioned tables are supported. Returns the Delta version this commit created.
+
+    `split_by`: a column that only sorts the rows into separate files (see `stage_spark_parquet`); it is not
+    part of the table.
     """
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     root = _normalize_root(table_root)
-    arrow_schema = to_arrow_schema(spark_df.schema)
+    arrow_schema = to_arrow_schema(table_columns(spark_df, split_by).schema)
     existing = DeltaTable(root) if DeltaTable.is_deltatable(root) else None
     if existing is not None:
         _check_target(existing, arrow_schema, mode)
 
-    staging, actions = stage_spark_parquet(spark_df, root, staging_prefix)
+    staging, actions = stage_spark_parquet(spark_df, root, staging_prefix, split_by)
     commit = CommitProperties(custom_metadata={STAGING_KEY: staging})
     if existing is None:
         delta_schema = Schema.from_arrow(arrow_schema)
@@ -78,20 +86,32 @@ def commit_spark_parquet(
 
 
 def stage_spark_parquet(
-    spark_df: DataFrame, table_root: str, staging_prefix: str = "part"
+    spark_df: DataFrame, table_root: str, staging_prefix: str = "part", split_by: str | None = None
 ) -> tuple[str, list[AddAction]]:
     """Executors write `spark_df` as Parquet under `<table_root>/<prefix>-<uuid>/`; nothing is committed.
 
     Returns the staging directory (relative to the root) and the AddActions with statistics, for a caller
     that commits them itself (e.g. with its own conflict handling, see `commit_at_version`). Files of a
     staging directory that is never committed are invisible to readers and removed by vacuum.
+
+    `split_by`: a column whose values go to separate files (Spark's ``partitionBy``: one subdirectory per
+    value, the column itself left out of the files). The table stays unpartitioned: the column is only a
+    way to keep rows apart, e.g. the open versions of a history table from the closed ones.
     """
     if not _STAGING_PREFIX.fullmatch(staging_prefix):
         raise ValueError(f"staging_prefix must match {_STAGING_PREFIX.pattern}, not {staging_prefix!r}")
     root = _normalize_root(table_root)
     staging = f"{staging_prefix}-{uuid.uuid4().hex}"
-    spark_df.write.mode("error").parquet(f"{root}/{staging}")
-    return staging, _add_actions(spark_df.sparkSession, spark_df.schema, root, staging)
+    writer = spark_df.write.mode("error")
+    if split_by is not None:
+        writer = writer.partitionBy(split_by)
+    writer.parquet(f"{root}/{staging}")
+    return staging, _add_actions(table_columns(spark_df, split_by).schema, root, staging)
+
+
+def table_columns(spark_df: DataFrame, split_by: str | None) -> DataFrame:
+    """`spark_df` without its `split_by` column: what the table holds."""
+    return spark_df.drop(split_by) if split_by is not None else spark_df
 
 
 def commit_at_version(
@@ -173,71 +193,98 @@ def _without_nullability(schema_json: Any) -> Any:
     return schema_json
 
 
+# Hadoop's S3 connector (what Spark uses) names S3 `s3a://`; delta-rs takes both; pyarrow knows only `s3://`.
+_ARROW_SCHEMES = {"s3a": "s3"}
+
+
+def arrow_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's filesystem and path for a local path or an object-store URI (s3a:// read as s3://)."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), uri
+    scheme, rest = uri.split("://", 1)
+    return pafs.FileSystem.from_uri(f"{_ARROW_SCHEMES.get(scheme.lower(), scheme)}://{rest}")
+
+
 def _leaves(schema: StructType, parent: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], DataType]]:
-    """Every non-struct column with its path: Delta stats nest struct fields but not arrays or maps."""
+    """Every column outside arrays and maps with its path: Delta stats nest struct fields only."""
     leaves: list[tuple[tuple[str, ...], DataType]] = []
     for struct_field in schema.fields:
         path = (*parent, struct_field.name)
         if isinstance(struct_field.dataType, StructType):
             leaves.extend(_leaves(struct_field.dataType, path))
-        else:
+        elif not isinstance(struct_field.dataType, (ArrayType, MapType)):
             leaves.append((path, struct_field.dataType))
     return leaves
 
 
-def _column(path: tuple[str, ...]) -> Column:
-    """Column for a (possibly nested) path, quoting names that contain dots or backticks."""
-    return F.col(".".join("`" + part.replace("`", "``") + "`" for part in path))
+def _add_actions(schema: StructType, root: str, staging: str) -> list[AddAction]:
+    """AddActions for the Parquet files Spark wrote, with Delta stats from each file's footer.
 
-
-def _add_actions(spark: SparkSession, schema: StructType, root: str, staging: str) -> list[AddAction]:
-    """AddActions for the Parquet files Spark wrote, stats from one Spark aggregate grouped by file.
-
-    Rows are never collected: only one result row per file comes back to the driver. Files without
-    rows (Spark writes one for an empty DataFrame) get no row and are not committed.
+    Parquet keeps min, max and null count per row group and column, so the stats cost a footer read per
+    file, not a pass over the rows. Array and map columns get none: a footer counts their null *elements*,
+    not null values of the column. Files without rows (Spark writes one for an empty DataFrame) are not
+    committed.
     """
+    filesystem, directory = arrow_filesystem(f"{root}/{staging}")
+    infos = [info for info in filesystem.get_file_info(pafs.FileSelector(directory, recursive=True))
+             if info.is_file and info.base_name.endswith(".parquet") and not info.base_name.startswith((".", "_"))]
     leaves = _leaves(schema)
-    aggregates: list[Column] = [F.count(F.lit(1)).alias("numRecords")]
-    for index, (path, data_type) in enumerate(leaves):
-        column = _column(path)
-        aggregates.append(F.count_if(column.isNull()).alias(f"nulls{index}"))
-        if isinstance(data_type, TimestampType):
-            aggregates += [F.min(F.unix_micros(column)).alias(f"min{index}")]
-            aggregates += [F.max(F.unix_micros(column)).alias(f"max{index}")]
-        elif isinstance(data_type, _MIN_MAX_TYPES):
-            aggregates += [F.min(column).alias(f"min{index}"), F.max(column).alias(f"max{index}")]
-    files = (
-        spark.read.schema(schema)
-        .parquet(f"{root}/{staging}")
-        .groupBy(
-            F.col("_metadata.file_path").alias("path"),
-            F.col("_metadata.file_size").alias("size"),
-            F.unix_millis(F.col("_metadata.file_modification_time")).alias("mtime"),
-        )
-        .agg(*aggregates)
-        .collect()
-    )
     actions = []
-    for row in files:
-        values = row.asDict()
-        stats: dict[str, Any] = {"numRecords": values["numRecords"], "minValues": {}, "maxValues": {}}
-        stats["nullCount"] = {}
-        for index, (path, data_type) in enumerate(leaves):
-            _put(stats["nullCount"], path, values[f"nulls{index}"])
-            if values.get(f"min{index}") is not None:
-                _put(stats["minValues"], path, _stat_value(values[f"min{index}"], data_type, upper=False))
-                _put(stats["maxValues"], path, _stat_value(values[f"max{index}"], data_type, upper=True))
+    for info in sorted(infos, key=lambda i: i.path):
+        with filesystem.open_input_file(info.path) as handle:
+            metadata = pq.ParquetFile(handle).metadata
+        if metadata.num_rows == 0:
+            continue
+        stats: dict[str, Any] = {"numRecords": metadata.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
+        chunks = _footer_columns(metadata)
+        for path, data_type in leaves:
+            found = chunks.get(path)
+            if found is None:
+                continue
+            nulls, low, high = found
+            _put(stats["nullCount"], path, nulls)
+            if isinstance(data_type, (*_MIN_MAX_TYPES, TimestampType)) and low is not None:
+                _put(stats["minValues"], path, _stat_value(low, data_type, upper=False))
+                _put(stats["maxValues"], path, _stat_value(high, data_type, upper=True))
         actions.append(
             AddAction(
-                path=f"{staging}/{values['path'].rsplit(f'/{staging}/', 1)[1]}",
-                size=values["size"],
+                path=f"{staging}/{info.path[len(directory):].lstrip('/')}",
+                size=info.size,
                 partition_values={},
-                modification_time=values["mtime"],
+                modification_time=int(info.mtime.timestamp() * 1000),
                 data_change=True,
                 stats=json.dumps(_prune(stats), allow_nan=False),
             )
         )
     return actions
+
+
+def _footer_columns(metadata: pq.FileMetaData) -> dict[tuple[str, ...], tuple[int | None, Any, Any]]:
+    """Column path → (null count, min, max) over every row group of a file: the null count is None when a
+    row group lacks one; min and max are None when a row group with values lacks them."""
+    nulls: dict[tuple[str, ...], int | None] = {}
+    bounds: dict[tuple[str, ...], tuple[Any, Any]] = {}
+    unknown: set[tuple[str, ...]] = set()
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            path = tuple(chunk.path_in_schema.split("."))
+            stats = chunk.statistics
+            count = stats.null_count if stats is not None and stats.has_null_count else None
+            previous = nulls.get(path, 0)
+            nulls[path] = None if count is None or previous is None else previous + count
+            if stats is not None and stats.has_min_max:
+                # Timestamps as their physical epoch microseconds; everything else as its logical value.
+                raw = stats.logical_type.type == "TIMESTAMP"
+                low, high = (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
+                if path in bounds:
+                    low, high = min(bounds[path][0], low), max(bounds[path][1], high)
+                bounds[path] = (low, high)
+            elif count is None or chunk.num_values > count:
+                unknown.add(path)
+    return {path: (count, *((None, None) if path in unknown else bounds.get(path, (None, None))))
+            for path, count in nulls.items()}
 
 
 def _stat_value(value: Any, data_type: DataType, *, upper: bool) -> Any:

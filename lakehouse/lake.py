@@ -33,8 +33,17 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
-from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, read_delta, stage_spark_parquet
+from lakehouse.delta_commit import (
+    arrow_filesystem,
+    commit_at_version,
+    commit_spark_parquet,
+    read_delta,
+    stage_spark_parquet,
+    table_columns,
+)
 from lakehouse.spark import has_delta_spark
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, SORT_COLUMNS, spark_schema
 
@@ -84,18 +93,6 @@ def resolve_lake_root(lake: str | Path | None = None) -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-# Hadoop's S3 connector (what Spark uses) names S3 `s3a://`; delta-rs takes both; pyarrow knows only `s3://`.
-_ARROW_SCHEMES = {"s3a": "s3"}
-
-
-def arrow_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """pyarrow's filesystem and path for a local path or an object-store URI (s3a:// read as s3://)."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), uri
-    scheme, rest = uri.split("://", 1)
-    return pafs.FileSystem.from_uri(f"{_ARROW_SCHEMES.get(scheme.lower(), scheme)}://{rest}")
 
 
 class Lake:
@@ -189,15 +186,69 @@ class Lake:
         return reader.parquet(*uris).filter(
             (F.col("cluster_id") == cluster_id) & F.col("offset").between(first, last))
 
-    def write(self, df: DataFrame, name: str, mode: Literal["append", "overwrite"] = "append") -> int:
+    def write(self, df: DataFrame, name: str, mode: Literal["append", "overwrite"] = "append",
+              split_by: str | None = None) -> int:
         """Write a DataFrame to a table (created if missing) as one commit; returns the new version.
 
-        A plain write, for state tables computed elsewhere (the replay's): no deduplication.
+        A plain write, for state tables computed elsewhere (the replay's): no deduplication. ``split_by``:
+        a boolean column (not stored) whose true and false rows go to separate files.
         """
         if has_delta_spark(df.sparkSession):
-            df.write.format("delta").mode(mode).save(self.path(name))
+            table_columns(df, split_by).write.format("delta").mode(mode).save(self.path(name))
             return int(DeltaTable(self.path(name)).version())
-        version = commit_spark_parquet(df, self.path(name), mode)
+        version = commit_spark_parquet(df, self.path(name), mode, split_by=split_by)
+        self.maybe_checkpoint(name, version)
+        return version
+
+    def files_with_nulls(self, name: str, column: str, version: int | None = None) -> list[str]:
+        """Paths (relative to the table) of the files of a version that may hold a null ``column``: a
+        null count above zero, or no statistics to rule it out."""
+        files = pa.table(self.delta_table(name, version).get_add_actions(flatten=True))
+        if files.num_rows == 0:
+            return []
+        nulls = (files.column(f"null_count.{column}").to_pylist() if f"null_count.{column}" in files.column_names
+                 else [None] * files.num_rows)
+        return [path for path, count in zip(files.column("path").to_pylist(), nulls, strict=True)
+                if count is None or count > 0]
+
+    def read_files(self, spark: SparkSession, name: str, paths: list[str], schema: StructType | None = None
+                   ) -> DataFrame:
+        """The rows of some files of a table (paths relative to it); ``schema`` by default the table's."""
+        if schema is None:
+            schema = from_arrow_schema(_arrow_schema(self.delta_table(name)))
+        if not paths:
+            return spark.createDataFrame([], schema)
+        return spark.read.schema(schema).parquet(*(f"{self.path(name)}/{path}" for path in paths))
+
+    def replace_files(self, df: DataFrame, name: str, remove: list[str], split_by: str | None = None) -> int:
+        """One commit that removes the files ``remove`` (paths relative to the table, all in its current
+        version) and adds ``df`` (their replacement plus any new rows); the other files stay as they are.
+
+        With delta-spark the table is rewritten instead: the kept files' rows plus ``df``.
+        """
+        spark = df.sparkSession
+        root = self.path(name)
+        rows = table_columns(df, split_by)
+        if has_delta_spark(spark):
+            table = DeltaTable(root)
+            gone = set(remove)
+            kept = [path for path in pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
+                    if path not in gone]
+            whole = self.read_files(spark, name, kept, rows.schema).unionByName(rows)
+            return self.write(whole.localCheckpoint(eager=True), name, "overwrite")
+        table = DeltaTable(root)
+        staging, adds = stage_spark_parquet(df, root, split_by=split_by)
+        files = pa.table(table.get_add_actions(flatten=True))
+        sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))
+        now_ms = int(time.time() * 1000)
+        actions: list[AddAction | RemoveAction] = [*adds]
+        actions += [RemoveAction(path, True, now_ms, sizes.get(path)) for path in remove]
+        try:
+            version = commit_at_version(table, actions, _arrow_schema(table), {OPERATION_KEY: "replace files"})
+        except CommitFailedError:
+            self._delete_dir(f"{root}/{staging}")
+            raise LakeError(f"{name}: another writer committed while the replay replaced its files: "
+                            "run the replay again") from None
         self.maybe_checkpoint(name, version)
         return version
 

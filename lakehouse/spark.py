@@ -6,11 +6,13 @@ and a remote Spark Connect server are configured the same way.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +22,21 @@ from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
-LOCAL_DRIVER_MEMORY = "2g"
+MIN_DRIVER_MEMORY_GIB, MAX_DRIVER_MEMORY_GIB = 2, 8
+
+
+def local_driver_memory() -> str:
+    """The local driver's heap: a third of the machine's memory, 2 to 8 GiB. In ``local[*]`` the driver JVM is
+    also the executor, so the replay's sorts and checkpoints live in this heap: with 2 GiB a 10-million-record
+    replay spills most of them to disk."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return f"{MIN_DRIVER_MEMORY_GIB}g"
+    gib = total // 3 // (1 << 30)
+    return f"{max(MIN_DRIVER_MEMORY_GIB, min(MAX_DRIVER_MEMORY_GIB, gib))}g"
+
+
 MIN_JAVA_MAJOR = 17
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -108,7 +124,7 @@ def _session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
         conf |= {
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
-            "spark.driver.memory": options.driver_memory or LOCAL_DRIVER_MEMORY,
+            "spark.driver.memory": options.driver_memory or local_driver_memory(),
             "spark.sql.shuffle.partitions": str(options.shuffle_partitions or LOCAL_SHUFFLE_PARTITIONS),
             # The status listeners keep every finished query's plan graph and metrics in the driver heap
             # (1,000 queries by default); the replay runs hundreds of deep plans, so keep only a few.
@@ -195,3 +211,17 @@ def has_delta_spark(spark: SparkSession) -> bool:
     except Py4JJavaError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def spark_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """Set a runtime SQL setting for the block, then restore it (or unset it when it was unset)."""
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)

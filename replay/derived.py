@@ -23,10 +23,14 @@ DERIVED_TABLES: tuple[str, ...] = tuple(DERIVED_ORDER)
 
 def derived_tables(history: dict[str, DataFrame]) -> dict[str, DataFrame]:
     """``history``: at least partition_history, replica_history and broker_history."""
-    partitions, brokers = history["partition_history"], history["broker_history"]
+    # Every derived table is a set of windows and aggregates per partition (or per replica of a partition):
+    # distributed by partition once here, none of them shuffles the history again.
+    partitions = history["partition_history"].repartition(*PARTITION_KEY).localCheckpoint(eager=True)
+    replicas = history["replica_history"].repartition(*PARTITION_KEY)
+    brokers = history["broker_history"]
     audit = elections(partitions, brokers).localCheckpoint(eager=True)
     return {
-        "replica_state_history": replica_state_history(history["replica_history"], partitions, brokers),
+        "replica_state_history": replica_state_history(replicas, partitions, brokers),
         "partition_state_history": partition_state_history(partitions),
         "elections": audit,
         "leaderless_periods": leaderless_periods(partitions, audit),

@@ -49,7 +49,7 @@ def broker_status(broker_history: DataFrame) -> DataFrame:
 
 def _at(left: DataFrame, status: DataFrame, broker: str, offset: str, how: str = "left") -> DataFrame:
     """``left`` joined with the status of broker column ``broker`` as of offset column ``offset``."""
-    s = status.alias("s")
+    s = F.broadcast(status).alias("s")  # a few intervals per broker: small next to the rows asking
     on = ((F.col("l.cluster_id") == F.col("s.cluster_id")) & (F.col(f"l.{broker}") == F.col("s.broker_id"))
           & (F.col("s.valid_from_offset") <= F.col(f"l.{offset}"))
           & (open_end("s.valid_to_offset") > F.col(f"l.{offset}")))

@@ -51,6 +51,7 @@ STATE_TYPES = tuple(SCHEMAS)
 # Apply order inside one offset: 0 for log records; a snapshot's records (all at its end offset - 1) and
 # an incremental replay's seeds carry their position here.
 SEQ = "seq"
+LOG_COLUMNS = ("cluster_id", "offset", "append_time_ms", "record_type", "payload_json")
 BASE_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "payload_json", SEQ)
 
 # Kafka's DirectoryId constants (since apache/kafka#14858, before 3.7.0), as Kafka prints Uuids.
@@ -75,7 +76,9 @@ def visible(log: DataFrame) -> DataFrame:
     begin_bucket = (F.col("begin_offset") / TXN_BUCKET).cast("long")
     end_bucket = F.coalesce((F.col("close_offset") / TXN_BUCKET).cast("long"), begin_bucket + OPEN_TXN_BUCKETS)
     spans = txns.withColumn("bucket", F.explode(F.sequence(begin_bucket, end_bucket)))
-    state = log.where(F.col("record_type").isin(*STATE_TYPES)).withColumn(
+    # Only what the folds read: the log's other columns (Avro payload, lineage) would otherwise ride along
+    # into every checkpoint of the replay.
+    state = log.where(F.col("record_type").isin(*STATE_TYPES)).select(*LOG_COLUMNS).withColumn(
         "bucket", (F.col("offset") / TXN_BUCKET).cast("long"))
     inside = ((F.col("s.offset") > F.col("t.begin_offset"))
               & (F.col("t.close_offset").isNull() | (F.col("s.offset") < F.col("t.close_offset"))))

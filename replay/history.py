@@ -19,14 +19,14 @@ def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple
                  tombstone: str = "is_tombstone") -> DataFrame:
     """``states``: one row per applied event (``visible_offset``, ``visible_time_ms``, ``offset``,
     ``record_type`` and the entity's state after it) plus tombstone rows (``tombstone`` true)."""
-    last_at_offset = Window.partitionBy(*keyed, "visible_offset").orderBy(F.col("offset").desc(), F.col("seq").desc())
-    versions = (states.withColumn("_rank", F.row_number().over(last_at_offset))
-                .where(F.col("_rank") == 1).drop("_rank"))
-    by_offset = Window.partitionBy(*keyed).orderBy("visible_offset")
-    versions = (versions
-                .withColumn("valid_to_offset", F.lead("visible_offset").over(by_offset))
-                .withColumn("valid_to_time_ms", F.lead("visible_time_ms").over(by_offset))
-                .where(~F.coalesce(F.col(tombstone), F.lit(False))))
+    # One window in apply order: the last row at each visible offset is the version (only the state after
+    # the last record of a transaction is ever seen), and the next row's visible offset ends it.
+    w = Window.partitionBy(*keyed).orderBy("visible_offset", "offset", "seq")
+    versions = (states
+                .withColumn("valid_to_offset", F.lead("visible_offset").over(w))
+                .withColumn("valid_to_time_ms", F.lead("visible_time_ms").over(w))
+                .where((F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") != F.col("visible_offset")))
+                       & ~F.coalesce(F.col(tombstone), F.lit(False))))
     return versions.select(
         *keyed, *value_columns,
         F.col("visible_offset").alias("valid_from_offset"), "valid_to_offset",
@@ -44,15 +44,17 @@ def collapse(history: DataFrame, keyed: tuple[str, ...], value_columns: tuple[st
             & (F.lag("valid_to_offset").over(w) == F.col("valid_from_offset")))
     if restart is not None:
         same = same & ~F.col(restart)
-    grouped = history.withColumn("_new", F.when(F.coalesce(same, F.lit(False)), 0).otherwise(1))
-    grouped = grouped.withColumn("_island", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding,
-                                                                             Window.currentRow)))
-    island = Window.partitionBy(*keyed, "_island").orderBy("valid_from_offset")
-    whole = island.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    merged = (grouped
-              .withColumn("_to", F.last("valid_to_offset").over(whole))
-              .withColumn("_to_time", F.last("valid_to_time_ms").over(whole))
-              .where(F.col("_new") == 1)
+    # Every window below has the same spec, so Spark sorts the rows once: a merged version starts at a row
+    # that does not continue its predecessor and ends where the last row of its run ends.
+    starts = history.withColumn("_new", ~F.coalesce(same, F.lit(False)))
+    edges = (starts.withColumn("_last", F.coalesce(F.lead("_new").over(w), F.lit(True)))
+             .where(F.col("_new") | F.col("_last")))
+    merged = (edges
+              .withColumn("_to", F.when(F.col("_last"), F.col("valid_to_offset"))
+                          .otherwise(F.lead("valid_to_offset").over(w)))
+              .withColumn("_to_time", F.when(F.col("_last"), F.col("valid_to_time_ms"))
+                          .otherwise(F.lead("valid_to_time_ms").over(w)))
+              .where(F.col("_new"))
               .withColumn("valid_to_offset", F.col("_to"))
               .withColumn("valid_to_time_ms", F.col("_to_time")))
-    return merged.drop("_new", "_island", "_to", "_to_time")
+    return merged.drop("_new", "_last", "_to", "_to_time")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehouse.spark import spark_conf
 from replay.events import MIGRATING_DIR, UNASSIGNED_DIR, last_non_null, ordered, parsed, running
 
 KEY = ("topic_id", "partition_id")
@@ -147,17 +148,15 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
     stream = stream.withColumn("generation_kind", F.first("kind").over(
         Window.partitionBy(*keyed, "generation").orderBy("visible_offset", "offset", "seq")))
     stream = stream.localCheckpoint(eager=True)  # read by the states, the tombstones and the refusals
-    refused_malformed = stream.where(F.col("malformed")).select(
-        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.concat(F.lit("PartitionChangeRecord of "), F.col("topic_id"), F.lit("-"),
-                 F.col("partition_id").cast("string"), F.lit(": directories would not match the replicas")
-                 ).alias("reason"))
     applied = ~F.col("malformed") & ((F.col("kind") == "create")
                                      | ((F.col("kind") == "change") & (F.col("generation_kind") == "create")))
-    refused_changes = stream.where((F.col("kind") == "change") & ~F.col("malformed") & ~applied).select(
+    # Both refusals of a change in one scan of the stream: malformed, or no live partition to apply it to.
+    partition = F.concat(F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
+    refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.concat(F.lit("PartitionChangeRecord of unknown partition "), F.col("topic_id"), F.lit("-"),
-                 F.col("partition_id").cast("string")).alias("reason"))
+        F.when(F.col("malformed"), F.concat(F.lit("PartitionChangeRecord of "), partition,
+                                            F.lit(": directories would not match the replicas")))
+        .otherwise(F.concat(F.lit("PartitionChangeRecord of unknown partition "), partition)).alias("reason"))
     tombstones = stream.where(F.col("kind") == "delete")
     live_events = stream.where(applied)
 
@@ -177,18 +176,22 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
     )
     # The states feed the history and the invariant checks: checkpointed, so the anomalies do not
     # recompute the windows and the directory join (a third of a full replay's time otherwise).
-    state = _with_directories(state, keyed).localCheckpoint(eager=True)
+    # The directories join meets the states on their partition key plus their position: both sides are
+    # already distributed by partition, so Spark may join them where they are instead of shuffling both.
+    with spark_conf(state.sparkSession, "spark.sql.requireAllClusterKeysForCoPartition", "false"):
+        state = _with_directories(state, keyed).localCheckpoint(eager=True)
     where = F.concat_ws("", F.lit("partition "), F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
-    leader_outside = state.where((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader"))).select(
+    # Both invariant checks in one scan of the states: each version gives zero, one or two reasons.
+    leader_outside = F.when((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader")), F.concat_ws(
+        "", where, F.lit(": leader "), F.col("leader").cast("string"), F.lit(" not in replicas ["),
+        F.array_join("replicas", ", "), F.lit("]")))
+    isr_outside = F.when(F.size(F.array_except("isr", "replicas")) > 0, F.concat_ws(
+        "", where, F.lit(": ISR ["), F.array_join("isr", ", "), F.lit("] not within replicas ["),
+        F.array_join("replicas", ", "), F.lit("]")))
+    invariants = state.select(
         "cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
-        F.concat_ws("", where, F.lit(": leader "), F.col("leader").cast("string"), F.lit(" not in replicas ["),
-                    F.array_join("replicas", ", "), F.lit("]")).alias("reason"))
-    isr_outside = state.where(F.size(F.array_except("isr", "replicas")) > 0).select(
-        "cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
-        F.concat_ws("", where, F.lit(": ISR ["), F.array_join("isr", ", "), F.lit("] not within replicas ["),
-                    F.array_join("replicas", ", "), F.lit("]")).alias("reason"))
-    invariants = leader_outside.unionByName(isr_outside)
-    anomalies = refused_creates.unionByName(refused_changes).unionByName(refused_malformed).unionByName(invariants)
+        F.explode(F.filter(F.array(leader_outside, isr_outside), lambda reason: reason.isNotNull())).alias("reason"))
+    anomalies = refused_creates.unionByName(refused_changes).unionByName(invariants)
     states = state.unionByName(tombstones.select(*EVENT_COLUMNS, *KEY, "kind", "generation"),
                                allowMissingColumns=True)
     return PartitionsResult(states, anomalies)
@@ -197,10 +200,15 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
 def _with_directories(state: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
     """Kafka's directory rules: explicit directories win; when only the replicas change, each replica
     keeps the directory it had while it stayed a replica and a newly added one gets UNASSIGNED
-    (``DirectoryId.createDirectoriesFrom``); empty → MIGRATING for the previous replica count."""
+    (``DirectoryId.createDirectoriesFrom``); empty → MIGRATING for the previous replica count.
+
+    Only a record that sets the replicas or the directories can change them (most changes move the
+    leader or the ISR): those rows are exploded per replica, and every other row carries the directories
+    of the last one before it."""
     w = ordered(*keyed, "generation")
     state = state.withColumn("prev_replicas", F.lag("replicas").over(w))
-    per_replica = state.select(
+    sets_directories = F.col("explicit_dirs").isNotNull() | F.col("replicas_set")
+    per_replica = state.where(sets_directories).select(
         *keyed, "generation", "visible_offset", "offset", "seq", "explicit_dirs", "replicas_set", "prev_replicas",
         F.posexplode("replicas").alias("pos", "broker"))
     joined = (F.col("explicit_dirs").isNull() & F.col("replicas_set")
@@ -214,13 +222,15 @@ def _with_directories(state: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
     directory = F.when(F.col("explicit_dirs").isNotNull(),
                        F.coalesce(F.element_at("explicit_dirs", F.col("pos") + 1), F.lit(UNASSIGNED_DIR))
                        ).otherwise(F.lit(UNASSIGNED_DIR))
+    event = [*keyed, "generation", "visible_offset", "offset", "seq"]
     dirs = (per_replica.withColumn("segment", segment)
             .withColumn("directory", F.first(directory).over(first_of_segment))
-            .groupBy(*keyed, "generation", "visible_offset", "offset", "seq")
+            .groupBy(*event)
             .agg(F.transform(F.array_sort(F.collect_list(F.struct("pos", "directory"))),
-                             lambda x: x["directory"]).alias("directories")))
-    state = state.join(dirs, [*keyed, "generation", "visible_offset", "offset", "seq"], "left")
-    return state.withColumn("directories", F.when(
-        F.size(F.coalesce("directories", F.array())) > 0, F.col("directories")
-    ).otherwise(F.array_repeat(F.lit(MIGRATING_DIR), F.coalesce(F.size("prev_replicas"), F.lit(0))))
-    ).drop("prev_replicas", "explicit_dirs", "replicas_set")
+                             lambda x: x["directory"]).alias("set_directories")))
+    empty = F.array_repeat(F.lit(MIGRATING_DIR), F.coalesce(F.size("prev_replicas"), F.lit(0)))
+    state = state.join(dirs, event, "left").withColumn("set_directories", F.when(
+        sets_directories, F.when(F.size(F.coalesce("set_directories", F.array())) > 0, F.col("set_directories"))
+        .otherwise(empty)))
+    return state.withColumn("directories", last_non_null("set_directories", running(*keyed, "generation"))).drop(
+        "prev_replicas", "explicit_dirs", "replicas_set", "set_directories")

@@ -88,7 +88,9 @@ def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: Da
                & (F.col("r.valid_from_offset") < open_end("b.valid_to_offset")))
     later_start = F.greatest(F.col("r.valid_from_offset"), F.col("b.valid_from_offset"))
     keep_in = F.when(F.col("b.broker_id").isNull(), F.col("r.valid_from_offset")).otherwise(later_start)
-    return r.join(b, overlap, "left").where(F.col("r.bucket") == F.floor(keep_in / size))
+    # The broker side is small (a broker's fencing changes are few next to its replicas' versions): broadcast,
+    # so the replica rows keep the partitioning they come in with and the collapse needs no shuffle.
+    return r.join(F.broadcast(b), overlap, "left").where(F.col("r.bucket") == F.floor(keep_in / size))
 
 
 def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:

@@ -96,11 +96,20 @@ def _exploded(rows: DataFrame, keys: tuple[str, ...], steps: list[Column]) -> Da
 
 
 def _islands(df: DataFrame, key: tuple[str, ...]) -> DataFrame:
-    """Number the runs of touching versions of each key (a membership of a replica, a life of a partition)."""
+    """Number the runs of touching versions of each key (a membership of a replica, a life of a partition):
+    ``_life``, and ``_starts`` on a run's first version.
+
+    Everything per run below is computed over the key's window in offset order (the one this sorts by), not
+    over a window per (key, ``_life``): Spark then sorts the versions once instead of once per window spec."""
     w = Window.partitionBy(*key).orderBy("valid_from_offset")
     starts = F.coalesce(F.lag("valid_to_offset").over(w) != F.col("valid_from_offset"), F.lit(True))
-    return df.withColumn("_life", F.sum(F.when(starts, 1).otherwise(0)).over(
+    return df.withColumn("_starts", starts).withColumn("_life", F.sum(F.when(F.col("_starts"), 1).otherwise(0)).over(
         w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+
+
+def _first_in_island(w: Window) -> Column:
+    """The version starts its run (``w``: the key's window in offset order, over collapsed versions)."""
+    return F.coalesce(F.lag("_life").over(w) != F.col("_life"), F.lit(True))
 
 
 def _broker(column: str = "broker_id") -> Column:
@@ -127,19 +136,25 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
     alive = F.coalesce(~F.col("broker_fenced"), F.lit(False))
     catching_up = alive & F.col("adding") & ~F.col("in_isr")
     rows = _islands(replica_history, REPLICA_KEY)
-    in_island = Window.partitionBy(*REPLICA_KEY, "_life").orderBy("valid_from_offset")
-    left_new = F.sum(F.when(catching_up, 0).otherwise(1)).over(
-        in_island.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    w = Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset")
+    running = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    # Still NewReplica while every version of the run so far is catching up: no version that is not
+    # catching up since the run's start (the count of those up to here equals the count before the run).
+    rows = rows.withColumn("_left", F.sum(F.when(catching_up, 0).otherwise(1)).over(running))
+    rows = rows.withColumn("_left_before_run", F.max(F.when(
+        F.col("_starts"), F.col("_left") - F.when(catching_up, 0).otherwise(1))).over(running))
+    left_new = F.col("_left") - F.col("_left_before_run")
     rows = rows.withColumn("state", F.when(left_new == 0, F.lit(NEW_REPLICA))
                            .when(alive, F.lit(ONLINE_REPLICA)).otherwise(F.lit(OFFLINE_REPLICA)))
     rows = rows.withColumn("fenced_text", F.when(F.col("broker_fenced").isNull(), F.lit(" not registered"))
                            .otherwise(F.lit(" fenced")))
+    # Runs never touch each other, so merging equal touching versions per replica never merges across runs.
     versions = collapse(rows.select(*REPLICA_KEY, "topic_name", "_life", "state", "fenced_text",
                                     "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
                                     "valid_to_time_ms", "cause_offset", "cause_type"),
-                        (*REPLICA_KEY, "_life"), ("state",))
-    first = F.row_number().over(in_island) == 1
-    previous = F.lag("state").over(in_island)
+                        REPLICA_KEY, ("state", "_life"))
+    first = _first_in_island(w)
+    previous = F.lag("state").over(w)
     created = F.min("valid_from_offset").over(Window.partitionBy(*PARTITION_KEY)) == F.col("valid_from_offset")
     versions = versions.withColumn("_first", first).withColumn("previous_state", previous).withColumn(
         "_created", created)
@@ -190,7 +205,7 @@ def _deletions(ordinary: DataFrame, partition_history: DataFrame, broker_history
                                        F.col("cause_offset").alias("change_offset"),
                                        F.col("cause_type").alias("change_type"))
     ends = ends.join(goes_on, [*PARTITION_KEY, "end"], "left")
-    up = _alive_periods(broker_history).alias("u")
+    up = F.broadcast(_alive_periods(broker_history)).alias("u")
     e = ends.alias("e")
     reaches = ((F.col("e.cluster_id") == F.col("u.cluster_id")) & (F.col("e.broker_id") == F.col("u.broker_id"))
                & (open_end("u.up_to") > F.col("e.end")))
@@ -246,12 +261,12 @@ def partition_state_history(partition_history: DataFrame) -> DataFrame:
     versions = collapse(rows.select(*PARTITION_KEY, "topic_name", "_life", "state", "leader", "isr",
                                     "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
                                     "valid_to_time_ms", "cause_offset", "cause_type"),
-                        (*PARTITION_KEY, "_life"), ("state",))
-    in_island = Window.partitionBy(*PARTITION_KEY, "_life").orderBy("valid_from_offset")
-    first = F.row_number().over(in_island) == 1
+                        PARTITION_KEY, ("state", "_life"))
+    w = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
     reason = F.when(F.col("state") == ONLINE_PARTITION, F.concat(F.lit("leader "), F.col("leader").cast("string"))
                     ).otherwise(F.concat(F.lit("no leader (ISR ["), F.array_join("isr", ", "), F.lit("])")))
-    versions = versions.withColumn("_first", first).withColumn("_previous", F.lag("state").over(in_island))
+    versions = versions.withColumn("_first", _first_in_island(w)).withColumn(
+        "_previous", F.when(~F.col("_first"), F.lag("state").over(w)))
     ordinary = versions.select(
         *PARTITION_KEY, "topic_name", "_life", "state",
         F.when(F.col("_first"), F.lit(NEW_PARTITION)).otherwise(F.col("_previous")).alias("previous_state"),
@@ -264,9 +279,9 @@ def partition_state_history(partition_history: DataFrame) -> DataFrame:
         "valid_from_offset", F.col("valid_from_offset").alias("valid_to_offset"), "valid_from_time_ms",
         F.col("valid_from_time_ms").alias("valid_to_time_ms"), "cause_offset", "cause_type",
         F.lit("partition created").alias("reason"))
-    last = Window.partitionBy(*PARTITION_KEY, "_life").orderBy(F.col("valid_from_offset").desc())
-    ends = (ordinary.withColumn("_rank", F.row_number().over(last))
-            .where((F.col("_rank") == 1) & F.col("valid_to_offset").isNotNull())
+    last_of_run = F.coalesce(F.lead("_life").over(w) != F.col("_life"), F.lit(True))
+    ends = (ordinary.withColumn("_last", last_of_run)
+            .where(F.col("_last") & F.col("valid_to_offset").isNotNull())
             .select(*PARTITION_KEY, "topic_name", "_life", F.col("state").alias("last_state"),
                     F.col("valid_to_offset").alias("end"), F.col("valid_to_time_ms").alias("end_time")))
     deleted = F.lit("topic deleted")

@@ -1,8 +1,8 @@
 """The replay into the lake: ``metadata_log`` → the history tables, ``replay_anomalies`` and a checkpoint row.
 
-Every table is written in one deterministic layout: sorted by its key and ``valid_from_offset`` into one
-ordered partition (``orderBy(...).coalesce(1)``), at most ``ROWS_PER_FILE`` rows per file. The same input
-therefore gives byte-identical Parquet data files whatever ``spark.sql.shuffle.partitions`` is (only the
+Every table is written in one deterministic layout (``replay.layout``): sorted by its key and
+``valid_from_offset``, at most ``ROWS_PER_FILE`` rows per file, open versions apart from closed ones. The same
+input therefore gives byte-identical Parquet data files whatever ``spark.sql.shuffle.partitions`` is (only the
 generated file names differ).
 
 Replaying one cluster (``cluster_id=...``) replaces only that cluster's rows: the rows of the other
@@ -11,9 +11,8 @@ clusters are read from the current version of each table and written back unchan
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,10 +23,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from lakehouse.lake import Lake
+from lakehouse.spark import spark_conf
 from lakehouse.tables import SNAPSHOTS, spark_schema
 from replay.derived import DERIVED_ORDER, DERIVED_TABLES, derived_tables
 from replay.engine import TABLE_KEYS, replay
 from replay.incremental import incremental_replay, safe_offsets
+from replay.layout import sorted_layout
 from replay.snapshots import first_offsets, snapshot_input
 
 METADATA_LOG = "metadata_log"
@@ -37,6 +38,10 @@ HISTORY_TABLES: tuple[str, ...] = tuple(TABLE_KEYS)
 ANOMALY_ORDER = ("cluster_id", "offset", "record_type", "kind", "reason")
 ROWS_PER_FILE = 1_000_000
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
+# The history tables an incremental replay updates file by file (only the files of open versions); the small
+# ones are rewritten whole.
+DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
+GROWING_TABLES = ("partition_history", "replica_history")
 
 CHECKPOINT_SCHEMA = StructType([
     StructField("cluster_id", StringType()),
@@ -80,25 +85,19 @@ class ReplaySummary:
         return out
 
 
-@contextlib.contextmanager
-def spark_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """Set a runtime SQL setting for the block, then restore it (or unset it when it was unset)."""
-    previous = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, previous)
-
-
 def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
     """Overwrite ``name`` with ``df`` in the deterministic layout; returns the Delta version written."""
-    ordered = df.orderBy(*order).coalesce(1)
+    ordered, split = sorted_layout(df, name, order)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
-        return lake.write(ordered, name, "overwrite")
+        return lake.write(ordered, name, "overwrite", split_by=split)
+
+
+def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], files: list[str]) -> int:
+    """Replace the files ``files`` of history table ``name`` (those holding open versions) with ``df``, in the
+    same layout as ``write_sorted``; the table's other files are kept."""
+    ordered, split = sorted_layout(df, name, order)
+    with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
+        return lake.replace_files(ordered, name, files, split_by=split)
 
 
 def table_rows(lake: Lake, name: str) -> int:
@@ -183,6 +182,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
 def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None,
                    *, tell: Callable[[str], None]) -> None:
     """Recompute the state machines and the election audit from the history versions just written."""
+    tell(DERIVING)
     history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
     if cluster_id is not None:
         history = {name: df.where(F.col("cluster_id") == cluster_id) for name, df in history.items()}
@@ -278,11 +278,19 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
     versions = dict(current)
     if changed:
         safe.update(safe_offsets(plan.new_log, {c: last for c, (_, last) in plan.new_bounds.items()}))
-        stored = {n: lake.read(spark, n, version=current[n]) for n in HISTORY_TABLES}
+        # A version closed before the checkpoint never changes: the large tables are read and replaced only
+        # where they hold open versions.
+        open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_TABLES}
+        stored = {n: (lake.read_files(spark, n, open_files[n])
+                      if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
         result = incremental_replay(spark, plan.new_log, changed, stored,
                                     lake.read(spark, ANOMALIES, version=current[ANOMALIES]))
         for name, df in result.tables.items():
-            versions[name] = write_sorted(lake, df, name, (*TABLE_KEYS[name], "valid_from_offset"))
+            order = (*TABLE_KEYS[name], "valid_from_offset")
+            tell(f"writing {name}")
+            versions[name] = (replace_open_versions(lake, df, name, order, open_files[name]) if name in open_files
+                              else write_sorted(lake, df, name, order))
+        tell(f"writing {ANOMALIES}")
         versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
         _write_derived(spark, lake, versions, tell=tell)
     else:

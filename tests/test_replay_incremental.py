@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,7 +27,7 @@ from replay.derived import DERIVED_TABLES
 from replay.engine import TABLE_KEYS, replay
 from replay.reference import Image, image_at, reference_histories
 from replay.snapshots import first_offsets, snapshot_input
-from replay.store import ANOMALIES, CHECKPOINTS, run_replay
+from replay.store import ANOMALIES, CHECKPOINTS, GROWING_TABLES, run_replay
 from simulator import ScenarioOptions, run_scenario
 from tests.table_rows import sorted_rows
 
@@ -172,6 +174,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
     lake = Lake(tmp_path_factory.mktemp("incremental-lake"))
     bounds = {c: (-1, *splits, logs[c][-1].offset) for c, (_, _, splits) in INCREMENTAL_CASES.items()}
     summaries = []
+    layouts: list[dict[str, dict[str, tuple[int, int]]]] = []
     for step in range(3):
         frames = [entries_frame(spark, [e for e in logs[c] if b[step] < e.offset <= b[step + 1]], c)
                   for c, b in bounds.items()]
@@ -180,10 +183,11 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
             part = part.unionByName(frame)
         lake.write(part, "metadata_log", "append")
         summaries.append(run_replay(spark, lake))
+        layouts.append({name: _files(lake, name) for name in GROWING_TABLES})
     after_increments = _lake_tables(spark, lake)
     checkpoints = _collect(lake.read(spark, CHECKPOINTS))
     full = run_replay(spark, lake, full=True)
-    return {"logs": logs, "summaries": summaries, "incremental": after_increments,
+    return {"logs": logs, "summaries": summaries, "layouts": layouts, "incremental": after_increments,
             "full": _lake_tables(spark, lake), "full_summary": full, "checkpoints": checkpoints}
 
 
@@ -191,6 +195,34 @@ def test_incremental_replays_equal_a_full_replay(incremental: dict[str, Any]) ->
     assert [s.mode for s in incremental["summaries"]] == ["full", "incremental", "incremental"]
     assert incremental["full_summary"].mode == "full"
     _assert_same(incremental["incremental"], incremental["full"], "incremental vs full", names=WITH_DERIVED)
+
+
+def _files(lake: Lake, name: str) -> dict[str, tuple[int, int]]:
+    """path → (rows, rows with an open version) of each file of the table's current version."""
+    files = pa.table(lake.delta_table(name).get_add_actions(flatten=True))
+    return {path: (rows, nulls) for path, rows, nulls in zip(
+        files.column("path").to_pylist(), files.column("num_records").to_pylist(),
+        files.column("null_count.valid_to_offset").to_pylist(), strict=True)}
+
+
+def test_increments_replace_only_the_files_of_open_versions(incremental: dict[str, Any]) -> None:
+    """Open and closed versions live in separate files; an increment removes only files of open versions
+    and keeps every file of closed ones (they never change again), adding the versions it closed as new
+    files."""
+    layouts = incremental["layouts"]
+    for name in GROWING_TABLES:
+        for layout in layouts:
+            files = layout[name].values()
+            assert files and all(nulls in (0, rows) for rows, nulls in files), name
+            assert any(nulls == 0 for _, nulls in files) and any(nulls for _, nulls in files)
+        for before, after in itertools.pairwise(layouts):
+            closed_before = {path for path, (_, nulls) in before[name].items() if nulls == 0}
+            assert closed_before <= set(after[name]), f"{name}: a file of closed versions was rewritten"
+            removed = set(before[name]) - set(after[name])
+            assert removed and all(before[name][path][1] > 0 for path in removed)
+            added_closed = [rows for path, (rows, nulls) in after[name].items() if path not in before[name]
+                            and nulls == 0]
+            assert added_closed, f"{name}: the versions the increment closed were not added"
 
 
 def test_incremental_replays_equal_the_reference_fold(incremental: dict[str, Any]) -> None:

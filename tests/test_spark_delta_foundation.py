@@ -56,7 +56,9 @@ def test_spark_writes_parquet_and_delta_rs_commits_it(spark: SparkSession, tmp_p
     assert sum(s["numRecords"] for s in stats) == ROWS
     assert stats[0]["minValues"] == {"offset": 0, "leader": 0}
     assert stats[-1]["maxValues"] == {"offset": ROWS - 1, "leader": 2}
-    assert sum(s["nullCount"]["isr"] for s in stats) == ROWS // 1000
+    # Stats come from the Parquet footers, which count an array's null elements, not its null values:
+    # array columns get no null count rather than a wrong one.
+    assert all("isr" not in s["nullCount"] for s in stats)
     assert all(s["nullCount"]["offset"] == 0 for s in stats)
 
     table = DeltaTable(str(root))

@@ -1,0 +1,65 @@
+"""The file layout of the replay's tables: deterministic, sorted, written in parallel.
+
+Every table is sorted by its key and ``valid_from_offset``; the same input gives byte-identical Parquet files
+whatever ``spark.sql.shuffle.partitions`` is, because which rows go to which writing task and where a file
+ends depend only on the rows:
+
+- the large tables keyed by topic (``RANGED_TABLES``) are cut into ``TOPIC_RANGES`` contiguous ranges of
+  topic ids (by the id's first character: Kafka's topic ids are random base64url UUIDs, so the ranges are
+  even), each sorted and written by its own task; a file therefore covers a narrow band of topic ids, which
+  keeps the one-partition queries reading one file;
+- the other tables go to one task (``repartition(1)``): they are small;
+- a history table's open versions (``valid_to_offset`` null) go to files of their own (split column
+  ``open``), so an incremental replay replaces only those files and adds the versions it closed: the files of
+  closed versions never change again.
+
+No global ``orderBy``: its range partitioning samples the input first, which runs the whole (not
+checkpointed) plan twice.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+OPEN = "open"
+TOPIC_RANGES = 8
+RANGED_TABLES = ("partition_history", "replica_history", "replica_state_history", "partition_state_history",
+                 "elections")
+# The base64url alphabet in byte order (the order Spark and Parquet sort strings in).
+_ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+
+_TASK_KEYS: dict[int, tuple[int, ...]] = {}
+
+
+def task_keys(spark: SparkSession, tasks: int) -> tuple[int, ...]:
+    """For each task i, an int whose Spark hash lands in partition i of ``repartition(tasks, key)``: Spark's
+    hash partitioning is ``pmod(murmur3(key, 42), n)``, exactly ``pmod(hash(key), n)``, so a range goes to
+    the task of its number and not to a colliding one. Asked of Spark once per process (a tiny query)."""
+    if tasks not in _TASK_KEYS:
+        rows = (spark.range(0, 64 * tasks).select(F.col("id").cast("int").alias("key"))
+                .select("key", F.pmod(F.hash("key"), F.lit(tasks)).alias("task"))
+                .groupBy("task").agg(F.min("key").alias("key")).collect())
+        keys = {int(row["task"]): int(row["key"]) for row in rows}
+        _TASK_KEYS[tasks] = tuple(keys[task] for task in range(tasks))
+    return _TASK_KEYS[tasks]
+
+
+def _topic_range(topic_id: Column) -> Column:
+    """0 .. TOPIC_RANGES - 1, in key order, from the id's first character (anything else: range 0)."""
+    rank = F.greatest(F.position(F.substring(topic_id, 1, 1), F.lit(_ALPHABET)) - 1, F.lit(0))
+    return F.least((rank * TOPIC_RANGES / len(_ALPHABET)).cast("int"), F.lit(TOPIC_RANGES - 1))
+
+
+def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...]) -> tuple[DataFrame, str | None]:
+    """``df`` distributed and sorted for writing table ``name``, and its split column (None: no split)."""
+    split = OPEN if "valid_to_offset" in df.columns else None
+    if split is not None:
+        df = df.withColumn(OPEN, F.col("valid_to_offset").isNull())
+    sort = (OPEN, *order) if split is not None else order
+    if name not in RANGED_TABLES:
+        return df.repartition(1).sortWithinPartitions(*sort), split
+    keys = F.array(*[F.lit(key) for key in task_keys(df.sparkSession, TOPIC_RANGES)])
+    task = F.element_at(keys, _topic_range(F.col("topic_id")) + 1)
+    return df.repartition(TOPIC_RANGES, task).sortWithinPartitions(*sort), split
