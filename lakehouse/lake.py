@@ -211,6 +211,24 @@ class Lake:
         return [path for path, count in zip(files.column("path").to_pylist(), nulls, strict=True)
                 if count is None or count > 0]
 
+    def file_paths(self, name: str, version: int | None = None) -> list[str]:
+        """Paths (relative to the table) of the data files of a version."""
+        return pa.table(self.delta_table(name, version).get_add_actions(flatten=True)).column("path").to_pylist()
+
+    def split_files(self, name: str, split: str, version: int | None = None) -> list[str]:
+        """Paths of the files a ``split_by`` write put on the true side of ``split``; every file when the
+        table was not written that way (delta-spark, an older layout), so a caller replacing them stays
+        correct, only slower."""
+        paths = self.file_paths(name, version)
+        if not any(f"/{split}=" in f"/{path}" for path in paths):
+            return paths
+        return [path for path in paths if f"/{split}=true/" in f"/{path}"]
+
+    def added_files(self, name: str, since: int, version: int) -> list[str]:
+        """Paths of the files of ``version`` that version ``since`` did not have."""
+        before = set(self.file_paths(name, since))
+        return [path for path in self.file_paths(name, version) if path not in before]
+
     def read_files(self, spark: SparkSession, name: str, paths: list[str], schema: StructType | None = None
                    ) -> DataFrame:
         """The rows of some files of a table (paths relative to it); ``schema`` by default the table's."""
@@ -220,15 +238,19 @@ class Lake:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).parquet(*(f"{self.path(name)}/{path}" for path in paths))
 
-    def replace_files(self, df: DataFrame, name: str, remove: list[str], split_by: str | None = None) -> int:
-        """One commit that removes the files ``remove`` (paths relative to the table, all in its current
-        version) and adds ``df`` (their replacement plus any new rows); the other files stay as they are.
+    def replace_files(self, df: DataFrame, name: str, remove: list[str], version: int,
+                      split_by: str | None = None) -> int:
+        """One commit that removes the files ``remove`` (paths relative to the table, all in ``version``) and
+        adds ``df`` (their replacement plus any new rows); the other files stay as they are. Refused when the
+        table moved past ``version`` (the removals were chosen from it).
 
         With delta-spark the table is rewritten instead: the kept files' rows plus ``df``.
         """
         spark = df.sparkSession
         root = self.path(name)
         rows = table_columns(df, split_by)
+        if int(DeltaTable(root).version()) != version:
+            raise LakeError(f"{name}: another writer committed after version {version}: run the replay again")
         if has_delta_spark(spark):
             table = DeltaTable(root)
             gone = set(remove)

@@ -1,15 +1,31 @@
 """Tables derived from the replayed history: the controller state machines and the election audit.
 
-They are functions of ``partition_history``, ``replica_history`` and ``broker_history`` alone, so every
-replay (full or incremental) recomputes them from the history tables it has just written.
+They are functions of ``partition_history``, ``replica_history`` and ``broker_history`` alone, one partition
+at a time (the brokers are the only input shared by partitions). A full replay computes them from the
+history tables it has just written. An incremental replay recomputes only the partitions the new records can
+change (``affected_partitions``) and replaces only the files of rows that may still change (``mutable`` in
+``replay.layout``): every derived row is causal, a row about offsets up to the checkpoint C depends only on
+the history up to C, except the rows kept apart as mutable (open versions, an election's lost leader not yet
+explained), so the rows of other files are the same whether computed before or after C.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from functools import reduce
+from operator import or_
 
-from replay.elections import elections, leaderless_periods
-from replay.state_machines import PARTITION_KEY, REPLICA_KEY, partition_state_history, replica_state_history
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from replay.elections import elections, leaderless_periods, unexplained_loss
+from replay.layout import mutable
+from replay.state_machines import (
+    DELETION_INELIGIBLE,
+    PARTITION_KEY,
+    REPLICA_KEY,
+    partition_state_history,
+    replica_state_history,
+)
 
 # table → the sort order it is written in (a unique key, so the layout is deterministic)
 DERIVED_ORDER: dict[str, tuple[str, ...]] = {
@@ -35,3 +51,66 @@ def derived_tables(history: dict[str, DataFrame]) -> dict[str, DataFrame]:
         "elections": audit,
         "leaderless_periods": leaderless_periods(partitions, audit),
     }
+
+
+# table → its offset columns: a row with one of them after the checkpoint C was made (or changed) by the records
+# after C; a row with none, and not mutable, was written as it is by an earlier replay.
+_OFFSETS: dict[str, tuple[str, ...]] = {
+    "replica_state_history": ("valid_to_offset",),
+    "partition_state_history": ("valid_to_offset",),
+    "elections": ("offset", "lost_leader_cause_offset"),
+    "leaderless_periods": ("valid_to_offset", "cause_offset"),
+}
+GROWING_HISTORY = ("partition_history", "replica_history")
+
+
+def _late(columns: tuple[str, ...]) -> Column:
+    """One of ``columns`` is after the row's cluster's checkpoint ``_c`` (a null one is not)."""
+    return reduce(or_, [F.coalesce(F.col(c) > F.col("_c"), F.lit(False)) for c in columns])
+
+
+def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiting: dict[str, DataFrame],
+                        checkpoints: DataFrame) -> DataFrame:
+    """The partitions whose derived rows an increment may change (``cluster_id, topic_id, partition_id``).
+
+    ``changed``: the rows of partition_history and replica_history the increment wrote; ``brokers``: the
+    whole broker_history; ``waiting``: the stored mutable rows of the derived tables; ``checkpoints``:
+    ``cluster_id, _c`` of the clusters with new records. A partition is affected when one of its versions
+    starts or ends after C, when a deletion of one of its replicas waits for a broker that changed after C,
+    or when an election of it waits for the next state change of the broker that lost the leader."""
+    cps = F.broadcast(checkpoints)
+
+    def after(df: DataFrame, *columns: str) -> DataFrame:
+        return df.join(cps, ["cluster_id"]).where(_late(columns))
+
+    parts = [after(changed[name], "valid_from_offset", "valid_to_offset").select(*PARTITION_KEY)
+             for name in GROWING_HISTORY]
+    moved = F.broadcast(after(brokers, "valid_from_offset", "valid_to_offset")
+                        .select("cluster_id", "broker_id").distinct())
+    deletions = waiting["replica_state_history"].where(
+        (F.col("state") == DELETION_INELIGIBLE) & F.col("valid_to_offset").isNull())
+    parts.append(deletions.join(moved, ["cluster_id", "broker_id"]).select(*PARTITION_KEY))
+    losses = waiting["elections"].where(F.coalesce(unexplained_loss(), F.lit(False)))
+    parts.append(losses.join(moved.withColumnRenamed("broker_id", "previous_leader"),
+                             ["cluster_id", "previous_leader"]).select(*PARTITION_KEY))
+    return reduce(DataFrame.unionByName, parts).distinct()
+
+
+def recompute_partitions(history: dict[str, DataFrame], affected: DataFrame) -> dict[str, DataFrame]:
+    """Every derived row of the ``affected`` partitions, from their whole history (and every broker)."""
+    keys = F.broadcast(affected)
+    subset = {name: history[name].join(keys, list(PARTITION_KEY), "left_semi") for name in GROWING_HISTORY}
+    return derived_tables({**subset, "broker_history": history["broker_history"]})
+
+
+def refreshed_rows(name: str, stored_mutable: DataFrame, recomputed: DataFrame, affected: DataFrame,
+                   checkpoints: DataFrame) -> DataFrame:
+    """What replaces the mutable files of derived table ``name``: their rows of the partitions not affected,
+    and the rows of the affected partitions that are mutable or have an offset after C (their other rows are
+    in the files that stay)."""
+    kept = stored_mutable.join(F.broadcast(affected), list(PARTITION_KEY), "left_anti")
+    late = _late(_OFFSETS[name])
+    still = mutable(name, recomputed.columns)
+    fresh = recomputed.join(F.broadcast(checkpoints), ["cluster_id"]).where(
+        late | still if still is not None else late).select(*recomputed.columns)
+    return kept.select(*recomputed.columns).unionByName(fresh)

@@ -152,6 +152,16 @@ def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFr
             .select(*ELECTION_COLUMNS))
 
 
+def unexplained_loss() -> Column:
+    """An election row whose lost leader was taken away by its broker, with no cause found yet: the broker had
+    no state change after the election so far, so a later record (the fence that follows) may still explain
+    it. ``elections`` gives the cause only once that change is in the log."""
+    previous = F.col("previous_leader")
+    return ((previous >= 0) & F.array_contains("replicas", previous)
+            & (~F.array_contains("isr", previous) | (F.col("leader") == -1))
+            & F.col("lost_leader_cause").isNull())
+
+
 LEADERLESS_COLUMNS = (
     *PARTITION_KEY, "topic_name", "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
     "duration_ms", "previous_leader", "isr", "cause", "cause_broker", "cause_offset", "cause_type", "ended_by",

@@ -18,10 +18,10 @@ log), so the records after C start in a clean visibility state. An incremental r
 4. recomputes ``replica_history`` from C on for the partitions it touched and the partitions with a
    replica on a touched broker, from their partition and broker intervals live at or after C.
 
-Only the new records and the seeds go through the window fold: the compute is incremental. The storage is
-the simplest correct one: each table is rewritten as (stored rows not touched) + (stored open versions of
-touched entities with their new ``valid_to``) + (new versions), in the same deterministic sorted layout as a
-full replay, so an incremental replay leaves the same tables as a full one.
+Only the new records and the seeds go through the window fold: the compute is incremental. So is the storage
+of the large tables: ``stored`` holds only the files of their open versions (``replay.layout``), which are
+replaced by (stored open versions not touched) + (those of touched entities with their new ``valid_to``) +
+(new versions); the small tables are rewritten whole. Either way the rows are the ones a full replay writes.
 
 Not modelled: a broker registered and unregistered inside one transaction before C leaves no version, so
 its registered epoch cannot be seeded (the "epoch went backwards" check of a later re-registration may

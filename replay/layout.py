@@ -9,9 +9,10 @@ ends depend only on the rows:
   even), each sorted and written by its own task; a file therefore covers a narrow band of topic ids, which
   keeps the one-partition queries reading one file;
 - the other tables go to one task (``repartition(1)``): they are small;
-- a history table's open versions (``valid_to_offset`` null) go to files of their own (split column
-  ``open``), so an incremental replay replaces only those files and adds the versions it closed: the files of
-  closed versions never change again.
+- the rows a later replay may still change (``mutable``: a history table's open versions, ``valid_to_offset``
+  null; an election whose lost leader is not explained yet) go to files of their own (split column ``open``),
+  so an incremental replay replaces only those files and adds the rows it settled: the other files never
+  change again.
 
 No global ``orderBy``: its range partitioning samples the input first, which runs the whole (not
 checkpointed) plan twice.
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from replay.elections import unexplained_loss
 
 OPEN = "open"
 TOPIC_RANGES = 8
@@ -52,11 +55,28 @@ def _topic_range(topic_id: Column) -> Column:
     return F.least((rank * TOPIC_RANGES / len(_ALPHABET)).cast("int"), F.lit(TOPIC_RANGES - 1))
 
 
+def mutable(name: str, columns: list[str]) -> Column | None:
+    """The rows of table ``name`` that a later replay may still change (None: the table has no such split).
+
+    A version is open until a later record ends it. An election's lost-leader cause and the leaderless period
+    it starts wait for the broker's next state change (``replay.elections``); for a period the test is a
+    superset (its row does not keep the replicas): a period whose cause stays unknown just stays apart."""
+    if name == "elections":
+        return F.coalesce(unexplained_loss(), F.lit(False))
+    if "valid_to_offset" not in columns:
+        return None
+    still_open = F.col("valid_to_offset").isNull()
+    if name == "leaderless_periods":
+        return still_open | F.coalesce(F.col("cause").isNull() & (F.col("previous_leader") >= 0), F.lit(False))
+    return still_open
+
+
 def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...]) -> tuple[DataFrame, str | None]:
     """``df`` distributed and sorted for writing table ``name``, and its split column (None: no split)."""
-    split = OPEN if "valid_to_offset" in df.columns else None
-    if split is not None:
-        df = df.withColumn(OPEN, F.col("valid_to_offset").isNull())
+    rows = mutable(name, df.columns)
+    split = OPEN if rows is not None else None
+    if rows is not None:
+        df = df.withColumn(OPEN, rows)
     sort = (OPEN, *order) if split is not None else order
     if name not in RANGED_TABLES:
         return df.repartition(1).sortWithinPartitions(*sort), split

@@ -25,10 +25,17 @@ from pyspark.sql.types import LongType, MapType, StringType, StructField, Struct
 from lakehouse.lake import Lake
 from lakehouse.spark import spark_conf
 from lakehouse.tables import SNAPSHOTS, spark_schema
-from replay.derived import DERIVED_ORDER, DERIVED_TABLES, derived_tables
+from replay.derived import (
+    DERIVED_ORDER,
+    DERIVED_TABLES,
+    affected_partitions,
+    derived_tables,
+    recompute_partitions,
+    refreshed_rows,
+)
 from replay.engine import TABLE_KEYS, replay
 from replay.incremental import incremental_replay, safe_offsets
-from replay.layout import sorted_layout
+from replay.layout import OPEN, sorted_layout
 from replay.snapshots import first_offsets, snapshot_input
 
 METADATA_LOG = "metadata_log"
@@ -92,12 +99,14 @@ def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -
         return lake.write(ordered, name, "overwrite", split_by=split)
 
 
-def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], files: list[str]) -> int:
-    """Replace the files ``files`` of history table ``name`` (those holding open versions) with ``df``, in the
-    same layout as ``write_sorted``; the table's other files are kept."""
+def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], files: list[str],
+                          version: int) -> int:
+    """Replace the files ``files`` of version ``version`` of table ``name`` (those holding open versions, or
+    the rows a replay may still change) with ``df``, in the same layout as ``write_sorted``; the table's other
+    files are kept."""
     ordered, split = sorted_layout(df, name, order)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
-        return lake.replace_files(ordered, name, files, split_by=split)
+        return lake.replace_files(ordered, name, files, version, split_by=split)
 
 
 def table_rows(lake: Lake, name: str) -> int:
@@ -193,6 +202,28 @@ def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cl
         versions[name] = write_sorted(lake, df, name, DERIVED_ORDER[name])
 
 
+def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], before: dict[str, int],
+                     checkpoints: dict[str, int], *, tell: Callable[[str], None]) -> None:
+    """The derived tables after an increment: only the affected partitions recomputed (``replay.derived``),
+    only the files of mutable rows replaced. ``before``: the versions the increment started from;
+    ``checkpoints``: cluster → C of the clusters with new records. The derived tables are the versions the
+    last checkpoint wrote (``_incremental_plan`` checked)."""
+    tell(DERIVING)
+    cps = spark.createDataFrame(sorted(checkpoints.items()), "cluster_id STRING, _c BIGINT")
+    changed = {name: lake.read_files(spark, name, lake.added_files(name, before[name], versions[name]))
+               for name in GROWING_TABLES}
+    history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
+    current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
+    files = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
+    stored = {name: lake.read_files(spark, name, files[name]) for name in DERIVED_TABLES}
+    affected = affected_partitions(changed, history["broker_history"], stored, cps).localCheckpoint(eager=True)
+    recomputed = recompute_partitions(history, affected)
+    for name in DERIVED_TABLES:
+        tell(f"computing and writing {name}")
+        rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps)
+        versions[name] = replace_open_versions(lake, rows, name, DERIVED_ORDER[name], files[name], current[name])
+
+
 def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int,
             mode: str, versions: dict[str, int], names: list[str], notes: list[str], started: float
             ) -> ReplaySummary:
@@ -211,6 +242,7 @@ def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dic
 @dataclass(frozen=True)
 class _Plan:
     checkpoints: dict[str, int]  # cluster → safe offset C of its last checkpoint (clusters in scope)
+    derived: bool  # the derived tables are the ones the checkpoint wrote: refreshed, not rebuilt
     new_log: DataFrame  # records after C
     new_bounds: dict[str, tuple[int, int]]  # cluster → (first, last) new offset (clusters with new records)
 
@@ -231,6 +263,8 @@ def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster
     if any(tables.get(n) != int(lake.delta_table(n).version()) for n in names):
         notes.append("the history tables changed since the last checkpoint: full replay")
         return None
+    derived = all(lake.table_exists(n) and tables.get(n) == int(lake.delta_table(n).version())
+                  for n in DERIVED_TABLES)
     last: dict[str, Any] = {}
     for row in sorted(rows, key=lambda r: r["replayed_at"]):
         last[row["cluster_id"]] = row
@@ -254,7 +288,7 @@ def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster
     frames = [lake.read_offsets(spark, METADATA_LOG, c, cp + 1, 2**62, version=log_version)
               for c, cp in sorted(checkpoints.items()) if c in seen]
     if not frames:
-        return _Plan(checkpoints, spark.createDataFrame([], spark_schema(METADATA_LOG)), {})
+        return _Plan(checkpoints, derived, spark.createDataFrame([], spark_schema(METADATA_LOG)), {})
     new_log = frames[0]
     for frame in frames[1:]:
         new_log = new_log.unionByName(frame)
@@ -266,7 +300,7 @@ def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster
                          "full replay")
             new_log.unpersist()
             return None
-    return _Plan(checkpoints, new_log, new_bounds)
+    return _Plan(checkpoints, derived, new_log, new_bounds)
 
 
 def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _Plan, notes: list[str],
@@ -288,13 +322,18 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         for name, df in result.tables.items():
             order = (*TABLE_KEYS[name], "valid_from_offset")
             tell(f"writing {name}")
-            versions[name] = (replace_open_versions(lake, df, name, order, open_files[name]) if name in open_files
-                              else write_sorted(lake, df, name, order))
+            versions[name] = (replace_open_versions(lake, df, name, order, open_files[name], current[name])
+                              if name in open_files else write_sorted(lake, df, name, order))
         tell(f"writing {ANOMALIES}")
         versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
-        _write_derived(spark, lake, versions, tell=tell)
+        if plan.derived:
+            _refresh_derived(spark, lake, versions, current, changed, tell=tell)
+        else:
+            notes.append("the derived tables are not the ones the last checkpoint wrote: rebuilt whole")
+            _write_derived(spark, lake, versions, tell=tell)
     else:
         notes.append("no new records after the checkpoints: tables unchanged")
+        versions.update({n: int(lake.delta_table(n).version()) for n in DERIVED_TABLES if lake.table_exists(n)})
     plan.new_log.unpersist()
     clusters = {c: plan.new_bounds[c][1] if c in plan.new_bounds else cp for c, cp in plan.checkpoints.items()}
     names = (*names, *(n for n in DERIVED_TABLES if n in versions))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse.lake import Lake
+from lakehouse.lake import Lake, LakeError
 from lakehouse.log_rows import entries_frame
 from replay.layout import _ALPHABET, RANGED_TABLES, TOPIC_RANGES, task_keys
 from replay.store import run_replay
@@ -43,3 +44,22 @@ def test_large_tables_are_cut_into_topic_ranges_and_open_versions(spark: SparkSe
     rows = lake.read(spark, "partition_history").count()
     assert rows == sum(f["num_records"] for f in pa.table(
         lake.delta_table("partition_history").get_add_actions(flatten=True)).to_pylist())
+
+
+def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spark: SparkSession,
+                                                                           tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    rows = spark.createDataFrame([(i, i >= 5) for i in range(10)], "offset BIGINT, open BOOLEAN").repartition(1)
+    version = lake.write(rows, "t", "overwrite", split_by="open")
+    before = {f["path"]: f for f in pa.table(lake.delta_table("t").get_add_actions(flatten=True)).to_pylist()}
+    opened = [path for path in before if "/open=true/" in path]
+    assert opened and len(opened) < len(before)
+    assert lake.read(spark, "t").columns == ["offset"]  # the split column only sorts rows into files
+
+    replacement = spark.createDataFrame([(i, i >= 7) for i in (5, 6, 7, 8, 9, 10)], "offset BIGINT, open BOOLEAN")
+    lake.replace_files(replacement.repartition(1), "t", opened, version, split_by="open")
+    after = {f["path"] for f in pa.table(lake.delta_table("t").get_add_actions(flatten=True)).to_pylist()}
+    assert set(before) - set(opened) <= after and not set(opened) & after
+    assert sorted(r["offset"] for r in lake.read(spark, "t").collect()) == list(range(11))
+    with pytest.raises(LakeError, match="another writer committed"):
+        lake.replace_files(replacement, "t", opened, version, split_by="open")

@@ -6,6 +6,7 @@ beside the history tables), so the suite pays for Spark's stages once.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from replay.store import run_replay
 from simulator import ControllerSimulator, ScenarioOptions, run_scenario
 from simulator.controller import SimConfig
 from simulator.facts import ScenarioFacts
+from tests.table_rows import sorted_rows
 
 pytestmark = pytest.mark.spark
 
@@ -517,3 +519,96 @@ def test_cli_state_and_history_show_the_controller_states(lake: Lake, stories: d
     # partition: 4 (created, online, offline, gone); replica up: 6; fenced replica: 9 (waits, then deleted)
     assert lines[start].startswith("state-machine transitions (19)")
     assert sum("ReplicaDeletionIneligible" in line for line in lines[start:]) == 2
+
+
+# --- incremental replays refresh the derived tables -------------------------------------------------
+
+DERIVED = ("replica_state_history", "partition_state_history", "elections", "leaderless_periods")
+
+
+def _cuts(stories: dict[str, Story]) -> dict[str, tuple[int, int]]:
+    """Per cluster, the two last offsets of the first and second increment: cut between a leader's loss and
+    the fence that explains it, between a deletion and the broker's return, inside a reassignment."""
+    k = {name: story.key for name, story in stories.items()}
+    cuts = {
+        "rf1": (k["rf1"]["fence1"] - 1, k["rf1"]["fence0"] - 1),
+        "rf2-clean": (k["rf2-clean"]["fence_first"] - 1, k["rf2-clean"]["fence_last"] - 1),
+        "rf2-unclean": (k["rf2-unclean"]["fence_last"] - 1, k["rf2-unclean"]["back_first"]),
+        "deleted": (k["deleted"]["delete"], k["deleted"]["back"] - 1),  # back - 1: registered, still fenced
+        "moving": (k["moving"]["remove_b"], k["moving"]["readd_b"] - 1),
+    }
+    for name, story in stories.items():
+        if name not in cuts:
+            last = story.entries[-1].offset
+            cuts[name] = (last // 3, last * 2 // 3)
+    return cuts
+
+
+def _rows(spark: SparkSession, lake: Lake, name: str) -> list[Any]:
+    return sorted_rows([r.asDict(recursive=True) for r in lake.read(spark, name).collect()])
+
+
+def _closed_files(lake: Lake, name: str) -> set[str]:
+    return {path for path in lake.file_paths(name) if "/open=false/" in f"/{path}"}
+
+
+@pytest.fixture(scope="module")
+def increments(spark: SparkSession, stories: dict[str, Story], tmp_path_factory: pytest.TempPathFactory
+               ) -> dict[str, Any]:
+    lake = Lake(tmp_path_factory.mktemp("incremental-state-machines"))
+    cuts = _cuts(stories)
+    seen: dict[str, Any] = {"summaries": [], "elections": [], "replicas": [], "closed": []}
+    for step in range(3):
+        frames = []
+        for cluster, story in stories.items():
+            low = -1 if step == 0 else cuts[cluster][step - 1]
+            high = cuts[cluster][step] if step < 2 else story.entries[-1].offset
+            frames.append(entries_frame(spark, [e for e in story.entries if low < e.offset <= high], cluster))
+        lake.write(functools.reduce(DataFrame.unionByName, frames), "metadata_log", "append")
+        seen["summaries"].append(run_replay(spark, lake))
+        seen["elections"].append(_table(spark, lake, "elections", "rf1").collect())
+        seen["replicas"].append(_table(spark, lake, "replica_state_history", "deleted").collect())
+        seen["closed"].append({name: _closed_files(lake, name) for name in DERIVED})
+    seen["lake"] = lake
+    return seen
+
+
+def test_incremental_replays_refresh_the_derived_tables_as_a_full_replay_builds_them(
+        spark: SparkSession, lake: Lake, increments: dict[str, Any]) -> None:
+    assert [s.mode for s in increments["summaries"]] == ["full", "incremental", "incremental"]
+    assert not any("rebuilt whole" in note for s in increments["summaries"] for note in s.notes)
+    for name in (*DERIVED, "partition_history", "replica_history", "broker_history"):
+        assert _rows(spark, increments["lake"], name) == _rows(spark, lake, name), name
+
+
+def test_an_increment_explains_a_leader_loss_recorded_before_its_fence(stories: dict[str, Story],
+                                                                      increments: dict[str, Any]) -> None:
+    """rf1's leader is lost at fence1 - 1, the last offset of the first replay: its cause (the fence) is only
+    in the second increment, which fills it in."""
+    k = stories["rf1"].key
+    loss = [[(e["previous_leader"], e["leader"], e["lost_leader_cause"], e["lost_leader_cause_offset"])
+             for e in elections if e["offset"] == k["fence1"] - 1] for elections in increments["elections"]]
+    assert loss[0] == [(k["b1"], -1, None, None)]
+    assert loss[1] == loss[2] == [(k["b1"], -1, "fenced", k["fence1"])]
+
+
+def test_an_increment_completes_a_deletion_that_waited_for_its_broker(stories: dict[str, Story],
+                                                                      increments: dict[str, Any]) -> None:
+    k = stories["deleted"].key
+
+    def waiting(rows: list[Any]) -> list[tuple[Any, Any]]:
+        return [(r["valid_from_offset"], r["valid_to_offset"]) for r in rows
+                if r["broker_id"] == k["down"] and r["state"] == "ReplicaDeletionIneligible"]
+
+    assert [waiting(rows) for rows in increments["replicas"]] == [
+        [(k["delete"], None)], [(k["delete"], None)], [(k["delete"], k["back"])]]
+    assert max(r["valid_from_offset"] for r in increments["replicas"][2]) == k["back"]
+
+
+def test_increments_keep_every_file_of_settled_derived_rows(increments: dict[str, Any]) -> None:
+    """Rows that no later record can change live in files an increment never rewrites."""
+    for before, after in itertools.pairwise(increments["closed"]):
+        for name in DERIVED:
+            assert before[name] <= after[name], f"{name}: a file of settled rows was rewritten"
+    assert all(increments["closed"][-1][name] for name in DERIVED)
+    assert all(increments["closed"][0][name] for name in DERIVED if name != "leaderless_periods")
