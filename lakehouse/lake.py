@@ -215,13 +215,12 @@ class Lake:
         """Paths (relative to the table) of the data files of a version."""
         return pa.table(self.delta_table(name, version).get_add_actions(flatten=True)).column("path").to_pylist()
 
-    def split_files(self, name: str, split: str, version: int | None = None) -> list[str]:
-        """Paths of the files a ``split_by`` write put on the true side of ``split``; every file when the
-        table was not written that way (delta-spark, an older layout), so a caller replacing them stays
-        correct, only slower."""
+    def split_files(self, name: str, split: str, version: int | None = None) -> list[str] | None:
+        """Paths of the files a ``split_by`` write put on the true side of ``split``; None when the table was
+        not written that way (delta-spark, an older layout): then any file may hold such rows."""
         paths = self.file_paths(name, version)
-        if not any(f"/{split}=" in f"/{path}" for path in paths):
-            return paths
+        if paths and not any(f"/{split}=" in f"/{path}" for path in paths):
+            return None
         return [path for path in paths if f"/{split}=true/" in f"/{path}"]
 
     def added_files(self, name: str, since: int, version: int) -> list[str]:

@@ -104,13 +104,16 @@ def recompute_partitions(history: dict[str, DataFrame], affected: DataFrame) -> 
 
 
 def refreshed_rows(name: str, stored_mutable: DataFrame, recomputed: DataFrame, affected: DataFrame,
-                   checkpoints: DataFrame) -> DataFrame:
+                   checkpoints: DataFrame, settled_too: bool = False) -> DataFrame:
     """What replaces the mutable files of derived table ``name``: their rows of the partitions not affected,
     and the rows of the affected partitions that are mutable or have an offset after C (their other rows are
-    in the files that stay)."""
+    in the files that stay). ``settled_too``: the files replaced hold settled rows too (a table not written
+    split), so every row of the affected partitions is written."""
     kept = stored_mutable.join(F.broadcast(affected), list(PARTITION_KEY), "left_anti")
-    late = _late(_OFFSETS[name])
-    still = mutable(name, recomputed.columns)
-    fresh = recomputed.join(F.broadcast(checkpoints), ["cluster_id"]).where(
-        late | still if still is not None else late).select(*recomputed.columns)
+    fresh = recomputed
+    if not settled_too:
+        late = _late(_OFFSETS[name])
+        still = mutable(name, recomputed.columns)
+        fresh = recomputed.join(F.broadcast(checkpoints), ["cluster_id"]).where(
+            late | still if still is not None else late).select(*recomputed.columns)
     return kept.select(*recomputed.columns).unionByName(fresh)

@@ -214,13 +214,16 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
                for name in GROWING_TABLES}
     history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
     current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
-    files = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
+    split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
+    # a table not written split (delta-spark, an older layout): every file is replaced, settled rows too
+    files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
     stored = {name: lake.read_files(spark, name, files[name]) for name in DERIVED_TABLES}
     affected = affected_partitions(changed, history["broker_history"], stored, cps).localCheckpoint(eager=True)
     recomputed = recompute_partitions(history, affected)
     for name in DERIVED_TABLES:
         tell(f"computing and writing {name}")
-        rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps)
+        rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps,
+                              settled_too=split[name] is None)
         versions[name] = replace_open_versions(lake, rows, name, DERIVED_ORDER[name], files[name], current[name])
 
 

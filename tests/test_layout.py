@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake, LakeError
 from lakehouse.log_rows import entries_frame
+from replay.derived import refreshed_rows
 from replay.layout import _ALPHABET, RANGED_TABLES, TOPIC_RANGES, task_keys
 from replay.store import run_replay
 from simulator import ScenarioOptions, run_scenario
@@ -63,3 +64,40 @@ def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spar
     assert sorted(r["offset"] for r in lake.read(spark, "t").collect()) == list(range(11))
     with pytest.raises(LakeError, match="another writer committed"):
         lake.replace_files(replacement, "t", opened, version, split_by="open")
+
+
+def test_split_files_and_added_files(spark: SparkSession, tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    rows = spark.createDataFrame([(i, i >= 5) for i in range(10)], "offset BIGINT, open BOOLEAN").repartition(1)
+    first = lake.write(rows, "split", "overwrite", split_by="open")
+    opened = lake.split_files("split", "open")
+    assert opened and all("/open=true/" in f"/{path}" for path in opened)
+    assert sorted(r["offset"] for r in lake.read_files(spark, "split", opened).collect()) == [5, 6, 7, 8, 9]
+    # a table written without the split (delta-spark, an older layout): every file may hold such rows
+    lake.write(rows.drop("open"), "plain", "overwrite")
+    assert lake.split_files("plain", "open") is None and lake.file_paths("plain")
+
+    second = lake.replace_files(spark.createDataFrame([(5, False), (10, True)], "offset BIGINT, open BOOLEAN"),
+                                "split", opened, first, split_by="open")
+    added = lake.added_files("split", first, second)
+    assert added and not set(added) & set(lake.file_paths("split", first))
+    assert sorted(r["offset"] for r in lake.read_files(spark, "split", added).collect()) == [5, 10]
+    assert sorted(r["offset"] for r in lake.read(spark, "split").collect()) == [0, 1, 2, 3, 4, 5, 10]
+
+
+def test_a_refresh_writes_the_rows_it_removes_and_no_settled_row_twice(spark: SparkSession) -> None:
+    """``refreshed_rows`` for one table: the stored mutable rows of partitions not affected stay; of the affected
+    partition only rows that are still open or end after the checkpoint C = 7 are written (the settled one is
+    in a file that stays), unless the replaced files held settled rows too."""
+    schema = "cluster_id STRING, topic_id STRING, partition_id INT, valid_from_offset BIGINT, valid_to_offset BIGINT"
+    stored = spark.createDataFrame([("c", "t", 1, 5, None), ("c", "t", 2, 3, None)], schema)
+    recomputed = spark.createDataFrame([("c", "t", 1, 0, 5), ("c", "t", 1, 5, 9), ("c", "t", 1, 9, None)], schema)
+    affected = spark.createDataFrame([("c", "t", 1)], "cluster_id STRING, topic_id STRING, partition_id INT")
+    checkpoints = spark.createDataFrame([("c", 7)], "cluster_id STRING, _c BIGINT")
+
+    def rows(settled_too: bool) -> list[tuple[int, int, int | None]]:
+        out = refreshed_rows("partition_state_history", stored, recomputed, affected, checkpoints, settled_too)
+        return sorted((r["partition_id"], r["valid_from_offset"], r["valid_to_offset"]) for r in out.collect())
+
+    assert rows(False) == [(1, 5, 9), (1, 9, None), (2, 3, None)]
+    assert rows(True) == [(1, 0, 5), (1, 5, 9), (1, 9, None), (2, 3, None)]
