@@ -7,7 +7,8 @@ Steps: simulate (random scenario) → segments (N records, then 1 % more in a se
 the N into a fresh lake → full replay (timed) → ingest the 1 % → incremental replay (timed) →
 full-cluster state at random offsets (warm, timed) → one partition's history (warm, timed) → the
 naive alternative: re-folding the log from offset 0 for one query (``replay.reference.image_at``,
-streamed from the segments), reported as a ratio to the warm state query.
+streamed from the segments), reported as a ratio to the warm state query. ``--verify``: then copy the lake,
+replay it again with ``--full`` and compare every table with the incremental's, row for row.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.ingest import ingest
@@ -32,7 +34,7 @@ from records.sources import read_entries
 from replay.derived import DERIVED_TABLES
 from replay.query import history, state_at
 from replay.reference import image_at
-from replay.store import DERIVING, run_replay
+from replay.store import ANOMALIES, DERIVING, HISTORY_TABLES, run_replay
 from simulator import ScenarioOptions, run_scenario, write_log
 
 
@@ -64,6 +66,8 @@ def main() -> None:
     parser.add_argument("--partitions-per-topic", type=int, default=20)
     parser.add_argument("--queries", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-replay"))
+    parser.add_argument("--verify", action="store_true",
+                        help="afterwards, a full replay of the same log must leave every table as the incremental did")
     parser.add_argument("--reuse-logs", action="store_true",
                         help="keep the log segments of an earlier run with the same sizes (only the lake is rebuilt)")
     args = parser.parse_args()
@@ -136,6 +140,24 @@ def main() -> None:
           + "; ".join(f"{stage} {seconds:.1f} s" for stage, seconds in incremental_times))
     print(f"partition_history rows: {partitions}; "
           f"{lake.read(spark, 'partition_history').where(F.col('valid_to_offset').isNull()).count()} current")
+    if args.verify:
+        _verify(spark, lake, args.out)
+
+
+def _verify(spark: SparkSession, lake: Lake, out: Path) -> None:
+    """A full replay of a copy of the lake must give every table exactly the incremental's rows."""
+    copy = out / "lake-full"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(out / "lake", copy)
+    full_lake = Lake(copy)
+    full, seconds = _timed(lambda: run_replay(spark, full_lake, full=True))
+    assert full.mode == "full", full.notes
+    print(f"verify: full replay of the same log {seconds:.1f} s")
+    for name in (*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES):
+        incremental, rebuilt = lake.read(spark, name), full_lake.read(spark, name)
+        extra, missing = incremental.exceptAll(rebuilt).count(), rebuilt.exceptAll(incremental).count()
+        print(f"verify: {name}: {incremental.count():,} rows; only after the incremental {extra}, "
+              f"only after the full replay {missing}")
 
 
 if __name__ == "__main__":
