@@ -248,16 +248,14 @@ class Lake:
         spark = df.sparkSession
         root = self.path(name)
         rows = table_columns(df, split_by)
-        if int(DeltaTable(root).version()) != version:
+        table = DeltaTable(root)
+        if int(table.version()) != version:
             raise LakeError(f"{name}: another writer committed after version {version}: run the replay again")
         if has_delta_spark(spark):
-            table = DeltaTable(root)
             gone = set(remove)
-            kept = [path for path in pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
-                    if path not in gone]
+            kept = [path for path in self.file_paths(name, version) if path not in gone]
             whole = self.read_files(spark, name, kept, rows.schema).unionByName(rows)
             return self.write(whole.localCheckpoint(eager=True), name, "overwrite")
-        table = DeltaTable(root)
         staging, adds = stage_spark_parquet(df, root, split_by=split_by)
         files = pa.table(table.get_add_actions(flatten=True))
         sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))

@@ -17,7 +17,7 @@ from operator import or_
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from replay.elections import elections, leaderless_periods, unexplained_loss
+from replay.elections import elections, leaderless_periods
 from replay.layout import mutable
 from replay.state_machines import (
     DELETION_INELIGIBLE,
@@ -90,7 +90,7 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
     deletions = waiting["replica_state_history"].where(
         (F.col("state") == DELETION_INELIGIBLE) & F.col("valid_to_offset").isNull())
     parts.append(deletions.join(moved, ["cluster_id", "broker_id"]).select(*PARTITION_KEY))
-    losses = waiting["elections"].where(F.coalesce(unexplained_loss(), F.lit(False)))
+    losses = waiting["elections"].where(mutable("elections", waiting["elections"].columns))
     parts.append(losses.join(moved.withColumnRenamed("broker_id", "previous_leader"),
                              ["cluster_id", "previous_leader"]).select(*PARTITION_KEY))
     return reduce(DataFrame.unionByName, parts).distinct()

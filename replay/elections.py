@@ -118,9 +118,7 @@ def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFr
             .when((F.col("p_status") == "active") & F.array_contains("isr", previous)
                   & (leader == F.element_at("replicas", 1)), F.lit("preferred"))
             .otherwise(F.lit("clean")))
-    # The leader was taken away by its broker's state (not moved by an election that had a choice).
-    broker_caused = (previous >= 0) & F.array_contains("replicas", previous) & (
-        ~F.array_contains("isr", previous) | (leader == -1) | (F.col("p_status") == "controlled-shutdown"))
+    broker_caused = _taken_by_broker(F.col("p_status") == "controlled-shutdown")
     down_now = F.col("p_status") != "active"
     down_next = F.col("p_next_status").isNotNull() & (F.col("p_next_status") != "active")
     lost_cause = F.when(broker_caused & down_now, F.col("p_status")).when(broker_caused & down_next,
@@ -152,14 +150,19 @@ def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFr
             .select(*ELECTION_COLUMNS))
 
 
+def _taken_by_broker(also: Column | None = None) -> Column:
+    """The leader was taken away by its broker's state (not moved by an election that had a choice): it stays a
+    replica but left the ISR, or no leader was elected, or ``also``."""
+    previous = F.col("previous_leader")
+    lost = ~F.array_contains("isr", previous) | (F.col("leader") == -1)
+    return (previous >= 0) & F.array_contains("replicas", previous) & (lost if also is None else lost | also)
+
+
 def unexplained_loss() -> Column:
     """An election row whose lost leader was taken away by its broker, with no cause found yet: the broker had
     no state change after the election so far, so a later record (the fence that follows) may still explain
     it. ``elections`` gives the cause only once that change is in the log."""
-    previous = F.col("previous_leader")
-    return ((previous >= 0) & F.array_contains("replicas", previous)
-            & (~F.array_contains("isr", previous) | (F.col("leader") == -1))
-            & F.col("lost_leader_cause").isNull())
+    return _taken_by_broker() & F.col("lost_leader_cause").isNull()
 
 
 LEADERLESS_COLUMNS = (
