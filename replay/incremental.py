@@ -213,10 +213,12 @@ def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, resu
     on_touched_broker = (p_live.select(*pkey, F.explode("replicas").alias("broker_id"))
                          .join(t.brokers, ["cluster_id", "broker_id"]).select(*pkey))
     affected = result_partitions.select(*pkey).unionByName(on_touched_broker).distinct()
-    p_in = p_live.join(affected, list(pkey)).drop("_c")
+    # Both inputs are small and read several times (the range join first sizes its buckets from them): cut
+    # their plans once here instead of re-running the joins above for every read.
+    p_in = p_live.join(affected, list(pkey)).drop("_c").localCheckpoint(eager=True)
     b_in = (_live_from(brokers, checkpoints).drop("_c")
             .join(p_in.select("cluster_id", F.explode("replicas").alias("broker_id")).distinct(),
-                  ["cluster_id", "broker_id"]))
+                  ["cluster_id", "broker_id"])).localCheckpoint(eager=True)
     recomputed = replica_history(p_in, b_in)
     return _merge(stored, recomputed, checkpoints, TABLE_KEYS[REPLICAS])
 
