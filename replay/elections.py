@@ -173,12 +173,7 @@ LEADERLESS_COLUMNS = (
 
 def leaderless_periods(partition_history: DataFrame, audit: DataFrame) -> DataFrame:
     """Every period a partition had no leader, with what started it (the broker event) and ended it."""
-    # Few partitions ever lose their leader: find them with one aggregate (no sort; the history comes
-    # distributed by partition, so no shuffle either) and sort only their versions into runs.
-    ever_offline = partition_history.groupBy(*PARTITION_KEY).agg(
-        F.max(F.col("leader") == -1).alias("_offline")).where(F.col("_offline")).drop("_offline")
-    flagged = partition_history.join(ever_offline, list(PARTITION_KEY), "left_semi").withColumn(
-        "offline", F.col("leader") == -1)
+    flagged = partition_history.withColumn("offline", F.col("leader") == -1)
     periods = collapse(flagged.select(*PARTITION_KEY, "topic_name", "offline", "isr", "valid_from_offset",
                                       "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
                                       "cause_type"),
