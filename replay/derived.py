@@ -17,7 +17,7 @@ from operator import or_
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from replay.elections import elections, leaderless_periods
+from replay.elections import elections, explained_losses, leaderless_periods, resumed_leaderless_periods
 from replay.layout import mutable
 from replay.state_machines import (
     DELETION_INELIGIBLE,
@@ -64,6 +64,12 @@ _OFFSETS: dict[str, tuple[str, ...]] = {
 GROWING_HISTORY = ("partition_history", "replica_history")
 
 
+def _mutable(name: str, columns: list[str]) -> Column:
+    rows = mutable(name, columns)
+    assert rows is not None, f"{name} has no mutable rows"
+    return rows
+
+
 def _late(columns: tuple[str, ...]) -> Column:
     """One of ``columns`` is after the row's cluster's checkpoint ``_c`` (a null one is not)."""
     return reduce(or_, [F.coalesce(F.col(c) > F.col("_c"), F.lit(False)) for c in columns])
@@ -96,24 +102,61 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
     return reduce(DataFrame.unionByName, parts).distinct()
 
 
-def recompute_partitions(history: dict[str, DataFrame], affected: DataFrame) -> dict[str, DataFrame]:
-    """Every derived row of the ``affected`` partitions, from their whole history (and every broker)."""
+def resumed_partitions(live: dict[str, DataFrame], history: dict[str, DataFrame], stored: dict[str, DataFrame],
+                       affected: DataFrame, checkpoints: DataFrame) -> dict[str, DataFrame]:
+    """The derived rows of the ``affected`` partitions from their checkpoint C on, without their history
+    before C: the windows run over the versions live after C (``live``: rows of partition_history and
+    replica_history that hold at least those) and go on from the stored mutable rows (``stored``), the state
+    at C, as an incremental replay goes on from its seeds. ``history``: the whole tables (broker_history is
+    read whole; partition_history only for partitions that did not exist at C).
+
+    Rows about offsets up to C come out too, some of them not as a full replay has them: ``refreshed_rows``
+    keeps only the late and mutable ones, which are exact."""
     keys = F.broadcast(affected)
-    subset = {name: history[name].join(keys, list(PARTITION_KEY), "left_semi") for name in GROWING_HISTORY}
-    return derived_tables({**subset, "broker_history": history["broker_history"]})
+    cps = F.broadcast(checkpoints)
+
+    def after_c(df: DataFrame) -> DataFrame:
+        return (df.join(keys, list(PARTITION_KEY), "left_semi").join(cps, ["cluster_id"])
+                .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_c"))).drop("_c"))
+
+    # distributed by partition once, as in ``derived_tables``
+    partitions = after_c(live["partition_history"]).repartition(*PARTITION_KEY).localCheckpoint(eager=True)
+    replicas = after_c(live["replica_history"]).repartition(*PARTITION_KEY)
+    brokers = history["broker_history"]
+    opened = {name: df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns))
+              .join(cps, ["cluster_id"]).localCheckpoint(eager=True) for name, df in stored.items()}
+    # A partition without an open version at C that had one before (a topic id re-created, a partition a
+    # snapshot dropped) is not "created" again: only those few are looked up in the whole history.
+    at_c = opened["partition_state_history"].where(F.col("valid_to_offset").isNull()).select(*PARTITION_KEY)
+    unknown = affected.join(at_c, list(PARTITION_KEY), "left_anti").localCheckpoint(eager=True)
+    existed = at_c
+    if not unknown.isEmpty():
+        before = (history["partition_history"].join(cps, ["cluster_id"])
+                  .where(F.col("valid_from_offset") <= F.col("_c")).select(*PARTITION_KEY)
+                  .join(F.broadcast(unknown), list(PARTITION_KEY), "left_semi").distinct())
+        existed = at_c.unionByName(before)
+    unexplained = opened["elections"].drop("_c")
+    audit = elections(partitions, brokers).unionByName(explained_losses(unexplained, brokers)).localCheckpoint(
+        eager=True)
+    return {
+        "replica_state_history": replica_state_history(replicas, partitions, brokers,
+                                                       opened["replica_state_history"], existed),
+        "partition_state_history": partition_state_history(partitions, opened["partition_state_history"]),
+        "elections": audit,
+        "leaderless_periods": resumed_leaderless_periods(partitions, audit, opened["leaderless_periods"],
+                                                         checkpoints),
+    }
 
 
-def refreshed_rows(name: str, stored_mutable: DataFrame, recomputed: DataFrame, affected: DataFrame,
-                   checkpoints: DataFrame, settled_too: bool = False) -> DataFrame:
-    """What replaces the mutable files of derived table ``name``: their rows of the partitions not affected,
-    and the rows of the affected partitions that are mutable or have an offset after C (their other rows are
-    in the files that stay). ``settled_too``: the files replaced hold settled rows too (a table not written
-    split), so every row of the affected partitions is written."""
-    kept = stored_mutable.join(F.broadcast(affected), list(PARTITION_KEY), "left_anti")
-    fresh = recomputed
-    if not settled_too:
-        late = _late(_OFFSETS[name])
-        still = mutable(name, recomputed.columns)
-        fresh = recomputed.join(F.broadcast(checkpoints), ["cluster_id"]).where(
-            late | still if still is not None else late).select(*recomputed.columns)
+def refreshed_rows(name: str, stored: DataFrame, recomputed: DataFrame, affected: DataFrame,
+                   checkpoints: DataFrame) -> DataFrame:
+    """What replaces the ``stored`` files of derived table ``name`` (those of its mutable rows; every file of a
+    table not written split): their rows of the partitions not affected and their settled rows, and the
+    recomputed rows of the affected partitions that are mutable or have an offset after C (the settled ones
+    are in the files that stay, or among the stored settled rows)."""
+    keys = F.broadcast(affected)
+    kept = stored.join(keys, list(PARTITION_KEY), "left_anti").unionByName(
+        stored.join(keys, list(PARTITION_KEY), "left_semi").where(~_mutable(name, stored.columns)))
+    fresh = recomputed.join(F.broadcast(checkpoints), ["cluster_id"]).where(
+        _late(_OFFSETS[name]) | _mutable(name, recomputed.columns)).select(*recomputed.columns)
     return kept.select(*recomputed.columns).unionByName(fresh)

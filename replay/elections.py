@@ -78,13 +78,8 @@ def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFr
     changes = changes.localCheckpoint(eager=True)
     status = broker_status(broker_history).localCheckpoint(eager=True)
 
-    # The losing leader: its status at the change, and its next status (the fence that follows in the batch).
-    lost = _at(changes.select(*PARTITION_KEY, "offset", "previous_leader").where(F.col("previous_leader") >= 0),
-               status, "previous_leader", "offset").select(
-        *[F.col(f"l.{k}") for k in (*PARTITION_KEY, "offset")],
-        F.col("s.status").alias("p_status"), F.col("s.cause_offset").alias("p_cause_offset"),
-        F.col("s.cause_type").alias("p_cause_type"), F.col("s.next_status").alias("p_next_status"),
-        F.col("s.next_cause_offset").alias("p_next_offset"), F.col("s.next_cause_type").alias("p_next_type"))
+    lost = _lost_leader_status(changes.select(*PARTITION_KEY, "offset", "previous_leader").where(
+        F.col("previous_leader") >= 0), status).drop("previous_leader")
 
     # Every replica of the new assignment as a candidate, with its status at the change.
     candidates = changes.select(*PARTITION_KEY, "offset", "previous_leader", "isr", "eligible_leader_replicas",
@@ -118,15 +113,6 @@ def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFr
             .when((F.col("p_status") == "active") & F.array_contains("isr", previous)
                   & (leader == F.element_at("replicas", 1)), F.lit("preferred"))
             .otherwise(F.lit("clean")))
-    broker_caused = _taken_by_broker(F.col("p_status") == "controlled-shutdown")
-    down_now = F.col("p_status") != "active"
-    down_next = F.col("p_next_status").isNotNull() & (F.col("p_next_status") != "active")
-    lost_cause = F.when(broker_caused & down_now, F.col("p_status")).when(broker_caused & down_next,
-                                                                          F.col("p_next_status"))
-    lost_offset = F.when(broker_caused & down_now, F.col("p_cause_offset")).when(broker_caused & down_next,
-                                                                                 F.col("p_next_offset"))
-    lost_type = F.when(broker_caused & down_now, F.col("p_cause_type")).when(
-        broker_caused & down_next, F.coalesce(F.col("p_next_type"), F.lit("UnregisterBrokerRecord")))
     expected = F.when(F.col("election_type") == "unclean", F.col("expected_unclean")).otherwise(
         F.coalesce(F.col("expected_clean"), F.lit(-1)))
     broker = F.col("expected_leader").cast("string")
@@ -142,12 +128,42 @@ def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFr
                        F.when(F.col("election_type") == "unclean",
                               F.lit(" (first acceptable replica in replica order)"))
                        .otherwise(F.lit(" (first acceptable ISR replica in replica order)")))))
-    return (audit.withColumn("election_type", kind)
-            .withColumn("lost_leader_cause", lost_cause).withColumn("lost_leader_cause_offset", lost_offset)
-            .withColumn("lost_leader_cause_type", lost_type)
+    return (_with_lost_cause(audit.withColumn("election_type", kind))
             .withColumn("expected_leader", expected)
             .withColumn("deviation", deviation)
             .select(*ELECTION_COLUMNS))
+
+
+def _lost_leader_status(rows: DataFrame, status: DataFrame) -> DataFrame:
+    """``rows`` (with ``offset``, ``previous_leader``) plus the losing leader's status at the change and its next
+    status (the fence that follows in the batch): ``p_status``, ``p_cause_*``, ``p_next_*``."""
+    return _at(rows, status, "previous_leader", "offset").select(
+        "l.*", F.col("s.status").alias("p_status"), F.col("s.cause_offset").alias("p_cause_offset"),
+        F.col("s.cause_type").alias("p_cause_type"), F.col("s.next_status").alias("p_next_status"),
+        F.col("s.next_cause_offset").alias("p_next_offset"), F.col("s.next_cause_type").alias("p_next_type"))
+
+
+def _with_lost_cause(rows: DataFrame) -> DataFrame:
+    """The ``lost_leader_cause*`` columns: the losing leader's broker state that took the leadership away, at
+    the change or else its next state change; none when an election moved the leader with a choice."""
+    broker_caused = _taken_by_broker(F.col("p_status") == "controlled-shutdown")
+    down_now = F.col("p_status") != "active"
+    down_next = F.col("p_next_status").isNotNull() & (F.col("p_next_status") != "active")
+    now, later = broker_caused & down_now, broker_caused & down_next
+    return (rows.withColumn("lost_leader_cause", F.when(now, F.col("p_status")).when(later, F.col("p_next_status")))
+            .withColumn("lost_leader_cause_offset", F.when(now, F.col("p_cause_offset"))
+                        .when(later, F.col("p_next_offset")))
+            .withColumn("lost_leader_cause_type", F.when(now, F.col("p_cause_type")).when(
+                later, F.coalesce(F.col("p_next_type"), F.lit("UnregisterBrokerRecord")))))
+
+
+def explained_losses(unexplained: DataFrame, broker_history: DataFrame) -> DataFrame:
+    """Stored election rows whose lost leader was not explained yet (``unexplained_loss``), with the lost-leader
+    columns derived again from the broker states known now. The rest of a row depends only on the brokers'
+    states at its offset, which later records do not change."""
+    lost = _lost_leader_status(unexplained, broker_status(broker_history))
+    return _with_lost_cause(lost.drop("lost_leader_cause", "lost_leader_cause_offset", "lost_leader_cause_type")
+                            ).select(*ELECTION_COLUMNS)
 
 
 def _taken_by_broker(also: Column | None = None) -> Column:
@@ -171,24 +187,24 @@ LEADERLESS_COLUMNS = (
     "new_leader", "reason")
 
 
-def leaderless_periods(partition_history: DataFrame, audit: DataFrame) -> DataFrame:
-    """Every period a partition had no leader, with what started it (the broker event) and ended it."""
+def _offline_runs(partition_history: DataFrame) -> DataFrame:
+    """Each partition's runs of touching versions without a leader, the first version's isr and cause kept."""
     flagged = partition_history.withColumn("offline", F.col("leader") == -1)
-    periods = collapse(flagged.select(*PARTITION_KEY, "topic_name", "offline", "isr", "valid_from_offset",
-                                      "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
-                                      "cause_type"),
-                       PARTITION_KEY, ("offline",)).where(F.col("offline"))
-    start = audit.select(*PARTITION_KEY, F.col("offset").alias("valid_from_offset"), "previous_leader",
-                         F.col("lost_leader_cause").alias("cause"),
-                         F.col("lost_leader_cause_offset").alias("lost_offset"),
-                         F.col("lost_leader_cause_type").alias("lost_type"))
-    end = audit.select(*PARTITION_KEY, F.col("offset").alias("valid_to_offset"),
-                       F.col("election_type").alias("end_type"), F.col("leader").alias("new_leader"))
-    joined = periods.join(start, [*PARTITION_KEY, "valid_from_offset"], "left").join(
-        end, [*PARTITION_KEY, "valid_to_offset"], "left")
-    ended_by = (F.when(F.col("valid_to_offset").isNull(), F.lit(None).cast("string"))
-                .when(F.col("end_type").isNotNull(), F.concat(F.col("end_type"), F.lit(" election")))
-                .otherwise(F.lit("partition deleted")))
+    return collapse(flagged.select(*PARTITION_KEY, "topic_name", "offline", "isr", "valid_from_offset",
+                                   "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
+                                   "cause_type"),
+                    PARTITION_KEY, ("offline",)).where(F.col("offline")).drop("offline")
+
+
+def _ended_by(end_type: Column) -> Column:
+    return (F.when(F.col("valid_to_offset").isNull(), F.lit(None).cast("string"))
+            .when(end_type.isNotNull(), F.concat(end_type, F.lit(" election")))
+            .otherwise(F.lit("partition deleted")))
+
+
+def _period_rows(joined: DataFrame) -> DataFrame:
+    """Leaderless rows from runs joined with what started them (``previous_leader``, ``cause``, ``lost_offset``,
+    ``lost_type``: the election at the start) and ended them (``ended_by``, ``new_leader``)."""
     cause_broker = F.when(F.col("cause").isNotNull(), F.col("previous_leader"))
     reason = (F.when(F.col("previous_leader").isNull(), F.lit("created without a leader"))
               .otherwise(F.concat(
@@ -204,5 +220,69 @@ def leaderless_periods(partition_history: DataFrame, audit: DataFrame) -> DataFr
         "valid_to_time_ms", (F.col("valid_to_time_ms") - F.col("valid_from_time_ms")).alias("duration_ms"),
         "previous_leader", "isr", "cause", cause_broker.alias("cause_broker"),
         F.coalesce(F.col("lost_offset"), F.col("cause_offset")).alias("cause_offset"),
-        F.coalesce(F.col("lost_type"), F.col("cause_type")).alias("cause_type"), ended_by.alias("ended_by"),
-        "new_leader", reason.alias("reason"))
+        F.coalesce(F.col("lost_type"), F.col("cause_type")).alias("cause_type"), "ended_by", "new_leader",
+        reason.alias("reason"))
+
+
+def _starts(audit: DataFrame) -> DataFrame:
+    return audit.select(*PARTITION_KEY, F.col("offset").alias("valid_from_offset"), "previous_leader",
+                        F.col("lost_leader_cause").alias("cause"),
+                        F.col("lost_leader_cause_offset").alias("lost_offset"),
+                        F.col("lost_leader_cause_type").alias("lost_type"))
+
+
+def _ends(audit: DataFrame) -> DataFrame:
+    return audit.select(*PARTITION_KEY, F.col("offset").alias("valid_to_offset"),
+                        F.col("election_type").alias("end_type"), F.col("leader").alias("new_leader"))
+
+
+def _periods(runs: DataFrame, audit: DataFrame) -> DataFrame:
+    joined = (runs.join(_starts(audit), [*PARTITION_KEY, "valid_from_offset"], "left")
+              .join(_ends(audit), [*PARTITION_KEY, "valid_to_offset"], "left"))
+    return _period_rows(joined.withColumn("ended_by", _ended_by(F.col("end_type"))))
+
+
+def leaderless_periods(partition_history: DataFrame, audit: DataFrame) -> DataFrame:
+    """Every period a partition had no leader, with what started it (the broker event) and ended it."""
+    return _periods(_offline_runs(partition_history), audit)
+
+
+def resumed_leaderless_periods(partition_history: DataFrame, audit: DataFrame, opened: DataFrame,
+                               checkpoints: DataFrame) -> DataFrame:
+    """``leaderless_periods`` resumed from a checkpoint C: ``partition_history`` holds the versions live after
+    C, ``audit`` the elections after C and the stored ones whose lost leader was not explained (now derived
+    again), ``opened`` the stored mutable periods, ``checkpoints`` each cluster's C (``_c``). Gives the
+    periods starting after C, and the stored mutable ones with the end and cause known now."""
+    runs = _offline_runs(partition_history).join(F.broadcast(checkpoints), ["cluster_id"])
+    new = _periods(runs.where(F.col("valid_from_offset") > F.col("_c")).drop("_c"), audit)
+    # The run live at C (it starts at or before C) is the stored open period going on: its new end.
+    going_on = runs.where(F.col("valid_from_offset") <= F.col("_c")).select(
+        *PARTITION_KEY, F.col("valid_to_offset").alias("_to"), F.col("valid_to_time_ms").alias("_to_time"))
+    # evaluated once, before the end is replaced (as in ``replay.incremental._merge``)
+    stored = opened.join(going_on, list(PARTITION_KEY), "left").withColumn(
+        "_reopened", F.col("valid_to_offset").isNull())
+    reopened = F.col("_reopened")
+    stored = (stored.withColumn("valid_to_offset", F.when(reopened, F.col("_to")).otherwise(F.col("valid_to_offset")))
+              .withColumn("valid_to_time_ms", F.when(reopened, F.col("_to_time"))
+                          .otherwise(F.col("valid_to_time_ms"))))
+    # What started it: the election at its start when that one was derived again, else the stored values.
+    started = _starts(audit).select(*PARTITION_KEY, "valid_from_offset",
+                                    *[F.col(c).alias(f"_a_{c}") for c in ("previous_leader", "cause", "lost_offset",
+                                                                          "lost_type")])
+    known = F.col("cause").isNotNull()
+    stored = stored.join(started, [*PARTITION_KEY, "valid_from_offset"], "left")
+    again = F.col("_a_previous_leader").isNotNull()
+    stored = stored.select(
+        "*", F.when(again, F.col("_a_lost_offset")).when(known, F.col("cause_offset")).alias("lost_offset"),
+        F.when(again, F.col("_a_lost_type")).when(known, F.col("cause_type")).alias("lost_type"))
+    stored = (stored.withColumn("cause", F.when(again, F.col("_a_cause")).otherwise(F.col("cause")))
+              .withColumn("previous_leader", F.when(again, F.col("_a_previous_leader"))
+                          .otherwise(F.col("previous_leader"))))
+    # What ended it: for a period open at C, the election at its new end.
+    stored = stored.join(_ends(audit).withColumnRenamed("new_leader", "_end_leader"),
+                         [*PARTITION_KEY, "valid_to_offset"], "left")
+    stored = (stored.withColumn("ended_by", F.when(F.col("_reopened"), _ended_by(F.col("end_type")))
+                                .otherwise(F.col("ended_by")))
+              .withColumn("new_leader", F.when(F.col("_reopened"), F.col("_end_leader"))
+                          .otherwise(F.col("new_leader"))))
+    return new.unionByName(_period_rows(stored))

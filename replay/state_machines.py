@@ -116,6 +116,24 @@ def _broker(column: str = "broker_id") -> Column:
     return F.concat(F.lit("broker "), F.col(column).cast("string"))
 
 
+_CONTINUED = ("previous_state", "step", "valid_from_offset", "valid_from_time_ms", "cause_offset", "cause_type",
+              "reason")
+
+
+def _continued(ordinary: DataFrame, opened: DataFrame | None, key: tuple[str, ...]) -> DataFrame:
+    """``ordinary`` with ``_spliced``. Resumed from C (``opened``: the stored open rows with ``_c``), the row
+    holding the version open at C (the only one starting at or before C) is the stored open row going on: it
+    keeps that row's start, cause, previous state, step and reason (the state is the same) and takes its end."""
+    if opened is None:
+        return ordinary.withColumn("_spliced", F.lit(False))
+    stored = opened.select(*key, "_c", *[F.col(c).alias(f"_at_c_{c}") for c in _CONTINUED])
+    out = ordinary.join(stored, list(key), "left").withColumn(
+        "_spliced", F.coalesce(F.col("valid_from_offset") <= F.col("_c"), F.lit(False)))
+    for c in _CONTINUED:
+        out = out.withColumn(c, F.when(F.col("_spliced"), F.col(f"_at_c_{c}")).otherwise(F.col(c)))
+    return out.drop("_c", *[f"_at_c_{c}" for c in _CONTINUED])
+
+
 # --- replicas ------------------------------------------------------------------------------------
 
 
@@ -130,12 +148,25 @@ def _alive_periods(broker_history: DataFrame) -> DataFrame:
                         F.col("cause_offset").alias("up_cause_offset"), F.col("cause_type").alias("up_cause_type"))
 
 
-def replica_state_history(replica_history: DataFrame, partition_history: DataFrame, broker_history: DataFrame
-                          ) -> DataFrame:
-    """Every replica state and transition (see the module docstring), keyed like ``replica_history``."""
+def replica_state_history(replica_history: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
+                          opened: DataFrame | None = None, existed: DataFrame | None = None) -> DataFrame:
+    """Every replica state and transition (see the module docstring), keyed like ``replica_history``.
+
+    Resumed from a checkpoint C (``opened`` given): the histories hold only the versions live after C, and
+    ``opened`` the stored open rows of their replicas with ``_c`` (the state at C: a membership's state, or a
+    deletion still waiting for its broker); ``existed``: the partitions that had a version at or before C.
+    The rows about offsets after C, and the open rows continued, are then the ones a run over the whole
+    history gives (rows about offsets up to C come out too, or wrong: the caller drops them)."""
     alive = F.coalesce(~F.col("broker_fenced"), F.lit(False))
     catching_up = alive & F.col("adding") & ~F.col("in_isr")
+    members = None if opened is None else opened.where(F.col("state") != DELETION_INELIGIBLE)
     rows = _islands(replica_history, REPLICA_KEY)
+    carry = F.lit(0)
+    if members is not None:
+        # The membership live at C continues: it has left NewReplica already unless its stored state is NewReplica.
+        rows = rows.join(members.select(*REPLICA_KEY, F.col("state").alias("_state_at_c")), list(REPLICA_KEY),
+                         "left")
+        carry = F.when((F.col("_life") == 1) & (F.col("_state_at_c") != NEW_REPLICA), 1).otherwise(0)
     w = Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset")
     running = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     # Still NewReplica while every version of the run so far is catching up: no version that is not
@@ -143,7 +174,7 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
     rows = rows.withColumn("_left", F.sum(F.when(catching_up, 0).otherwise(1)).over(running))
     rows = rows.withColumn("_left_before_run", F.max(F.when(
         F.col("_starts"), F.col("_left") - F.when(catching_up, 0).otherwise(1))).over(running))
-    left_new = F.col("_left") - F.col("_left_before_run")
+    left_new = F.col("_left") - F.col("_left_before_run") + carry
     rows = rows.withColumn("state", F.when(left_new == 0, F.lit(NEW_REPLICA))
                            .when(alive, F.lit(ONLINE_REPLICA)).otherwise(F.lit(OFFLINE_REPLICA)))
     rows = rows.withColumn("fenced_text", F.when(F.col("broker_fenced").isNull(), F.lit(" not registered"))
@@ -156,6 +187,10 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
     first = _first_in_island(w)
     previous = F.lag("state").over(w)
     created = F.min("valid_from_offset").over(Window.partitionBy(*PARTITION_KEY)) == F.col("valid_from_offset")
+    if existed is not None:
+        versions = versions.join(existed.select(*PARTITION_KEY, F.lit(True).alias("_existed")), list(PARTITION_KEY),
+                                 "left")
+        created = created & F.col("_existed").isNull()
     versions = versions.withColumn("_first", first).withColumn("previous_state", previous).withColumn(
         "_created", created)
     origin = F.when(F.col("_created"), F.lit("partition created")).otherwise(F.lit("added by a reassignment"))
@@ -170,14 +205,18 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
         F.when(F.col("_first") & (F.col("state") != NEW_REPLICA), F.lit(_STEP_FIRST))
         .when(F.col("_first"), F.lit(_STEP_CREATE)).otherwise(F.lit(0)).alias("step"),
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
-        "cause_type", reason.alias("reason")).localCheckpoint(eager=True)
+        "cause_type", reason.alias("reason"))
+    ordinary = _continued(ordinary, members, REPLICA_KEY).localCheckpoint(eager=True)
 
-    creations = ordinary.where(F.col("step") == _STEP_FIRST).select(
+    creations = ordinary.where((F.col("step") == _STEP_FIRST) & ~F.col("_spliced")).select(
         *REPLICA_KEY, "topic_name", "_life", F.lit(NEW_REPLICA).alias("state"),
         F.lit(NON_EXISTENT_REPLICA).alias("previous_state"), F.lit(_STEP_CREATE).alias("step"),
         "valid_from_offset", F.col("valid_from_offset").alias("valid_to_offset"), "valid_from_time_ms",
         F.col("valid_from_time_ms").alias("valid_to_time_ms"), "cause_offset", "cause_type", "reason")
-    states = ordinary.unionByName(creations).unionByName(_deletions(ordinary, partition_history, broker_history))
+    ordinary = ordinary.drop("_spliced")
+    waiting = None if opened is None else opened.where(F.col("state") == DELETION_INELIGIBLE)
+    states = ordinary.unionByName(creations).unionByName(
+        _deletions(ordinary, partition_history, broker_history, waiting))
     # A membership that starts while the deletion of the previous one still waits starts from
     # ReplicaDeletionIneligible (NewReplica ← ReplicaDeletionIneligible is invalid, and flagged).
     w = Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset", "step")
@@ -188,14 +227,26 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
         *REPLICA_KEY, "topic_name", *STATE_COLUMNS)
 
 
-def _deletions(ordinary: DataFrame, partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
-    """The deletion transitions of every membership that ended (its last version has an end)."""
+def _deletions(ordinary: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
+               waiting: DataFrame | None = None) -> DataFrame:
+    """The deletion transitions of every membership that ended (its last version has an end). ``waiting``:
+    stored open ``ReplicaDeletionIneligible`` rows, the deletions of memberships that ended at or before C
+    and still wait for their broker; each goes on as the membership before the first one of ``ordinary``."""
     islands = ordinary.groupBy(*REPLICA_KEY, "topic_name", "_life").agg(
         F.max_by("state", "valid_from_offset").alias("last_state"),
         F.max_by("valid_to_offset", "valid_from_offset").alias("end"),
         F.max_by("valid_to_time_ms", "valid_from_offset").alias("end_time"),
         F.min("valid_from_offset").alias("start"),
-        F.min_by("valid_from_time_ms", "valid_from_offset").alias("start_time"))
+        F.min_by("valid_from_time_ms", "valid_from_offset").alias("start_time"),
+        F.lit(None).cast("long").alias("_waiting_offset"), F.lit(None).cast("string").alias("_waiting_type"))
+    if waiting is not None:
+        # its partition version at the end is not in the history any more: the cause comes from the stored row
+        islands = islands.unionByName(waiting.select(
+            *REPLICA_KEY, "topic_name", F.lit(0).cast(islands.schema["_life"].dataType).alias("_life"),
+            F.lit(OFFLINE_REPLICA).alias("last_state"), F.col("valid_from_offset").alias("end"),
+            F.col("valid_from_time_ms").alias("end_time"), F.col("valid_from_offset").alias("start"),
+            F.col("valid_from_time_ms").alias("start_time"), F.col("cause_offset").alias("_waiting_offset"),
+            F.col("cause_type").alias("_waiting_type")))
     by_island = Window.partitionBy(*REPLICA_KEY).orderBy("_life")
     ends = (islands.withColumn("next_start", F.lead("start").over(by_island))
             .withColumn("next_start_time", F.lead("start_time").over(by_island))
@@ -204,7 +255,10 @@ def _deletions(ordinary: DataFrame, partition_history: DataFrame, broker_history
     goes_on = partition_history.select(*PARTITION_KEY, F.col("valid_from_offset").alias("end"),
                                        F.col("cause_offset").alias("change_offset"),
                                        F.col("cause_type").alias("change_type"))
-    ends = ends.join(goes_on, [*PARTITION_KEY, "end"], "left")
+    ends = (ends.join(goes_on, [*PARTITION_KEY, "end"], "left")
+            .withColumn("change_offset", F.coalesce("_waiting_offset", "change_offset"))
+            .withColumn("change_type", F.coalesce("_waiting_type", "change_type"))
+            .drop("_waiting_offset", "_waiting_type"))
     up = F.broadcast(_alive_periods(broker_history)).alias("u")
     e = ends.alias("e")
     reaches = ((F.col("e.cluster_id") == F.col("u.cluster_id")) & (F.col("e.broker_id") == F.col("u.broker_id"))
@@ -253,8 +307,9 @@ def _deletions(ordinary: DataFrame, partition_history: DataFrame, broker_history
 # --- partitions ----------------------------------------------------------------------------------
 
 
-def partition_state_history(partition_history: DataFrame) -> DataFrame:
-    """Every partition state and transition: New at creation, Online/Offline by leader, NonExistent at deletion."""
+def partition_state_history(partition_history: DataFrame, opened: DataFrame | None = None) -> DataFrame:
+    """Every partition state and transition: New at creation, Online/Offline by leader, NonExistent at deletion.
+    ``opened``: resumed from a checkpoint C, as in ``replica_state_history``."""
     rows = _islands(partition_history.withColumn(
         "state", F.when(F.col("leader") >= 0, F.lit(ONLINE_PARTITION)).otherwise(F.lit(OFFLINE_PARTITION))),
         PARTITION_KEY)
@@ -272,13 +327,15 @@ def partition_state_history(partition_history: DataFrame) -> DataFrame:
         F.when(F.col("_first"), F.lit(NEW_PARTITION)).otherwise(F.col("_previous")).alias("previous_state"),
         F.when(F.col("_first"), F.lit(_STEP_FIRST)).otherwise(F.lit(0)).alias("step"),
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
-        "cause_type", reason.alias("reason")).localCheckpoint(eager=True)
-    creations = ordinary.where(F.col("step") == _STEP_FIRST).select(
+        "cause_type", reason.alias("reason"))
+    ordinary = _continued(ordinary, opened, PARTITION_KEY).localCheckpoint(eager=True)
+    creations = ordinary.where((F.col("step") == _STEP_FIRST) & ~F.col("_spliced")).select(
         *PARTITION_KEY, "topic_name", "_life", F.lit(NEW_PARTITION).alias("state"),
         F.lit(NON_EXISTENT_PARTITION).alias("previous_state"), F.lit(_STEP_CREATE).alias("step"),
         "valid_from_offset", F.col("valid_from_offset").alias("valid_to_offset"), "valid_from_time_ms",
         F.col("valid_from_time_ms").alias("valid_to_time_ms"), "cause_offset", "cause_type",
         F.lit("partition created").alias("reason"))
+    ordinary = ordinary.drop("_spliced")
     last_of_run = F.coalesce(F.lead("_life").over(w) != F.col("_life"), F.lit(True))
     ends = (ordinary.withColumn("_last", last_of_run)
             .where(F.col("_last") & F.col("valid_to_offset").isNotNull())

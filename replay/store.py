@@ -30,8 +30,8 @@ from replay.derived import (
     DERIVED_TABLES,
     affected_partitions,
     derived_tables,
-    recompute_partitions,
     refreshed_rows,
+    resumed_partitions,
 )
 from replay.engine import TABLE_KEYS, replay
 from replay.incremental import incremental_replay, safe_offsets
@@ -210,6 +210,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     last checkpoint wrote (``_incremental_plan`` checked)."""
     tell(DERIVING)
     cps = spark.createDataFrame(sorted(checkpoints.items()), "cluster_id STRING, _c BIGINT")
+    # every version live after C is in the files the increment wrote (it replaced those of the open versions)
     changed = {name: lake.read_files(spark, name, lake.added_files(name, before[name], versions[name]))
                for name in GROWING_TABLES}
     history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
@@ -219,11 +220,10 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
     stored = {name: lake.read_files(spark, name, files[name]) for name in DERIVED_TABLES}
     affected = affected_partitions(changed, history["broker_history"], stored, cps).localCheckpoint(eager=True)
-    recomputed = recompute_partitions(history, affected)
+    recomputed = resumed_partitions(changed, history, stored, affected, cps)
     for name in DERIVED_TABLES:
         tell(f"computing and writing {name}")
-        rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps,
-                              settled_too=split[name] is None)
+        rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps)
         versions[name] = replace_open_versions(lake, rows, name, DERIVED_ORDER[name], files[name], current[name])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -88,16 +89,20 @@ def test_split_files_and_added_files(spark: SparkSession, tmp_path: Path) -> Non
 def test_a_refresh_writes_the_rows_it_removes_and_no_settled_row_twice(spark: SparkSession) -> None:
     """``refreshed_rows`` for one table: the stored mutable rows of partitions not affected stay; of the affected
     partition only rows that are still open or end after the checkpoint C = 7 are written (the settled one is
-    in a file that stays), unless the replaced files held settled rows too."""
+    in a file that stays). When the replaced files held settled rows too (a table not written split), those
+    are written again as they were, not recomputed."""
     schema = "cluster_id STRING, topic_id STRING, partition_id INT, valid_from_offset BIGINT, valid_to_offset BIGINT"
-    stored = spark.createDataFrame([("c", "t", 1, 5, None), ("c", "t", 2, 3, None)], schema)
-    recomputed = spark.createDataFrame([("c", "t", 1, 0, 5), ("c", "t", 1, 5, 9), ("c", "t", 1, 9, None)], schema)
+    mutable_only = [("c", "t", 1, 5, None), ("c", "t", 2, 3, None)]
+    settled = [("c", "t", 1, 0, 5), ("c", "t", 2, 0, 3)]
+    # the recomputed row before C is wrong on purpose: a resumed recompute does not know the rows before C
+    recomputed = spark.createDataFrame([("c", "t", 1, 0, 4), ("c", "t", 1, 5, 9), ("c", "t", 1, 9, None)], schema)
     affected = spark.createDataFrame([("c", "t", 1)], "cluster_id STRING, topic_id STRING, partition_id INT")
     checkpoints = spark.createDataFrame([("c", 7)], "cluster_id STRING, _c BIGINT")
 
-    def rows(settled_too: bool) -> list[tuple[int, int, int | None]]:
-        out = refreshed_rows("partition_state_history", stored, recomputed, affected, checkpoints, settled_too)
+    def rows(stored: list[tuple[Any, ...]]) -> list[tuple[int, int, int | None]]:
+        out = refreshed_rows("partition_state_history", spark.createDataFrame(stored, schema), recomputed,
+                             affected, checkpoints)
         return sorted((r["partition_id"], r["valid_from_offset"], r["valid_to_offset"]) for r in out.collect())
 
-    assert rows(False) == [(1, 5, 9), (1, 9, None), (2, 3, None)]
-    assert rows(True) == [(1, 0, 5), (1, 5, 9), (1, 9, None), (2, 3, None)]
+    assert rows(mutable_only) == [(1, 5, 9), (1, 9, None), (2, 3, None)]
+    assert rows(mutable_only + settled) == [(1, 0, 5), (1, 5, 9), (1, 9, None), (2, 0, 3), (2, 3, None)]

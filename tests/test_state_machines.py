@@ -135,6 +135,21 @@ def story_reassignment() -> Story:
     return Story(sim.entries(), key)
 
 
+def story_catch_up_interrupted() -> Story:
+    """c is added to [a, b] and catches up, its broker crashes and comes back before c is in the ISR (it left
+    NewReplica: back Online, still catching up), then the ISR changes twice more before c joins it."""
+    sim = _cluster(4, seed=8)
+    sim.create_topic("slow", 1, 2)
+    a, b = sim.partition("slow", 0).replicas
+    c = next(x for x in (1, 2, 3, 4) if x not in (a, b))
+    key = {"a": a, "b": b, "c": c, "start": sim.reassign("slow", 0, [a, b, c])}
+    key["fence_c"] = sim.crash(c)
+    key["back_c"] = _come_back(sim, c)
+    key["shrink"] = sim.shrink_isr("slow", 0, [b])
+    key["joined"] = sim.expand_isr("slow", 0, [c])
+    return Story(sim.entries(), key)
+
+
 def scenario(name: str, options: ScenarioOptions) -> Story:
     run = run_scenario(name, options)
     return Story(list(run.entries()), facts=run.facts)
@@ -155,7 +170,9 @@ SCENARIOS = {
 @pytest.fixture(scope="module")
 def stories() -> dict[str, Story]:
     built = {"rf1": story_rf1(), "rf2-clean": story_rf2(False), "rf2-unclean": story_rf2(True),
-             "deleted": story_delete_while_fenced(), "moving": story_reassignment()}
+             "deleted": story_delete_while_fenced(), "moving": story_reassignment(),
+             "moving-early": story_reassignment(),  # the same story, cut elsewhere by the increments
+             "catch-up": story_catch_up_interrupted()}
     built.update({c: scenario(name, options) for c, (name, options) in SCENARIOS.items()})
     return built
 
@@ -536,6 +553,10 @@ def _cuts(stories: dict[str, Story]) -> dict[str, tuple[int, int]]:
         "rf2-unclean": (k["rf2-unclean"]["fence_last"] - 1, k["rf2-unclean"]["back_first"]),
         "deleted": (k["deleted"]["delete"], k["deleted"]["back"] - 1),  # back - 1: registered, still fenced
         "moving": (k["moving"]["remove_b"], k["moving"]["readd_b"] - 1),
+        # while c catches up (NewReplica across the checkpoint), and while b's replica is offline
+        "moving-early": (k["moving-early"]["start"], k["moving-early"]["fence_b"]),
+        # c is back Online but still catching up at the checkpoint: it must not turn NewReplica again after it
+        "catch-up": (k["catch-up"]["start"], k["catch-up"]["back_c"]),
     }
     for name, story in stories.items():
         if name not in cuts:
@@ -557,7 +578,7 @@ def increments(spark: SparkSession, stories: dict[str, Story], tmp_path_factory:
                ) -> dict[str, Any]:
     lake = Lake(tmp_path_factory.mktemp("incremental-state-machines"))
     cuts = _cuts(stories)
-    seen: dict[str, Any] = {"summaries": [], "elections": [], "replicas": [], "closed": []}
+    seen: dict[str, Any] = {"summaries": [], "elections": [], "replicas": [], "closed": [], "catching_up": []}
     for step in range(3):
         frames = []
         for cluster, story in stories.items():
@@ -568,6 +589,8 @@ def increments(spark: SparkSession, stories: dict[str, Story], tmp_path_factory:
         seen["summaries"].append(run_replay(spark, lake))
         seen["elections"].append(_table(spark, lake, "elections", "rf1").collect())
         seen["replicas"].append(_table(spark, lake, "replica_state_history", "deleted").collect())
+        seen["catching_up"].append(_table(spark, lake, "replica_state_history", "catch-up").where(
+            F.col("broker_id") == stories["catch-up"].key["c"]).orderBy("valid_from_offset", "step").collect())
         seen["closed"].append({name: _closed_files(lake, name) for name in DERIVED})
     seen["lake"] = lake
     return seen
@@ -603,6 +626,29 @@ def test_an_increment_completes_a_deletion_that_waited_for_its_broker(stories: d
     assert [waiting(rows) for rows in increments["replicas"]] == [
         [(k["delete"], None)], [(k["delete"], None)], [(k["delete"], k["back"])]]
     assert max(r["valid_from_offset"] for r in increments["replicas"][2]) == k["back"]
+
+
+def test_an_increment_continues_a_replica_catching_up_across_the_checkpoint(
+        stories: dict[str, Story], increments: dict[str, Any]) -> None:
+    """The increments cut when c is added (NewReplica, open) and when its broker is back (OnlineReplica, open,
+    still catching up): each open row keeps its start, previous state, cause and reason and only gets its end;
+    the versions after the cut do not make c NewReplica again (it left that state when its broker was fenced)."""
+    k = stories["catch-up"].key
+
+    def rows(step: int) -> list[tuple[Any, ...]]:
+        return [(r["state"], r["previous_state"], r["valid_from_offset"], r["valid_to_offset"], r["cause_offset"],
+                 r["reason"]) for r in increments["catching_up"][step] if r["valid_from_offset"] >= k["start"]]
+
+    c = k["c"]
+    new = ("NewReplica", "NonExistentReplica", k["start"])
+    offline = ("OfflineReplica", "NewReplica", k["fence_c"])
+    back = ("OnlineReplica", "OfflineReplica", k["back_c"])
+    assert rows(0) == [(*new, None, k["start"], "added by a reassignment")]
+    assert rows(1) == [(*new, k["fence_c"], k["start"], "added by a reassignment"),
+                       (*offline, k["back_c"], k["fence_c"], f"broker {c} fenced"),
+                       (*back, None, k["back_c"], f"broker {c} unfenced")]
+    assert rows(2) == [*rows(1)[:2], (*back, None, k["back_c"], f"broker {c} unfenced")]
+    assert k["back_c"] < k["shrink"] < k["joined"]
 
 
 def test_increments_keep_every_file_of_settled_derived_rows(increments: dict[str, Any]) -> None:
