@@ -102,13 +102,12 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
     return reduce(DataFrame.unionByName, parts).distinct()
 
 
-def resumed_partitions(live: dict[str, DataFrame], history: dict[str, DataFrame], stored: dict[str, DataFrame],
+def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: dict[str, DataFrame],
                        affected: DataFrame, checkpoints: DataFrame) -> dict[str, DataFrame]:
     """The derived rows of the ``affected`` partitions from their checkpoint C on, without their history
     before C: the windows run over the versions live after C (``live``: rows of partition_history and
     replica_history that hold at least those) and go on from the stored mutable rows (``stored``), the state
-    at C, as an incremental replay goes on from its seeds. ``history``: the whole tables (broker_history is
-    read whole; partition_history only for partitions that did not exist at C).
+    at C, as an incremental replay goes on from its seeds. ``brokers``: the whole broker_history.
 
     Rows about offsets up to C come out too, some of them not as a full replay has them: ``refreshed_rows``
     keeps only the late and mutable ones, which are exact."""
@@ -122,25 +121,14 @@ def resumed_partitions(live: dict[str, DataFrame], history: dict[str, DataFrame]
     # distributed by partition once, as in ``derived_tables``
     partitions = after_c(live["partition_history"]).repartition(*PARTITION_KEY).localCheckpoint(eager=True)
     replicas = after_c(live["replica_history"]).repartition(*PARTITION_KEY)
-    brokers = history["broker_history"]
     opened = {name: df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns))
               .join(cps, ["cluster_id"]).localCheckpoint(eager=True) for name, df in stored.items()}
-    # A partition without an open version at C that had one before (a topic id re-created, a partition a
-    # snapshot dropped) is not "created" again: only those few are looked up in the whole history.
-    at_c = opened["partition_state_history"].where(F.col("valid_to_offset").isNull()).select(*PARTITION_KEY)
-    unknown = affected.join(at_c, list(PARTITION_KEY), "left_anti").localCheckpoint(eager=True)
-    existed = at_c
-    if not unknown.isEmpty():
-        before = (history["partition_history"].join(cps, ["cluster_id"])
-                  .where(F.col("valid_from_offset") <= F.col("_c")).select(*PARTITION_KEY)
-                  .join(F.broadcast(unknown), list(PARTITION_KEY), "left_semi").distinct())
-        existed = at_c.unionByName(before)
     unexplained = opened["elections"].drop("_c")
     audit = elections(partitions, brokers).unionByName(explained_losses(unexplained, brokers)).localCheckpoint(
         eager=True)
     return {
         "replica_state_history": replica_state_history(replicas, partitions, brokers,
-                                                       opened["replica_state_history"], existed),
+                                                       opened["replica_state_history"]),
         "partition_state_history": partition_state_history(partitions, opened["partition_state_history"]),
         "elections": audit,
         "leaderless_periods": resumed_leaderless_periods(partitions, audit, opened["leaderless_periods"],

@@ -127,7 +127,8 @@ def _continued(ordinary: DataFrame, opened: DataFrame | None, key: tuple[str, ..
     if opened is None:
         return ordinary.withColumn("_spliced", F.lit(False))
     stored = opened.select(*key, "_c", *[F.col(c).alias(f"_at_c_{c}") for c in _CONTINUED])
-    out = ordinary.join(stored, list(key), "left").withColumn(
+    # the open rows of the partitions an increment touched: few next to their versions, broadcast (no shuffle)
+    out = ordinary.join(F.broadcast(stored), list(key), "left").withColumn(
         "_spliced", F.coalesce(F.col("valid_from_offset") <= F.col("_c"), F.lit(False)))
     for c in _CONTINUED:
         out = out.withColumn(c, F.when(F.col("_spliced"), F.col(f"_at_c_{c}")).otherwise(F.col(c)))
@@ -135,6 +136,16 @@ def _continued(ordinary: DataFrame, opened: DataFrame | None, key: tuple[str, ..
 
 
 # --- replicas ------------------------------------------------------------------------------------
+
+
+def _life_starts(partition_history: DataFrame) -> DataFrame:
+    """``PARTITION_KEY``, ``valid_from_offset`` of the versions that start a life of their partition (no version
+    of it ends there): its creation, or its re-creation. Small: one row per life. From the versions live after
+    C it gives the starts after C exactly (a version ending after C is live too)."""
+    w = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
+    versions = partition_history.select(*PARTITION_KEY, "valid_from_offset", F.coalesce(
+        F.lag("valid_to_offset").over(w) != F.col("valid_from_offset"), F.lit(True)).alias("_starts"))
+    return versions.where("_starts").select(*PARTITION_KEY, "valid_from_offset", F.lit(True).alias("_created"))
 
 
 def _alive_periods(broker_history: DataFrame) -> DataFrame:
@@ -149,14 +160,14 @@ def _alive_periods(broker_history: DataFrame) -> DataFrame:
 
 
 def replica_state_history(replica_history: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
-                          opened: DataFrame | None = None, existed: DataFrame | None = None) -> DataFrame:
+                          opened: DataFrame | None = None) -> DataFrame:
     """Every replica state and transition (see the module docstring), keyed like ``replica_history``.
 
     Resumed from a checkpoint C (``opened`` given): the histories hold only the versions live after C, and
     ``opened`` the stored open rows of their replicas with ``_c`` (the state at C: a membership's state, or a
-    deletion still waiting for its broker); ``existed``: the partitions that had a version at or before C.
-    The rows about offsets after C, and the open rows continued, are then the ones a run over the whole
-    history gives (rows about offsets up to C come out too, or wrong: the caller drops them)."""
+    deletion still waiting for its broker). The rows about offsets after C, and the open rows continued, are
+    then the ones a run over the whole history gives (rows about offsets up to C come out too, or wrong: the
+    caller drops them)."""
     alive = F.coalesce(~F.col("broker_fenced"), F.lit(False))
     catching_up = alive & F.col("adding") & ~F.col("in_isr")
     members = None if opened is None else opened.where(F.col("state") != DELETION_INELIGIBLE)
@@ -164,8 +175,8 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
     carry = F.lit(0)
     if members is not None:
         # The membership live at C continues: it has left NewReplica already unless its stored state is NewReplica.
-        rows = rows.join(members.select(*REPLICA_KEY, F.col("state").alias("_state_at_c")), list(REPLICA_KEY),
-                         "left")
+        rows = rows.join(F.broadcast(members.select(*REPLICA_KEY, F.col("state").alias("_state_at_c"))),
+                         list(REPLICA_KEY), "left")
         carry = F.when((F.col("_life") == 1) & (F.col("_state_at_c") != NEW_REPLICA), 1).otherwise(0)
     w = Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset")
     running = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -186,13 +197,11 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
                         REPLICA_KEY, ("state", "_life"))
     first = _first_in_island(w)
     previous = F.lag("state").over(w)
-    created = F.min("valid_from_offset").over(Window.partitionBy(*PARTITION_KEY)) == F.col("valid_from_offset")
-    if existed is not None:
-        versions = versions.join(existed.select(*PARTITION_KEY, F.lit(True).alias("_existed")), list(PARTITION_KEY),
-                                 "left")
-        created = created & F.col("_existed").isNull()
+    # created with its partition: the membership starts where a life of the partition starts
+    versions = versions.join(F.broadcast(_life_starts(partition_history)), [*PARTITION_KEY, "valid_from_offset"],
+                             "left")
     versions = versions.withColumn("_first", first).withColumn("previous_state", previous).withColumn(
-        "_created", created)
+        "_created", F.col("_created").isNotNull())
     origin = F.when(F.col("_created"), F.lit("partition created")).otherwise(F.lit("added by a reassignment"))
     reason = (F.when(F.col("state") == OFFLINE_REPLICA, F.concat(_broker(), F.col("fenced_text")))
               .when(F.col("_first"), origin)

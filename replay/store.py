@@ -213,14 +213,14 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     # every version live after C is in the files the increment wrote (it replaced those of the open versions)
     changed = {name: lake.read_files(spark, name, lake.added_files(name, before[name], versions[name]))
                for name in GROWING_TABLES}
-    history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
+    brokers = lake.read(spark, "broker_history", version=versions["broker_history"])
     current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
     split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
     # a table not written split (delta-spark, an older layout): every file is replaced, settled rows too
     files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
     stored = {name: lake.read_files(spark, name, files[name]) for name in DERIVED_TABLES}
-    affected = affected_partitions(changed, history["broker_history"], stored, cps).localCheckpoint(eager=True)
-    recomputed = resumed_partitions(changed, history, stored, affected, cps)
+    affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
+    recomputed = resumed_partitions(changed, brokers, stored, affected, cps)
     for name in DERIVED_TABLES:
         tell(f"computing and writing {name}")
         rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps)
