@@ -36,10 +36,11 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from replay.engine import PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
-from replay.events import BASE_COLUMNS, BEGIN, SCHEMAS, transaction_markers
+from replay.events import BASE_COLUMNS, BEGIN, transaction_markers
 from replay.replicas import replica_history
 
 REPLICAS = "replica_history"
+ANOMALIES = "replay_anomalies"
 # seq of the seeds at offset C: topics before the partitions that need them live, register before unregister
 _TOPIC_SEQ, _SEED_SEQ, _GHOST_UNREGISTER_SEQ = 0, 1, 2
 
@@ -62,19 +63,17 @@ def safe_offsets(log: DataFrame, last: dict[str, int] | None = None) -> dict[str
 
 # --- what the new records touch ------------------------------------------------------------------
 
-def _field(record_type: str, name: str) -> Column:
-    return F.from_json("payload_json", SCHEMAS[record_type])[name]
-
-
-def _ids(log: DataFrame, specs: list[tuple[str, tuple[str, ...]]], names: tuple[str, ...]) -> DataFrame:
-    """Distinct (cluster_id, *names) of the given record types' fields."""
-    frames = [log.where(F.col("record_type") == kind).select(
-        "cluster_id", *[_field(kind, f).alias(n) for f, n in zip(fields, names, strict=True)])
-        for kind, fields in specs]
-    out = frames[0]
-    for frame in frames[1:]:
-        out = out.unionByName(frame)
-    return out.where(F.col(names[0]).isNotNull()).distinct()
+# every field that names an entity, in any record type that names one (each type has a subset of them)
+_NAMES = "STRUCT<topicId: STRING, partitionId: INT, brokerId: INT, id: INT, controllerId: INT, name: STRING>"
+_PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")
+_TOPIC_TYPES = ("TopicRecord", "RemoveTopicRecord")
+_BROKER_TYPES = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
+                 "BrokerRegistrationChangeRecord")
+_CONTROLLER_TYPES = ("RegisterControllerRecord",)
+_FEATURE_TYPES = ("FeatureLevelRecord",)
+# the small tables and the record types they are folded from: without such a record their rows stay as stored
+FOLDED_FROM = {"topic_history": _TOPIC_TYPES, "feature_history": _FEATURE_TYPES,
+               "controller_history": _CONTROLLER_TYPES}
 
 
 @dataclass(frozen=True)
@@ -87,17 +86,25 @@ class Touched:
 
 
 def touched(log: DataFrame, stored_partitions_open: DataFrame) -> Touched:
-    named = _ids(log, [("PartitionRecord", ("topicId", "partitionId")),
-                       ("PartitionChangeRecord", ("topicId", "partitionId"))], ("topic_id", "partition_id"))
-    topic_level = _ids(log, [("TopicRecord", ("topicId",)), ("RemoveTopicRecord", ("topicId",))], ("topic_id",))
+    # One parse of the records that name an entity, cut once: every set below reads that small checkpoint.
+    kinds = (*_PARTITION_TYPES, *_TOPIC_TYPES, *_BROKER_TYPES, *_CONTROLLER_TYPES, *_FEATURE_TYPES)
+    names = (log.where(F.col("record_type").isin(*kinds))
+             .select("cluster_id", "record_type", F.from_json("payload_json", _NAMES).alias("r"))
+             .select("cluster_id", "record_type", "r.*").localCheckpoint(eager=True))
+
+    def ids(types: tuple[str, ...], **columns: Column) -> DataFrame:
+        rows = names.where(F.col("record_type").isin(*types)).select(
+            "cluster_id", *[column.alias(alias) for alias, column in columns.items()])
+        return rows.where(F.col(next(iter(columns))).isNotNull()).distinct()
+
+    named = ids(_PARTITION_TYPES, topic_id=F.col("topicId"), partition_id=F.col("partitionId"))
+    topic_level = ids(_TOPIC_TYPES, topic_id=F.col("topicId"))
     topics = topic_level.unionByName(named.select("cluster_id", "topic_id")).distinct()
-    of_topics = stored_partitions_open.join(topic_level, ["cluster_id", "topic_id"]).select(
+    of_topics = stored_partitions_open.join(F.broadcast(topic_level), ["cluster_id", "topic_id"]).select(
         "cluster_id", "topic_id", "partition_id")
-    brokers = _ids(log, [("RegisterBrokerRecord", ("brokerId",)), ("UnregisterBrokerRecord", ("brokerId",)),
-                         ("FenceBrokerRecord", ("id",)), ("UnfenceBrokerRecord", ("id",)),
-                         ("BrokerRegistrationChangeRecord", ("brokerId",))], ("broker_id",))
-    controllers = _ids(log, [("RegisterControllerRecord", ("controllerId",))], ("controller_id",))
-    features = _ids(log, [("FeatureLevelRecord", ("name",))], ("feature",))
+    brokers = ids(_BROKER_TYPES, broker_id=F.coalesce("brokerId", "id"))
+    controllers = ids(_CONTROLLER_TYPES, controller_id=F.col("controllerId"))
+    features = ids(_FEATURE_TYPES, feature=F.col("name"))
     return Touched(topics, named.unionByName(of_topics).distinct(), brokers, controllers, features)
 
 
@@ -126,7 +133,7 @@ def _kafka_features(column: str) -> Column:
 def _open(stored: DataFrame, checkpoints: DataFrame, keys: DataFrame, key: tuple[str, ...]) -> DataFrame:
     """Open versions of the touched entities, with their cluster's checkpoint offset ``_c``."""
     return (stored.where(F.col("valid_to_offset").isNull()).join(F.broadcast(checkpoints), ["cluster_id"])
-            .join(keys, ["cluster_id", *key]))
+            .join(F.broadcast(keys), ["cluster_id", *key]))
 
 
 def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, t: Touched) -> DataFrame:
@@ -147,7 +154,7 @@ def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, t: Touched) -> D
     # A broker's latest version: open → re-register it as it is; closed (unregistered) → register and
     # unregister it again, so a later record still sees "unknown broker" and its last registered epoch.
     latest = (stored["broker_history"].join(F.broadcast(checkpoints), ["cluster_id"]).join(
-        t.brokers, ["cluster_id", "broker_id"])
+        F.broadcast(t.brokers), ["cluster_id", "broker_id"])
         .withColumn("_rank", F.row_number().over(
             Window.partitionBy("cluster_id", "broker_id").orderBy(F.col("valid_from_offset").desc())))
         .where(F.col("_rank") == 1))
@@ -219,7 +226,8 @@ def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, resu
     b_in = (_live_from(brokers, checkpoints).drop("_c")
             .join(p_in.select("cluster_id", F.explode("replicas").alias("broker_id")).distinct(),
                   ["cluster_id", "broker_id"])).localCheckpoint(eager=True)
-    recomputed = replica_history(p_in, b_in)
+    # read twice by the merge (the versions it closes, the versions it adds): computed once
+    recomputed = replica_history(p_in, b_in).localCheckpoint(eager=True)
     return _merge(stored, recomputed, checkpoints, TABLE_KEYS[REPLICAS])
 
 
@@ -227,6 +235,7 @@ def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, resu
 class IncrementalResult:
     tables: dict[str, DataFrame]  # every history table, complete (stored rows merged with the new ones)
     anomalies: DataFrame
+    unchanged: frozenset[str]  # tables (and replay_anomalies) whose rows are the stored ones: nothing to write
 
 
 def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dict[str, int],
@@ -251,11 +260,17 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables["partition_history"], tables["broker_history"],
                                  folded["partition_history"], cps, t)
     new_anomalies = result.anomalies.join(F.broadcast(cps), ["cluster_id"]).where(
-        F.col("offset") > F.col("_c")).drop("_c")
+        F.col("offset") > F.col("_c")).drop("_c").localCheckpoint(eager=True)
     old = stored_anomalies.join(F.broadcast(cps), ["cluster_id"], "left").where(
         F.col("_c").isNull() | (F.col("offset") <= F.col("_c"))).drop("_c")
     anomalies = old.unionByName(new_anomalies.select(*old.columns))
-    return IncrementalResult(tables, anomalies)
+    # Nothing is stored after C, so without new rows (anomalies; records a small table is folded from) the
+    # merged rows are exactly the stored ones.
+    present = {row["record_type"] for row in new_log.select("record_type").distinct().collect()}
+    unchanged = {name for name, kinds in FOLDED_FROM.items() if not present & set(kinds)}
+    if new_anomalies.isEmpty():
+        unchanged.add(ANOMALIES)
+    return IncrementalResult(tables, anomalies, frozenset(unchanged))
 
 
 __all__ = [

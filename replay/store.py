@@ -34,12 +34,11 @@ from replay.derived import (
     resumed_partitions,
 )
 from replay.engine import TABLE_KEYS, replay
-from replay.incremental import incremental_replay, safe_offsets
+from replay.incremental import ANOMALIES, incremental_replay, safe_offsets
 from replay.layout import OPEN, sorted_layout
 from replay.snapshots import first_offsets, snapshot_input
 
 METADATA_LOG = "metadata_log"
-ANOMALIES = "replay_anomalies"
 CHECKPOINTS = "replay_checkpoints"
 HISTORY_TABLES: tuple[str, ...] = tuple(TABLE_KEYS)
 ANOMALY_ORDER = ("cluster_id", "offset", "record_type", "kind", "reason")
@@ -323,12 +322,15 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         result = incremental_replay(spark, plan.new_log, changed, stored,
                                     lake.read(spark, ANOMALIES, version=current[ANOMALIES]))
         for name, df in result.tables.items():
+            if name in result.unchanged:
+                continue  # its rows are the stored ones: the current version stays
             order = (*TABLE_KEYS[name], "valid_from_offset")
             tell(f"writing {name}")
             versions[name] = (replace_open_versions(lake, df, name, order, open_files[name], current[name])
                               if name in open_files else write_sorted(lake, df, name, order))
-        tell(f"writing {ANOMALIES}")
-        versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
+        if ANOMALIES not in result.unchanged:
+            tell(f"writing {ANOMALIES}")
+            versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
         if plan.derived:
             _refresh_derived(spark, lake, versions, current, changed, tell=tell)
         else:
