@@ -21,7 +21,8 @@ log), so the records after C start in a clean visibility state. An incremental r
 Only the new records and the seeds go through the window fold: the compute is incremental. So is the storage
 of the large tables: ``stored`` holds only the files of their open versions (``replay.layout``), which are
 replaced by (stored open versions not touched) + (those of touched entities with their new ``valid_to``) +
-(new versions); the small tables are rewritten whole. Either way the rows are the ones a full replay writes.
+(new versions); the small tables are rewritten whole, when a record they are folded from came (``FOLDED_FROM``;
+``replay_anomalies`` when there are new anomalies). Either way the rows are the ones a full replay writes.
 
 Not modelled: a broker registered and unregistered inside one transaction before C leaves no version, so
 its registered epoch cannot be seeded (the "epoch went backwards" check of a later re-registration may

@@ -25,6 +25,7 @@ from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_from_str
 from replay.derived import DERIVED_TABLES
 from replay.engine import TABLE_KEYS, replay
+from replay.incremental import FOLDED_FROM
 from replay.reference import Image, image_at, reference_histories
 from replay.snapshots import first_offsets, snapshot_input
 from replay.store import ANOMALIES, CHECKPOINTS, GROWING_TABLES, run_replay
@@ -175,19 +176,26 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
     bounds = {c: (-1, *splits, logs[c][-1].offset) for c, (_, _, splits) in INCREMENTAL_CASES.items()}
     summaries = []
     layouts: list[dict[str, dict[str, tuple[int, int]]]] = []
+    kinds: list[set[str]] = []  # record types ingested by each step
+    tables: list[dict[str, tuple[int, int]]] = []  # table → (version, rows) after each step
     for step in range(3):
-        frames = [entries_frame(spark, [e for e in logs[c] if b[step] < e.offset <= b[step + 1]], c)
-                  for c, b in bounds.items()]
+        parts = {c: [e for e in logs[c] if b[step] < e.offset <= b[step + 1]] for c, b in bounds.items()}
+        kinds.append({e.record.type_name for part in parts.values() for e in part
+                      if isinstance(e.record, MetadataRecord)})
+        frames = [entries_frame(spark, part, c) for c, part in parts.items()]
         part = frames[0]
         for frame in frames[1:]:
             part = part.unionByName(frame)
         lake.write(part, "metadata_log", "append")
         summaries.append(run_replay(spark, lake))
         layouts.append({name: _files(lake, name) for name in GROWING_TABLES})
+        tables.append({name: (int(lake.delta_table(name).version()), lake.read(spark, name).count())
+                       for name in (*FOLDED_FROM, ANOMALIES)})
     after_increments = _lake_tables(spark, lake)
     checkpoints = _collect(lake.read(spark, CHECKPOINTS))
     full = run_replay(spark, lake, full=True)
-    return {"logs": logs, "summaries": summaries, "layouts": layouts, "incremental": after_increments,
+    return {"logs": logs, "summaries": summaries, "layouts": layouts, "kinds": kinds, "tables": tables,
+            "incremental": after_increments,
             "full": _lake_tables(spark, lake), "full_summary": full, "checkpoints": checkpoints}
 
 
@@ -223,6 +231,22 @@ def test_increments_replace_only_the_files_of_open_versions(incremental: dict[st
             added_closed = [rows for path, (rows, nulls) in after[name].items() if path not in before[name]
                             and nulls == 0]
             assert added_closed, f"{name}: the versions the increment closed were not added"
+
+
+def test_increments_write_a_small_table_only_when_records_of_its_kinds_came(incremental: dict[str, Any]) -> None:
+    """Without a record it is folded from (or, for replay_anomalies, without a new anomaly) a table keeps its
+    version: an increment does not rewrite rows it cannot change. Both cases happen in these increments."""
+    seen = set()
+    for step in (1, 2):
+        before, after = incremental["tables"][step - 1], incremental["tables"][step]
+        for name, kinds in FOLDED_FROM.items():
+            came = bool(incremental["kinds"][step] & set(kinds))
+            assert (after[name][0] != before[name][0]) == came, (step, name)
+            seen.add(came)
+        grew = after[ANOMALIES][1] > before[ANOMALIES][1]
+        assert after[ANOMALIES][1] >= before[ANOMALIES][1]
+        assert (after[ANOMALIES][0] != before[ANOMALIES][0]) == grew, step
+    assert seen == {True, False}
 
 
 def test_incremental_replays_equal_the_reference_fold(incremental: dict[str, Any]) -> None:
