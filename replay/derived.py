@@ -17,7 +17,13 @@ from operator import or_
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from replay.elections import elections, explained_losses, leaderless_periods, resumed_leaderless_periods
+from replay.elections import (
+    broker_status,
+    elections,
+    explained_losses,
+    leaderless_periods,
+    resumed_leaderless_periods,
+)
 from replay.layout import mutable
 from replay.state_machines import (
     DELETION_INELIGIBLE,
@@ -123,9 +129,9 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
     replicas = after_c(live["replica_history"]).repartition(*PARTITION_KEY)
     opened = {name: df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns))
               .join(cps, ["cluster_id"]).localCheckpoint(eager=True) for name, df in stored.items()}
-    unexplained = opened["elections"].drop("_c")
-    audit = elections(partitions, brokers).unionByName(explained_losses(unexplained, brokers)).localCheckpoint(
-        eager=True)
+    status = broker_status(brokers).localCheckpoint(eager=True)
+    audit = elections(partitions, brokers, status).unionByName(
+        explained_losses(opened["elections"].drop("_c"), status)).localCheckpoint(eager=True)
     return {
         "replica_state_history": replica_state_history(replicas, partitions, brokers,
                                                        opened["replica_state_history"]),

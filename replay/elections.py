@@ -62,8 +62,10 @@ def first_candidate(condition: Column) -> Column:
     return F.min(F.when(condition, F.struct(F.col("pos"), F.col("candidate"))))["candidate"]
 
 
-def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
-    """One row per leader change (leader differs from the previous version's), classified and checked."""
+def elections(partition_history: DataFrame, broker_history: DataFrame, status: DataFrame | None = None
+              ) -> DataFrame:
+    """One row per leader change (leader differs from the previous version's), classified and checked.
+    ``status``: ``broker_status(broker_history)`` when the caller has it already."""
     w = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
     versions = partition_history.select(
         *PARTITION_KEY, "topic_name", "leader", "leader_epoch", "isr", "replicas", "eligible_leader_replicas",
@@ -76,7 +78,8 @@ def elections(partition_history: DataFrame, broker_history: DataFrame) -> DataFr
                              & (F.col("leader") != F.col("previous_leader"))).withColumnRenamed(
         "valid_from_offset", "offset").withColumnRenamed("valid_from_time_ms", "time_ms").drop("previous_to")
     changes = changes.localCheckpoint(eager=True)
-    status = broker_status(broker_history).localCheckpoint(eager=True)
+    if status is None:
+        status = broker_status(broker_history).localCheckpoint(eager=True)
 
     lost = _lost_leader_status(changes.select(*PARTITION_KEY, "offset", "previous_leader").where(
         F.col("previous_leader") >= 0), status).drop("previous_leader")
@@ -157,11 +160,11 @@ def _with_lost_cause(rows: DataFrame) -> DataFrame:
                 later, F.coalesce(F.col("p_next_type"), F.lit("UnregisterBrokerRecord")))))
 
 
-def explained_losses(unexplained: DataFrame, broker_history: DataFrame) -> DataFrame:
+def explained_losses(unexplained: DataFrame, status: DataFrame) -> DataFrame:
     """Stored election rows whose lost leader was not explained yet (``unexplained_loss``), with the lost-leader
-    columns derived again from the broker states known now. The rest of a row depends only on the brokers'
-    states at its offset, which later records do not change."""
-    lost = _lost_leader_status(unexplained, broker_status(broker_history))
+    columns derived again from the broker states known now (``status``: ``broker_status``). The rest of a row
+    depends only on the brokers' states at its offset, which later records do not change."""
+    lost = _lost_leader_status(unexplained, status)
     return _with_lost_cause(lost.drop("lost_leader_cause", "lost_leader_cause_offset", "lost_leader_cause_type")
                             ).select(*ELECTION_COLUMNS)
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from replay.engine import PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
+from replay.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
 from replay.events import BASE_COLUMNS, BEGIN, transaction_markers
 from replay.replicas import replica_history
 
@@ -66,7 +66,6 @@ def safe_offsets(log: DataFrame, last: dict[str, int] | None = None) -> dict[str
 
 # every field that names an entity, in any record type that names one (each type has a subset of them)
 _NAMES = "STRUCT<topicId: STRING, partitionId: INT, brokerId: INT, id: INT, controllerId: INT, name: STRING>"
-_PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")
 _TOPIC_TYPES = ("TopicRecord", "RemoveTopicRecord")
 _BROKER_TYPES = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
                  "BrokerRegistrationChangeRecord")
@@ -88,7 +87,7 @@ class Touched:
 
 def touched(log: DataFrame, stored_partitions_open: DataFrame) -> Touched:
     # One parse of the records that name an entity, cut once: every set below reads that small checkpoint.
-    kinds = (*_PARTITION_TYPES, *_TOPIC_TYPES, *_BROKER_TYPES, *_CONTROLLER_TYPES, *_FEATURE_TYPES)
+    kinds = (*PARTITION_TYPES, *_TOPIC_TYPES, *_BROKER_TYPES, *_CONTROLLER_TYPES, *_FEATURE_TYPES)
     names = (log.where(F.col("record_type").isin(*kinds))
              .select("cluster_id", "record_type", F.from_json("payload_json", _NAMES).alias("r"))
              .select("cluster_id", "record_type", "r.*").localCheckpoint(eager=True))
@@ -98,7 +97,7 @@ def touched(log: DataFrame, stored_partitions_open: DataFrame) -> Touched:
             "cluster_id", *[column.alias(alias) for alias, column in columns.items()])
         return rows.where(F.col(next(iter(columns))).isNotNull()).distinct()
 
-    named = ids(_PARTITION_TYPES, topic_id=F.col("topicId"), partition_id=F.col("partitionId"))
+    named = ids(PARTITION_TYPES, topic_id=F.col("topicId"), partition_id=F.col("partitionId"))
     topic_level = ids(_TOPIC_TYPES, topic_id=F.col("topicId"))
     topics = topic_level.unionByName(named.select("cluster_id", "topic_id")).distinct()
     of_topics = stored_partitions_open.join(F.broadcast(topic_level), ["cluster_id", "topic_id"]).select(
