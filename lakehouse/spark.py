@@ -12,13 +12,18 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
+from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
+
+from lakehouse.jars import DELTA_VERSION, installed, jars_dir, missing_reason
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
@@ -39,6 +44,13 @@ def local_driver_memory() -> str:
 
 MIN_JAVA_MAJOR = 17
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# The lake's engine: "delta-spark" (Delta Lake's own Spark engine, the default where its jars are), "delta-rs"
+# (Spark writes Parquet, delta-rs commits: the fallback without jars), or "auto".
+ENGINE_ENV = "KRAFT_REPLAY_ENGINE"
+DELTA_SPARK, DELTA_RS, AUTO = "delta-spark", "delta-rs", "auto"
+# What the JVM prints at every start (Spark 4 adds the module) and that says nothing about the user's data.
+_JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 # Runtime SQL settings that hold for local and Spark Connect sessions alike.
@@ -72,6 +84,31 @@ class SparkOptions:
     shuffle_partitions: int | None = None
     driver_memory: str | None = None
     extra_conf: dict[str, str] = field(default_factory=dict)
+    announce: bool = False  # say once on stderr which lake engine the session gives (the CLI does)
+
+
+def requested_engine() -> str:
+    """``$KRAFT_REPLAY_ENGINE`` (delta-spark, delta-rs or auto, the default)."""
+    value = (os.environ.get(ENGINE_ENV) or AUTO).strip().lower()
+    if value not in (DELTA_SPARK, DELTA_RS, AUTO):
+        raise SparkUnavailableError(f"{ENGINE_ENV}={value!r}: expected {DELTA_SPARK}, {DELTA_RS} or {AUTO}")
+    return value
+
+
+def delta_conf() -> dict[str, str]:
+    """The settings that put delta-spark and spark-avro into a session started here: the cached jars (never a
+    resolution at start-up), Delta's SQL extension and catalog. Empty when the engine is delta-rs or there are
+    no jars (``lakehouse.jars``); an error when delta-spark is asked for and there are none."""
+    engine = requested_engine()
+    if engine == DELTA_RS:
+        return {}
+    jars = installed()
+    if jars is None:
+        if engine == DELTA_SPARK:
+            raise SparkUnavailableError(f"{ENGINE_ENV}={DELTA_SPARK}, but {missing_reason()}")
+        return {}
+    return {"spark.jars": jars.spark_jars, "spark.sql.extensions": DELTA_EXTENSION,
+            "spark.sql.catalog.spark_catalog": DELTA_CATALOG}
 
 
 def java_available() -> str | None:
@@ -134,7 +171,7 @@ def _session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             "spark.ui.retainedTasks": "10000",
             # Spark's warnings without its start-up notices (hostname, native Hadoop, plan truncation).
             "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
-        }
+        } | delta_conf()
     else:
         if options.shuffle_partitions is not None:
             conf["spark.sql.shuffle.partitions"] = str(options.shuffle_partitions)
@@ -180,6 +217,7 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
+        _launch_quiet_gateway(master, options.app_name, conf)
         spark = builder.getOrCreate()
     except PySparkRuntimeError as error:
         if error.getCondition() != "JAVA_GATEWAY_EXITED":
@@ -188,22 +226,84 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
             f"The Spark JVM did not start ({java_line}); check the output above, JAVA_HOME and `make setup`."
         ) from error
     spark.sparkContext.setLogLevel("WARN")
+    if options.announce:
+        announce_engine(spark)
     return spark
 
 
-def has_delta_spark(spark: SparkSession) -> bool:
-    """True only when this session can use delta-spark itself (its JVM classes and SQL extension).
+def _launch_quiet_gateway(master: str, app_name: str, conf: dict[str, str]) -> None:
+    """Start the driver JVM as PySpark would, its stderr passed through a thread that drops the JVM's start-up
+    noise (``_JVM_NOISE``) and forwards everything else; a JVM already running is left as it is."""
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name).setAll(list(conf.items()))
+    read_end, write_end = os.pipe()
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": write_end})
+    finally:
+        os.close(write_end)  # the JVM holds its own copy
 
-    The embedded default has no delta-spark jars (they come from Maven Central, unreachable here), so
-    Spark only writes and reads Parquet and delta-rs makes the Delta commits (see lakehouse.delta_commit).
-    A cluster started with `--packages io.delta:delta-spark_2.13:4.0.0` and the extension answers True.
+    def forward() -> None:
+        with os.fdopen(read_end, "rb") as lines:
+            for line in lines:
+                if not line.rstrip().startswith(_JVM_NOISE):
+                    with contextlib.suppress(OSError):
+                        os.write(sys.__stderr__.fileno() if sys.__stderr__ else 2, line)
+
+    threading.Thread(target=forward, name="spark-jvm-stderr", daemon=True).start()
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+
+
+_announced: set[str] = set()
+
+
+def lake_engine(spark: SparkSession) -> str:
+    """The engine the lake uses with this session: delta-rs when asked for or when the session has no
+    delta-spark, else delta-spark."""
+    if requested_engine() == DELTA_RS:
+        return DELTA_RS
+    return DELTA_SPARK if has_delta_spark(spark) else DELTA_RS
+
+
+def announce_engine(spark: SparkSession) -> None:
+    """One line on stderr, once per process, naming the lake engine (and why, for the fallback)."""
+    engine = lake_engine(spark)
+    if engine in _announced:
+        return
+    _announced.add(engine)
+    if engine == DELTA_SPARK:
+        line = f"lake engine: delta-spark {DELTA_VERSION} on Spark {spark.version}"
+    elif requested_engine() == DELTA_RS:
+        line = f"lake engine: delta-rs ({ENGINE_ENV}={DELTA_RS})"
+    elif installed() is None:
+        line = f"lake engine: delta-rs ({missing_reason(jars_dir())})"
+    else:
+        line = "lake engine: delta-rs (the Spark session has no delta-spark)"
+    print(line, file=sys.stderr)
+
+
+_HAS_DELTA: dict[int, tuple[SparkSession, bool]] = {}
+
+
+def has_delta_spark(spark: SparkSession) -> bool:
+    """True only when this session can use delta-spark itself (its SQL extension, and its JVM classes where
+    this side has the JVM). A local session gets them from the jars ``make setup`` fetched; a Spark Connect
+    server or a cluster started with ``--packages io.delta:delta-spark_2.13:4.0.0`` and the extension too.
     """
+    known = _HAS_DELTA.get(id(spark))
+    if known is None or known[0] is not spark:
+        known = _HAS_DELTA[id(spark)] = (spark, _probe_delta_spark(spark))
+    return known[1]
+
+
+def _probe_delta_spark(spark: SparkSession) -> bool:
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if DELTA_EXTENSION not in extensions:
         return False
-    jvm = getattr(spark, "_jvm", None)  # Spark Connect sessions have no JVM gateway on this side
+    jvm = getattr(spark, "_jvm", None)
     if jvm is None:
-        return False
+        return True  # Spark Connect: the server has the extension configured, so it has the jars
     try:
         # The context class loader is the one that sees jars added with --packages/--jars.
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()

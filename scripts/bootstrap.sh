@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent setup: JDK 17+ for Spark, Python 3.11/3.12, .venv with the project installed editable.
+# Idempotent setup: JDK 17+ for Spark, Python 3.11/3.12, .venv with the project installed editable, the
+# delta-spark/spark-avro jars.
 # Re-runs are fast: the pip step is skipped while .venv/.installed-<sha256 of pyproject.toml> exists.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -78,4 +79,7 @@ else
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# delta-spark and spark-avro for the pinned Spark (lakehouse.jars): fetched once into a cache shared by clones;
+# without them (no repository reachable) every command runs on the delta-rs engine, so this never fails setup.
+say "$(.venv/bin/python -m lakehouse.jars fetch)"
 say "ready"
