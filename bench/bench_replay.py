@@ -8,7 +8,8 @@ the N into a fresh lake → full replay (timed) → ingest the 1 % → increment
 full-cluster state at random offsets (warm, timed) → one partition's history (warm, timed) → the
 naive alternative: re-folding the log from offset 0 for one query (``replay.reference.image_at``,
 streamed from the segments), reported as a ratio to the warm state query. ``--verify``: then copy the lake,
-replay it again with ``--full`` and compare every table with the incremental's, row for row.
+replay it again with ``--full`` and compare every table with the incremental's, row for row. ``--engines``:
+each lake engine in turn (delta-spark, delta-rs by default), each on a fresh lake, in one run.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.ingest import ingest
 from lakehouse.lake import Lake
-from lakehouse.spark import SparkOptions, get_spark
+from lakehouse.spark import DELTA_RS, DELTA_SPARK, SparkOptions, get_spark
 from records.sources import read_entries
 from replay.derived import DERIVED_TABLES
 from replay.query import history, state_at
@@ -68,6 +69,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-replay"))
     parser.add_argument("--verify", action="store_true",
                         help="afterwards, a full replay of the same log must leave every table as the incremental did")
+    parser.add_argument("--engines", default=f"{DELTA_SPARK},{DELTA_RS}",
+                        help="the lake engines to measure, one after the other on the same log, comma-separated")
     parser.add_argument("--reuse-logs", action="store_true",
                         help="keep the log segments of an earlier run with the same sizes (only the lake is rebuilt)")
     args = parser.parse_args()
@@ -77,7 +80,6 @@ def main() -> None:
     sizes_file = args.out / "sizes.json"
     earlier = json.loads(sizes_file.read_text()) if sizes_file.exists() else {}
     if args.reuse_logs and earlier.get("sizes") == sizes:
-        shutil.rmtree(args.out / "lake", ignore_errors=True)
         count, more = earlier["count"], earlier["more"]
     else:
         if args.out.exists():
@@ -92,7 +94,13 @@ def main() -> None:
                             cluster_id=run.sim.cluster_id, node_id=3000)
         sizes_file.write_text(json.dumps({"sizes": sizes, "count": count, "more": more}))
     spark = get_spark(SparkOptions())
-    lake = Lake(args.out / "lake")
+    for engine in args.engines.split(","):
+        _measure(spark, args, Lake(args.out / "lake" / engine, engine=engine), count, more)
+
+
+def _measure(spark: SparkSession, args: argparse.Namespace, lake: Lake, count: int, more: int) -> None:
+    """Ingest, full replay, incremental replay and the queries on one engine's fresh lake."""
+    shutil.rmtree(lake.root, ignore_errors=True)
     _, ingest_s = _timed(lambda: ingest(spark, lake, args.out / "log"))
     stages = StageClock()
     full, replay_s = _timed(lambda: run_replay(spark, lake, progress=stages))
@@ -120,8 +128,8 @@ def main() -> None:
     _, naive_s = _timed(lambda: image_at(itertools.takewhile(lambda e: e.offset <= offsets[0],
                                                             read_entries(args.out / "log")), offsets[0]))
     warm_state = sorted(state_times)[len(state_times) // 2]
-    print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, {os.cpu_count()} cores; "
-          f"Python {platform.python_version()}")
+    print(f"engine {lake.engine(spark)}; date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, "
+          f"{os.cpu_count()} cores; Python {platform.python_version()}")
     print("| records | ingest s | full replay s | incremental replay of 1 % more s (share of full) | "
           "state at offset (median warm) s | partition history s | naive re-fold s | naive / state |")
     print(f"| {count:,} | {ingest_s:.1f} | {replay_s:.1f} | {incremental_s:.1f} ({incremental_s / replay_s:.0%}) | "
@@ -141,15 +149,15 @@ def main() -> None:
     print(f"partition_history rows: {partitions}; "
           f"{lake.read(spark, 'partition_history').where(F.col('valid_to_offset').isNull()).count()} current")
     if args.verify:
-        _verify(spark, lake, args.out)
+        _verify(spark, lake)
 
 
-def _verify(spark: SparkSession, lake: Lake, out: Path) -> None:
+def _verify(spark: SparkSession, lake: Lake) -> None:
     """A full replay of a copy of the lake must give every table exactly the incremental's rows."""
-    copy = out / "lake-full"
+    copy = Path(f"{lake.root}-full")
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(out / "lake", copy)
-    full_lake = Lake(copy)
+    shutil.copytree(lake.root, copy)
+    full_lake = Lake(copy, engine=lake.engine(spark))
     full, seconds = _timed(lambda: run_replay(spark, full_lake, full=True))
     assert full.mode == "full", full.notes
     print(f"verify: full replay of the same log {seconds:.1f} s")

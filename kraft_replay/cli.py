@@ -69,6 +69,10 @@ def guarded(action: Callable[[], T]) -> T:
     except Exception as exc:
         if os.environ.get("KRAFT_REPLAY_DEBUG") == "1":
             raise
+        from lakehouse.spark import SparkUnavailableError  # late: pyspark is loaded by now, not at start-up
+
+        if isinstance(exc, SparkUnavailableError):  # no JVM, no jars: one actionable line
+            raise _fail(str(exc), EXIT_FAILURE) from None
         raise _fail(f"unexpected error: {type(exc).__name__}: {exc} (set KRAFT_REPLAY_DEBUG=1 "
                     "for the traceback, and please report it)", EXIT_FAILURE) from None
 
@@ -227,7 +231,7 @@ def demo(
 
         with stage_progress(quiet) as stages:
             stages("starting Spark")
-            spark = stages.attach(get_spark(SparkOptions(master=master, remote=remote)))
+            spark = stages.attach(get_spark(SparkOptions(master=master, remote=remote, announce=True)))
             run_demo(spark, out, typer.echo, progress=stages)
 
     guarded(run)

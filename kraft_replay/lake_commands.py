@@ -6,6 +6,7 @@ Run standalone with ``python -m kraft_replay.lake_commands ingest …`` (used by
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from pathlib import Path
@@ -45,7 +46,7 @@ lake_app = typer.Typer(
 def _spark(master: str | None, remote: str | None = None) -> object:
     from lakehouse.spark import SparkOptions, get_spark
 
-    return get_spark(SparkOptions(master=master, remote=remote))
+    return get_spark(SparkOptions(master=master, remote=remote, announce=True))
 
 
 def ingest(
@@ -134,26 +135,40 @@ def tables(lake: LakeOption = None) -> None:
 
 
 @lake_app.command("history", epilog="Example: kraft-replay lake history metadata_log --limit 20")
+def _delta_spark_session(master: str | None, remote: str | None) -> None:
+    """Start the session Delta's own engine needs for ``lake history``/``vacuum`` when it is there (the jars,
+    not ``KRAFT_REPLAY_ENGINE=delta-rs``); delta-rs needs none, so without jars no JVM is started."""
+    from lakehouse.jars import installed
+    from lakehouse.spark import DELTA_RS, requested_engine
+
+    if remote or os.environ.get("SPARK_REMOTE") or (installed() is not None and requested_engine() != DELTA_RS):
+        _spark(master, remote)
+
+
 def history(
     table: Annotated[str, typer.Argument(help="metadata_log, snapshots, ingest_rejects, avro_schemas, …")],
     lake: LakeOption = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Newest N versions only")] = None,
+    master: MasterOption = None,
+    remote: RemoteOption = None,
 ) -> None:
-    """List a table's versions (newest first): time, operation, rows added, ingest id."""
+    """List a table's versions (newest first): time, operation, rows added, ingest id, engine."""
     from kraft_replay.cli import guarded
 
     def run() -> None:
         from lakehouse.lake import Lake, LakeError
 
+        _delta_spark_session(master, remote)
         try:
             entries = Lake(lake).history(table, limit)
         except LakeError as exc:
             raise typer.BadParameter(f"{exc}; `kraft-replay lake tables` lists the tables") from None
-        typer.echo(f"{'version':>7}  {'timestamp (UTC)':<23}  {'operation':<18} {'rows added':>12}  ingest id")
+        typer.echo(f"{'version':>7}  {'timestamp (UTC)':<23}  {'operation':<18} {'rows added':>12}  "
+                   f"{'ingest id':<31}  engine")
         for e in entries:
             rows = f"{e.rows_added:,}" if e.rows_added is not None else "-"
             typer.echo(f"{e.version:>7}  {e.timestamp:%Y-%m-%d %H:%M:%S.%f}"[:-3] + "  "
-                       f"{e.operation:<18} {rows:>12}  {e.ingest_id or ''}")
+                       f"{e.operation:<18} {rows:>12}  {e.ingest_id or '':<31}  {e.engine_info or ''}".rstrip())
 
     guarded(run)
 
@@ -184,12 +199,16 @@ def vacuum(
     retention_hours: Annotated[float, typer.Option("--retention-hours", min=0, help="Keep files older "
                                                    "versions needed within this many hours")] = 168.0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted")] = False,
+    master: MasterOption = None,
+    remote: RemoteOption = None,
 ) -> None:
     """Delete data files no longer referenced within the retention (default 7 days; never current files)."""
     from kraft_replay.cli import guarded
 
     def run() -> None:
         from lakehouse.lake import Lake
+
+        _delta_spark_session(master, remote)
 
         for name, files in Lake(lake).vacuum(retention_hours, dry_run).items():
             typer.echo(f"{name}: {len(files)} file(s) {'would be ' if dry_run else ''}deleted")

@@ -53,7 +53,7 @@ FormatOption = Annotated[OutputFormat, typer.Option("--format", help="table: for
 def _spark(master: str | None, remote: str | None) -> SparkSession:
     from lakehouse.spark import SparkOptions, get_spark
 
-    return get_spark(SparkOptions(master=master, remote=remote))
+    return get_spark(SparkOptions(master=master, remote=remote, announce=True))
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
-from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction, Transaction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import (
@@ -119,6 +119,7 @@ def commit_at_version(
     actions: list[AddAction | RemoveAction],
     schema: pa.Schema,
     custom_metadata: dict[str, str] | None = None,
+    app_transaction: tuple[str, int] | None = None,
 ) -> int:
     """Commit `actions` as exactly version `table.version() + 1`, or raise `CommitFailedError`.
 
@@ -126,12 +127,17 @@ def commit_at_version(
     clash, which silently breaks a read-check-write sequence (it even let two commits remove the same
     file). With retries off, the commit is a put-if-absent of the next log entry: if anybody else
     committed since `table` was loaded, this fails and the caller must re-read and recompute.
+
+    `app_transaction`: (application id, version) recorded as Delta's `txn` action, as delta-spark's idempotent
+    writes record theirs, so writers of both engines see each other's progress.
     """
     read_version = table.version()
     metadata = dict(custom_metadata or {})
+    transactions = [Transaction(app_transaction[0], app_transaction[1])] if app_transaction else None
     table.create_write_transaction(
         actions, mode="append", schema=schema,
-        commit_properties=CommitProperties(custom_metadata=metadata, max_commit_retries=0),
+        commit_properties=CommitProperties(custom_metadata=metadata, max_commit_retries=0,
+                                           app_transactions=transactions),
     )
     return read_version + 1
 

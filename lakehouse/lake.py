@@ -1,14 +1,24 @@
-"""The lake: Delta tables under one root, read and written by Spark, committed by delta-rs.
+"""The lake: Delta tables under one root, on one of two engines.
 
 `Lake` is the one entry point for every table of kraft-replay (the ingest's tables here, the replay's
 state tables later): where a table lives, reading it as of a version or a time, appending rows exactly once
 under optimistic concurrency, and maintenance (history, compaction, vacuum, checkpoints).
 
-Concurrency: every commit goes through `Lake.commit_new_rows`, which computes what to add against one
-pinned table version v and commits it as exactly version v + 1 (delta-rs with retries off: a
-put-if-absent of the next log entry). A concurrent writer that got v + 1 first makes the commit fail;
-the rows are then recomputed against the new version and the commit retried. So no two writers can both
-decide that the same offset is new.
+Engines (``lakehouse.spark.lake_engine``):
+- **delta-spark**, where its jars are (the default after `make setup`): Spark reads and writes every table with
+  ``format("delta")``, Delta Lake's own engine commits (``commitInfo.engineInfo`` names it), and ``OPTIMIZE``,
+  ``VACUUM`` and ``DESCRIBE HISTORY`` are Delta's SQL.
+- **delta-rs**, the fallback without jars (or ``KRAFT_REPLAY_ENGINE=delta-rs``): Spark writes and reads Parquet,
+  delta-rs writes the transaction log (``lakehouse.delta_commit``).
+The tables are the same Delta tables either way: either engine continues what the other wrote.
+
+Concurrency: every append goes through `Lake.commit_new_rows`, which computes what to add against one
+pinned table version v and commits it only if nothing else committed since. delta-rs: as exactly version v + 1
+(retries off: a put-if-absent of the next log entry). delta-spark: a Delta idempotent write with
+``txnAppId`` = the table's writer id and ``txnVersion`` = v + 1, which Delta skips when that writer id already
+reached v + 1 and refuses (``ConcurrentTransactionException``) when another such commit lands first; both
+engines record the same application transaction. Either way the rows are recomputed against the new version
+and the commit retried, so no two writers can both decide that the same offset is new.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -44,10 +55,11 @@ from lakehouse.delta_commit import (
     stage_spark_parquet,
     table_columns,
 )
-from lakehouse.spark import has_delta_spark
+from lakehouse.spark import DELTA_RS, DELTA_SPARK, lake_engine, spark_conf
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, SORT_COLUMNS, spark_schema
 
 DEFAULT_LAKE = "./kraft-lake"
+DATABASE = "kraft"  # the session catalog's database the lake's tables are registered in (delta-spark)
 LAKE_ENV = "KRAFT_REPLAY_LAKE"
 STAGING_DIR = "_staging"  # driver-side scratch (decoded rows) of running ingests; never part of a table
 CHECKPOINT_EVERY = 10  # Delta log checkpoint every N versions: readers replay at most N JSON commits
@@ -57,6 +69,16 @@ ROWS_PER_FILE = 1_000_000
 OPERATION_KEY = "kraftReplay.operation"
 ROWS_KEY = "kraftReplay.rowsAdded"
 INGEST_KEY = "kraftReplay.ingestId"
+COMMIT_KEY = "kraftReplay.commit"  # a token naming one commit: finds its version among concurrent ones
+CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+# Delta refuses a replaceWhere whose new rows do not all match the condition; an incremental replay replaces the
+# rows that may change (open versions) with what they became (many now closed), so the check does not apply.
+_REPLACE_WHERE_CHECK = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
+_RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+# Delta's exceptions for a commit that lost against a concurrent one: recompute and retry.
+_CONCURRENT = ("ConcurrentTransactionException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
+               "ConcurrentDeleteDeleteException", "MetadataChangedException", "ProtocolChangedException",
+               "DELTA_CONCURRENT")
 
 
 class LakeError(RuntimeError):
@@ -81,6 +103,7 @@ class HistoryEntry:
     files_added: int | None
     files_removed: int | None
     ingest_id: str | None
+    engine_info: str | None = None  # commitInfo.engineInfo: the engine that made the commit
 
 
 def resolve_lake_root(lake: str | Path | None = None) -> str:
@@ -96,10 +119,29 @@ def _now() -> datetime:
 
 
 class Lake:
-    """Delta tables under one root (a local directory or an object-store URI)."""
+    """Delta tables under one root (a local directory or an object-store URI).
 
-    def __init__(self, root: str | Path | None = None) -> None:
+    ``engine``: delta-spark or delta-rs; by default the session's (``lakehouse.spark.lake_engine``)."""
+
+    def __init__(self, root: str | Path | None = None, engine: str | None = None) -> None:
         self.root = resolve_lake_root(root)
+        if engine not in (None, DELTA_SPARK, DELTA_RS):
+            raise LakeError(f"unknown lake engine {engine!r}: expected {DELTA_SPARK} or {DELTA_RS}")
+        self._engine = engine
+
+    def delta_spark(self, spark: SparkSession | None = None) -> SparkSession | None:
+        """The session Delta's own Spark engine runs with, or None when this lake runs on delta-rs."""
+        if self._engine == DELTA_RS:
+            return None
+        session = spark if spark is not None else SparkSession.getActiveSession()
+        if session is not None and lake_engine(session) == DELTA_SPARK:
+            return session
+        if self._engine == DELTA_SPARK:
+            raise LakeError("the delta-spark engine needs a Spark session with delta-spark: run `make setup`")
+        return None
+
+    def engine(self, spark: SparkSession | None = None) -> str:
+        return DELTA_SPARK if self.delta_spark(spark) is not None else DELTA_RS
 
     # --- where things are ------------------------------------------------------------------------
 
@@ -122,6 +164,28 @@ class Lake:
         names = [Path(info.path).name for info in infos if info.type == pafs.FileType.Directory]
         return sorted(n for n in names if not n.startswith(("_", ".")) and self.table_exists(n))
 
+    def register(self, spark: SparkSession, database: str = DATABASE) -> list[str]:
+        """Register every table in the session catalog as ``<database>.<table>`` (external Delta tables at this
+        lake's paths) and make ``database`` the current one, so Spark SQL reaches them by name with everything
+        Delta offers: ``VERSION AS OF``, ``TIMESTAMP AS OF``, ``DESCRIBE HISTORY``, ``DESCRIBE DETAIL``,
+        ``table_changes``. A name registered for another lake is re-pointed (dropping an external table keeps
+        its files). delta-spark only: returns [] on delta-rs."""
+        if self.delta_spark(spark) is None:
+            return []
+        names = self.table_names()
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+        for name in names:
+            qualified = f"`{database}`.`{name}`"
+            location = self.path(name)
+            if spark.catalog.tableExists(name, database):
+                current = str(spark.sql(f"DESCRIBE DETAIL {qualified}").first()["location"])
+                if current.removeprefix("file:").rstrip("/") == location.removeprefix("file:").rstrip("/"):
+                    continue
+                spark.sql(f"DROP TABLE {qualified}")
+            spark.sql(f"CREATE TABLE {qualified} USING delta LOCATION '{location}'")
+        spark.catalog.setCurrentDatabase(database)
+        return names
+
     def staging_path(self, ingest_id: str) -> str:
         return f"{self.root}/{STAGING_DIR}/{ingest_id}"
 
@@ -133,6 +197,13 @@ class Lake:
             return
         schema = schema if schema is not None else SCHEMAS[name]
         try:
+            spark = self.delta_spark()
+            if spark is not None:
+                columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}"
+                                    for f in from_arrow_schema(schema).fields)
+                spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{self.path(name)}` ({columns}) USING delta "
+                          f"TBLPROPERTIES ('delta.checkpointInterval' = '{CHECKPOINT_EVERY}')")
+                return
             DeltaTable.create(self.path(name), Schema.from_arrow(schema), mode="ignore",
                               configuration={"delta.checkpointInterval": str(CHECKPOINT_EVERY)})
         except Exception:
@@ -164,19 +235,28 @@ class Lake:
     def read(self, spark: SparkSession, name: str, version: int | None = None,
              timestamp: datetime | str | None = None) -> DataFrame:
         """The table as a Spark DataFrame, as of a Delta version or a timestamp (latest by default)."""
-        if has_delta_spark(spark):
+        if self.delta_spark(spark) is not None:
+            if not self.table_exists(name):
+                raise LakeError(f"no table {name!r} in the lake at {self.root}")
             reader = spark.read.format("delta")
             if version is not None:
                 reader = reader.option("versionAsOf", version)
             elif timestamp is not None:
                 reader = reader.option("timestampAsOf", _as_datetime(timestamp).isoformat())
-            return reader.load(self.path(name))
+            try:
+                return reader.load(self.path(name))
+            except AnalysisException as error:
+                raise LakeError(f"{name}: cannot load version {version if version is not None else timestamp}: "
+                                f"{str(error).splitlines()[0]}") from None
         table = self.delta_table(name, version, timestamp)
         return read_delta(spark, self.path(name), table.version())
 
     def read_offsets(self, spark: SparkSession, name: str, cluster_id: str, first: int, last: int,
                      version: int | None = None) -> DataFrame:
         """Rows of `cluster_id` with `first <= offset <= last`, reading only files whose stats overlap."""
+        if self.delta_spark(spark) is not None:  # Delta's data skipping picks the files
+            return self.read(spark, name, version=version).filter(
+                (F.col("cluster_id") == cluster_id) & F.col("offset").between(first, last))
         table = self.delta_table(name, version)
         uris = overlapping_files(table, {cluster_id: (first, last)})
         schema = spark_schema(name) if name in SCHEMAS else None
@@ -187,18 +267,54 @@ class Lake:
             (F.col("cluster_id") == cluster_id) & F.col("offset").between(first, last))
 
     def write(self, df: DataFrame, name: str, mode: Literal["append", "overwrite"] = "append",
-              split_by: str | None = None) -> int:
+              split_by: str | None = None, change_data_feed: bool = False) -> int:
         """Write a DataFrame to a table (created if missing) as one commit; returns the new version.
 
         A plain write, for state tables computed elsewhere (the replay's): no deduplication. ``split_by``:
-        a boolean column (not stored) whose true and false rows go to separate files.
+        a boolean column (not stored) whose true and false rows go to separate files (delta-rs: directories;
+        delta-spark: the writing tasks keep them apart, see ``replay.layout``). ``change_data_feed``: Delta's
+        Change Data Feed on (delta-spark), so ``table_changes`` answers what each replay changed.
         """
-        if has_delta_spark(df.sparkSession):
-            table_columns(df, split_by).write.format("delta").mode(mode).save(self.path(name))
-            return int(DeltaTable(self.path(name)).version())
+        spark = self.delta_spark(df.sparkSession)
+        if spark is not None:
+            writer = table_columns(df, split_by).write.format("delta").mode(mode)
+            if mode == "overwrite":
+                writer = writer.option("overwriteSchema", "true")
+            done = self._spark_write(writer, name, "write", change_data_feed=change_data_feed)
+            return done[0] if done is not None else int(DeltaTable(self.path(name)).version())
         version = commit_spark_parquet(df, self.path(name), mode, split_by=split_by)
         self.maybe_checkpoint(name, version)
         return version
+
+    def _spark_write(self, writer: Any, name: str, operation: str, *, change_data_feed: bool = False,
+                     metadata: dict[str, str] | None = None) -> tuple[int, int] | None:
+        """Save with delta-spark; returns the version of this commit (found by its token: others may commit
+        after it) and the rows it wrote, None when Delta made no commit (an idempotent write it had seen, a
+        ``replaceWhere`` that changes nothing). Change Data Feed is switched on for a table that wants it (new, or
+        written by delta-rs)."""
+        root = self.path(name)
+        token = uuid.uuid4().hex
+        exists = self.table_exists(name)
+        if change_data_feed:
+            if not exists:
+                writer = writer.option(CHANGE_DATA_FEED, "true")
+            elif DeltaTable(root).metadata().configuration.get(CHANGE_DATA_FEED) != "true":
+                self.delta_spark().sql(  # type: ignore[union-attr]
+                    f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ('{CHANGE_DATA_FEED}' = 'true')")
+        since = int(DeltaTable(root).version()) if exists else -1
+        info = {OPERATION_KEY: operation, COMMIT_KEY: token, **(metadata or {})}
+        writer.option("userMetadata", json.dumps(info, sort_keys=True)).save(root)
+        return self._committed(name, token, since)
+
+    def _committed(self, name: str, token: str, since: int) -> tuple[int, int] | None:
+        """(version, rows added) of the commit made after ``since`` whose user metadata names ``token``."""
+        latest = DeltaTable(self.path(name))
+        for commit in latest.history(limit=max(1, int(latest.version()) - since)):
+            info = _user_metadata(commit)
+            if info.get(COMMIT_KEY) == token:
+                rows = (commit.get("operationMetrics") or {}).get("numOutputRows")
+                return int(commit["version"]), int(rows or 0)
+        return None
 
     def files_with_nulls(self, name: str, column: str, version: int | None = None) -> list[str]:
         """Paths (relative to the table) of the files of a version that may hold a null ``column``: a
@@ -237,13 +353,25 @@ class Lake:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).parquet(*(f"{self.path(name)}/{path}" for path in paths))
 
-    def replace_files(self, df: DataFrame, name: str, remove: list[str], version: int,
-                      split_by: str | None = None) -> int:
-        """One commit that removes the files ``remove`` (paths relative to the table, all in ``version``) and
-        adds ``df`` (their replacement plus any new rows); the other files stay as they are. Refused when the
-        table moved past ``version`` (the removals were chosen from it).
+    def read_replaceable(self, spark: SparkSession, name: str, version: int, files: list[str], where: str | None
+                         ) -> DataFrame:
+        """The rows of a table version that a later ``replace_files`` replaces: delta-rs, the rows of ``files``;
+        delta-spark, the rows matching ``where`` (SQL; None: every row). The caller keeps the two the same set
+        (``replay.layout`` writes the rows matching ``where`` to files of their own)."""
+        if self.delta_spark(spark) is not None:
+            rows = self.read(spark, name, version=version)
+            return rows.where(where) if where is not None else rows
+        return self.read_files(spark, name, files)
 
-        With delta-spark the table is rewritten instead: the kept files' rows plus ``df``.
+    def replace_files(self, df: DataFrame, name: str, remove: list[str], version: int,
+                      split_by: str | None = None, where: str | None = None) -> int:
+        """One commit that replaces the rows ``read_replaceable`` gave with ``df`` (their replacement plus any
+        new rows); the other files stay as they are. Refused when the table moved past ``version`` (the
+        replaced rows were chosen from it).
+
+        delta-rs removes the files ``remove`` (paths relative to the table, all in ``version``); delta-spark
+        replaces the rows matching ``where`` (Delta's ``replaceWhere``: a file of those rows only is removed, not
+        rewritten), or the whole table when ``where`` is None.
         """
         spark = df.sparkSession
         root = self.path(name)
@@ -251,11 +379,14 @@ class Lake:
         table = DeltaTable(root)
         if int(table.version()) != version:
             raise LakeError(f"{name}: another writer committed after version {version}: run the replay again")
-        if has_delta_spark(spark):
-            gone = set(remove)
-            kept = [path for path in self.file_paths(name, version) if path not in gone]
-            whole = self.read_files(spark, name, kept, rows.schema).unionByName(rows)
-            return self.write(whole.localCheckpoint(eager=True), name, "overwrite")
+        if self.delta_spark(spark) is not None:
+            change_data_feed = table.metadata().configuration.get(CHANGE_DATA_FEED) == "true"
+            if where is None:
+                return self.write(rows, name, "overwrite", change_data_feed=change_data_feed)
+            writer = rows.write.format("delta").mode("overwrite").option("replaceWhere", where)
+            with spark_conf(spark, _REPLACE_WHERE_CHECK, "false"):
+                done = self._spark_write(writer, name, "replace where")
+            return done[0] if done is not None else version
         staging, adds = stage_spark_parquet(df, root, split_by=split_by)
         files = pa.table(table.get_add_actions(flatten=True))
         sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))
@@ -281,11 +412,18 @@ class Lake:
         """
         self.ensure_table(name)
         root = self.path(name)
+        spark = self.delta_spark()
         for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
             table = DeltaTable(root)
             rows = build(table)
             if rows is None:
                 return CommitOutcome(None, 0, attempt)
+            if spark is not None:
+                outcome = self._idempotent_append(rows, name, table, operation, ingest_id, attempt)
+                if outcome is not None:
+                    return outcome
+                time.sleep(random.uniform(0.05, 0.3) * min(attempt, 10))
+                continue
             staging, actions = stage_spark_parquet(rows, root)
             added = sum(json.loads(action.stats)["numRecords"] for action in actions)
             if not actions:
@@ -296,7 +434,7 @@ class Lake:
                 metadata[INGEST_KEY] = ingest_id
             try:
                 version = commit_at_version(table, list(actions), SCHEMAS.get(name) or _arrow_schema(table),
-                                            metadata)
+                                            metadata, app_transaction=(writer_id(name), table.version() + 1))
             except CommitFailedError:
                 self._delete_dir(f"{root}/{staging}")
                 time.sleep(random.uniform(0.05, 0.3) * min(attempt, 10))
@@ -304,6 +442,26 @@ class Lake:
             self.maybe_checkpoint(name, version)
             return CommitOutcome(version, added, attempt)
         raise LakeError(f"{name}: gave up after {MAX_COMMIT_ATTEMPTS} attempts: other writers keep committing")
+
+    def _idempotent_append(self, rows: DataFrame, name: str, table: DeltaTable, operation: str,
+                           ingest_id: str | None, attempt: int) -> CommitOutcome | None:
+        """delta-spark's half of ``commit_new_rows``: append ``rows`` (computed against ``table``'s version v) as
+        a Delta idempotent write (txnAppId = ``writer_id``, txnVersion = v + 1). None when another writer
+        committed since v (Delta skipped the write or refused it): the caller recomputes."""
+        if rows.isEmpty():  # Delta commits an empty write too: a version that adds nothing is noise
+            return CommitOutcome(None, 0, attempt)
+        pinned = int(table.version())
+        writer = (rows.write.format("delta").mode("append").option("txnAppId", writer_id(name))
+                  .option("txnVersion", pinned + 1))
+        try:
+            done = self._spark_write(writer, name, operation, metadata={INGEST_KEY: ingest_id} if ingest_id else None)
+        except Exception as error:
+            if any(kind in str(error) for kind in _CONCURRENT):
+                return None
+            raise
+        if done is None:
+            return None  # skipped: this writer id reached v + 1 through another process's commit
+        return CommitOutcome(done[0], done[1], attempt)
 
     def maybe_checkpoint(self, name: str, version: int) -> None:
         """Write a Delta log checkpoint every CHECKPOINT_EVERY versions (cheap; keeps table loads fast)."""
@@ -319,14 +477,25 @@ class Lake:
 
         self.ensure_table(AVRO_SCHEMAS)
         root = self.path(AVRO_SCHEMAS)
-        for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
-            table = DeltaTable(root)
+
+        def missing(table: DeltaTable) -> list[dict[str, Any]]:
             stored = set(table.to_pyarrow_table(columns=["schema_id"]).column("schema_id").to_pylist())
             now = _now()
-            rows = [{"schema_id": schema_id(name), "record_type": name, "api_key": message.api_key,
+            return [{"schema_id": schema_id(name), "record_type": name, "api_key": message.api_key,
                      "control_type": message.control_type, "kafka_versions": str(message.valid_versions),
                      "avsc": schema_text(name), "registered_time": now}
                     for name, message in sorted(definitions().items()) if schema_id(name) not in stored]
+
+        spark = self.delta_spark()
+        if spark is not None:
+            def build(table: DeltaTable) -> DataFrame | None:
+                rows = missing(table)
+                return spark.createDataFrame(rows, spark_schema(AVRO_SCHEMAS)).coalesce(1) if rows else None
+
+            return self.commit_new_rows(AVRO_SCHEMAS, build, operation="register-schemas").version
+        for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+            table = DeltaTable(root)
+            rows = missing(table)
             if not rows:
                 return None
             data = pa.Table.from_pylist(rows, schema=SCHEMAS[AVRO_SCHEMAS])
@@ -346,8 +515,16 @@ class Lake:
 
     def history(self, name: str, limit: int | None = None) -> list[HistoryEntry]:
         """Versions newest first, with the operation and how many rows each added."""
+        spark = self.delta_spark()
+        if spark is not None:
+            described = spark.sql(f"DESCRIBE HISTORY delta.`{self.path(name)}`" + (f" LIMIT {limit}" if limit else ""))
+            commits = [{**row.asDict(), "timestamp": row["timestamp"].replace(tzinfo=UTC).timestamp() * 1000}
+                       for row in described.collect()]
+        else:
+            commits = self.delta_table(name).history(limit=limit)
         entries = []
-        for commit in self.delta_table(name).history(limit=limit):
+        for commit in commits:
+            commit = {**commit, **_user_metadata(commit)}
             metrics = commit.get("operationMetrics") or {}
             rows = commit.get(ROWS_KEY)
             rows_added = int(rows) if rows is not None else _int_or_none(
@@ -360,6 +537,7 @@ class Lake:
                 files_added=_int_or_none(metrics.get("num_added_files", metrics.get("numFilesAdded"))),
                 files_removed=_int_or_none(metrics.get("num_removed_files", metrics.get("numFilesRemoved"))),
                 ingest_id=commit.get(INGEST_KEY),
+                engine_info=commit.get("engineInfo") or commit.get("clientVersion"),
             ))
         return entries
 
@@ -369,8 +547,17 @@ class Lake:
         file covers one contiguous key range and offset lookups still skip all other files; the
         rewrite commits as a `data_change=false` replace of exactly the files it read."""
         results: dict[str, dict[str, int]] = {}
+        delta_spark = self.delta_spark(spark)
         for name in names or self.table_names():
-            if name in (AVRO_SCHEMAS,) or name not in SORT_COLUMNS:
+            if delta_spark is not None:
+                # Delta's own OPTIMIZE; the range-sorted tables clustered on their sort key, so offset lookups
+                # still skip the other files
+                zorder = [c for c in SORT_COLUMNS.get(name, ()) if c != "cluster_id"]
+                sql = f"OPTIMIZE delta.`{self.path(name)}`" + (f" ZORDER BY ({', '.join(zorder)})" if zorder else "")
+                metrics = delta_spark.sql(sql).collect()[0]["metrics"]
+                results[name] = {"files_removed": int(metrics["numFilesRemoved"]),
+                                 "files_added": int(metrics["numFilesAdded"])}
+            elif name in (AVRO_SCHEMAS,) or name not in SORT_COLUMNS:
                 metrics = self.delta_table(name).optimize.compact(
                     commit_properties=_props("optimize"))
                 results[name] = {"files_removed": int(metrics.get("numFilesRemoved", 0)),
@@ -419,12 +606,29 @@ class Lake:
         if retention_hours < 0:
             raise LakeError("retention must be >= 0 hours")
         deleted: dict[str, list[str]] = {}
+        spark = self.delta_spark()
         for name in self.table_names():
+            if spark is not None:
+                deleted[name] = self._spark_vacuum(spark, name, retention_hours, dry_run)
+                continue
             deleted[name] = self.delta_table(name).vacuum(
                 retention_hours=int(retention_hours), dry_run=dry_run, enforce_retention_duration=False,
                 commit_properties=_props("vacuum"))
         deleted[STAGING_DIR] = self._vacuum_staging(retention_hours, dry_run)
         return deleted
+
+    def _spark_vacuum(self, spark: SparkSession, name: str, retention_hours: float, dry_run: bool) -> list[str]:
+        """Delta's VACUUM: the files it deletes (listed by its DRY RUN first, since VACUUM itself names none),
+        relative to the table like delta-rs's list. Retention under Delta's 7-day safety check is the user's
+        explicit choice here, as with delta-rs."""
+        root = self.path(name)
+        retain = f"VACUUM delta.`{root}` RETAIN {retention_hours} HOURS"
+        with spark_conf(spark, _RETENTION_CHECK, "false"):
+            files = [str(row[0]) for row in spark.sql(f"{retain} DRY RUN").collect()]
+            if not dry_run and files:
+                spark.sql(retain).collect()
+        prefix = root.rstrip("/") + "/"
+        return sorted(path.removeprefix("file:").removeprefix(prefix) for path in files)
 
     def _vacuum_staging(self, retention_hours: float, dry_run: bool) -> list[str]:
         """Scratch directories of ingests that were killed (finished ingests delete their own)."""
@@ -441,7 +645,9 @@ class Lake:
         return [str(p) for p in old]
 
     def _checkpoint(self, name: str, version: int) -> None:
-        """A checkpoint is an optimisation: a failed one never fails the commit it follows."""
+        """A checkpoint is an optimisation: a failed one never fails the commit it follows. (Delta's Spark
+        engine writes its own every ``delta.checkpointInterval`` commits; this one is written by delta-rs, for
+        a table of either engine, e.g. after a compaction.)"""
         with contextlib.suppress(Exception):
             DeltaTable(self.path(name), version=version).create_checkpoint()
 
@@ -507,6 +713,23 @@ def _as_datetime(value: datetime | str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def writer_id(name: str) -> str:
+    """The application id of every ``commit_new_rows`` commit to a table (its Delta ``txn`` action)."""
+    return f"kraft-replay/{name}"
+
+
+def _user_metadata(commit: Mapping[str, Any]) -> dict[str, Any]:
+    """delta-spark keeps a commit's own keys as JSON in ``userMetadata`` (delta-rs: top-level keys)."""
+    text = commit.get("userMetadata")
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def _int_or_none(value: Any) -> int | None:
     return int(value) if value is not None else None
 
@@ -521,5 +744,5 @@ def _props(operation: str) -> Any:
     return CommitProperties(custom_metadata={OPERATION_KEY: operation})
 
 
-__all__ = ["DEFAULT_LAKE", "DEFAULT_RETENTION_HOURS", "LAKE_ENV", "CommitOutcome", "HistoryEntry", "Lake",
+__all__ = ["DATABASE", "DEFAULT_LAKE", "DEFAULT_RETENTION_HOURS", "LAKE_ENV", "CommitOutcome", "HistoryEntry", "Lake",
            "LakeError", "arrow_filesystem", "overlapping_files", "read_table", "resolve_lake_root"]

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from replay.events import last_non_null, ordered, parsed, running
+from replay.shapes import RecordShapes
 
 EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
 BROKER_VALUES = ("broker_epoch", "incarnation_id", "fenced", "in_controlled_shutdown", "rack", "endpoints",
@@ -29,8 +30,8 @@ class BrokersResult:
     anomalies: DataFrame
 
 
-def broker_states(events: DataFrame) -> BrokersResult:
-    registers = parsed(events, "RegisterBrokerRecord").select(
+def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
+    registers = parsed(events, "RegisterBrokerRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.brokerId").alias("broker_id"), F.lit("register").alias("kind"),
         F.col("r.brokerEpoch").alias("epoch"), F.col("r.incarnationId").alias("incarnation_id"),
         F.col("r.fenced").alias("fenced"),
@@ -38,20 +39,20 @@ def broker_states(events: DataFrame) -> BrokersResult:
         F.col("r.rack").alias("rack"), F.expr(ENDPOINTS).alias("endpoints"), F.expr(FEATURES).alias("features"),
         F.coalesce("r.logDirs", F.array().cast("array<string>")).alias("log_dirs"),
         F.coalesce("r.isMigratingZkBroker", F.lit(False)).alias("is_migrating_zk_broker"))
-    fences = parsed(events, "FenceBrokerRecord").select(
+    fences = parsed(events, "FenceBrokerRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.id").alias("broker_id"), F.lit("change").alias("kind"),
         F.col("r.epoch").alias("epoch"), F.lit(True).alias("fenced"))
-    unfences = parsed(events, "UnfenceBrokerRecord").select(
+    unfences = parsed(events, "UnfenceBrokerRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.id").alias("broker_id"), F.lit("change").alias("kind"),
         F.col("r.epoch").alias("epoch"), F.lit(False).alias("fenced"))
-    changes = parsed(events, "BrokerRegistrationChangeRecord").select(
+    changes = parsed(events, "BrokerRegistrationChangeRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.brokerId").alias("broker_id"), F.lit("change").alias("kind"),
         F.col("r.brokerEpoch").alias("epoch"),
         # BrokerRegistrationFencingChange: 1 FENCE, -1 UNFENCE, 0 NONE; controlled shutdown: 1 or NONE
         F.when(F.col("r.fenced") == 1, True).when(F.col("r.fenced") == -1, False).alias("fenced"),
         F.when(F.col("r.inControlledShutdown") == 1, True).alias("in_controlled_shutdown"),
         F.when(F.size(F.coalesce("r.logDirs", F.array())) > 0, F.col("r.logDirs")).alias("log_dirs"))
-    unregisters = parsed(events, "UnregisterBrokerRecord").select(
+    unregisters = parsed(events, "UnregisterBrokerRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.brokerId").alias("broker_id"), F.lit("unregister").alias("kind"),
         F.col("r.brokerEpoch").alias("epoch"))
     stream = registers.unionByName(fences, allowMissingColumns=True).unionByName(
@@ -108,9 +109,9 @@ def broker_states(events: DataFrame) -> BrokersResult:
                          refused.unionByName(backwards))
 
 
-def controller_states(events: DataFrame) -> DataFrame:
+def controller_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:
     """Every RegisterControllerRecord replaces that controller's registration."""
-    return parsed(events, "RegisterControllerRecord").select(
+    return parsed(events, "RegisterControllerRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.controllerId").alias("controller_id"),
         F.col("r.incarnationId").alias("incarnation_id"),
         F.coalesce("r.zkMigrationReady", F.lit(False)).alias("zk_migration_ready"),
@@ -118,8 +119,8 @@ def controller_states(events: DataFrame) -> DataFrame:
         F.lit(False).alias("is_tombstone"))
 
 
-def feature_states(events: DataFrame) -> DataFrame:
+def feature_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:
     """FeatureLevelRecord sets a finalized feature level; level 0 removes the feature."""
-    return parsed(events, "FeatureLevelRecord").select(
+    return parsed(events, "FeatureLevelRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.name").alias("feature"), F.col("r.featureLevel").alias("level"),
         (F.col("r.featureLevel") == 0).alias("is_tombstone"))

@@ -169,19 +169,24 @@ def explained_losses(unexplained: DataFrame, status: DataFrame) -> DataFrame:
                             ).select(*ELECTION_COLUMNS)
 
 
+# SQL text, not only Columns: the lake's delta-spark engine replaces the rows these select (``replaceWhere``).
+_STILL_A_REPLICA = "previous_leader >= 0 AND array_contains(replicas, previous_leader)"
+_LEFT_ISR_OR_NO_LEADER = "(NOT array_contains(isr, previous_leader) OR leader = -1)"
+UNEXPLAINED_LOSS = f"{_STILL_A_REPLICA} AND {_LEFT_ISR_OR_NO_LEADER} AND lost_leader_cause IS NULL"
+
+
 def _taken_by_broker(also: Column | None = None) -> Column:
     """The leader was taken away by its broker's state (not moved by an election that had a choice): it stays a
     replica but left the ISR, or no leader was elected, or ``also``."""
-    previous = F.col("previous_leader")
-    lost = ~F.array_contains("isr", previous) | (F.col("leader") == -1)
-    return (previous >= 0) & F.array_contains("replicas", previous) & (lost if also is None else lost | also)
+    lost = F.expr(_LEFT_ISR_OR_NO_LEADER)
+    return F.expr(_STILL_A_REPLICA) & (lost if also is None else lost | also)
 
 
 def unexplained_loss() -> Column:
     """An election row whose lost leader was taken away by its broker, with no cause found yet: the broker had
     no state change after the election so far, so a later record (the fence that follows) may still explain
     it. ``elections`` gives the cause only once that change is in the log."""
-    return _taken_by_broker() & F.col("lost_leader_cause").isNull()
+    return F.expr(UNEXPLAINED_LOSS)
 
 
 LEADERLESS_COLUMNS = (

@@ -17,6 +17,7 @@ from replay.events import transaction_anomalies, visible, with_base
 from replay.history import collapse, to_intervals
 from replay.partitions import ARRAYS, partition_states, topic_events
 from replay.replicas import replica_history
+from replay.shapes import RecordShapes, record_shapes
 
 PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")
 PARTITION_VALUES = ("leader", "leader_epoch", "partition_epoch", *ARRAYS, "leader_recovery_state", "directories")
@@ -46,22 +47,25 @@ def _with_topic_names(partitions: DataFrame, topics: DataFrame) -> DataFrame:
     return p.join(F.broadcast(t), valid, "left").select("p.*", F.col("t.name").alias("topic_name"))
 
 
-def replay(log: DataFrame, base: DataFrame | None = None) -> ReplayResult:
+def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None) -> ReplayResult:
     """Replay ``log`` (rows in the ``metadata_log`` shape, one or more clusters).
 
     ``base``: already-visible events applied before the log of their cluster (``replay.events.with_base``):
     the records of the snapshot a truncated log starts from (``replay.snapshots``), or the seeds of an
-    incremental replay (``replay.incremental``)."""
+    incremental replay (``replay.incremental``). ``shapes``: how records are typed (``replay.shapes``; the
+    lake's registry via ``replay.shapes.lake_shapes``), by default the shipped schemas."""
+    if shapes is None:
+        shapes = record_shapes(log.sparkSession)
     # Every table reads the events, and replicas read partitions and brokers: compute each once. A local
     # checkpoint, not persist(): it also cuts the plan, so the plans built on it stay small (persisted
     # plans are re-analysed in full by every query that uses them and stay in the driver's cache manager).
-    events = with_base(visible(log), base).localCheckpoint(eager=True)
+    events = with_base(visible(log, shapes), base, shapes).localCheckpoint(eager=True)
     # Nearly every record is a Partition(Change)Record; the other folds (and their anomalies) each parse
     # a record type or two, so they scan a small checkpoint of the rest instead of the whole log each time.
     others = events.where(~F.col("record_type").isin(*PARTITION_TYPES)).localCheckpoint(eager=True)
-    topics = topic_events(others)
-    partitions = partition_states(events, topics.topic_events)
-    brokers = broker_states(others)
+    topics = topic_events(others, shapes)
+    partitions = partition_states(events, topics.topic_events, shapes)
+    brokers = broker_states(others, shapes)
 
     topic_history = to_intervals(
         topics.topic_events.withColumn("is_tombstone", F.col("kind") == "remove"),
@@ -73,10 +77,10 @@ def replay(log: DataFrame, base: DataFrame | None = None) -> ReplayResult:
         to_intervals(brokers.states.withColumn("registers", F.col("kind") == "register"),
                      ("cluster_id", "broker_id"), (*BROKER_VALUES, "registers")),
         ("cluster_id", "broker_id"), BROKER_VALUES, restart="registers").drop("registers").localCheckpoint(eager=True)
-    feature_history = collapse(to_intervals(feature_states(others), ("cluster_id", "feature"), ("level",)),
+    feature_history = collapse(to_intervals(feature_states(others, shapes), ("cluster_id", "feature"), ("level",)),
                                ("cluster_id", "feature"), ("level",))
     controller_history = to_intervals(
-        controller_states(others), ("cluster_id", "controller_id"),
+        controller_states(others, shapes), ("cluster_id", "controller_id"),
         ("incarnation_id", "zk_migration_ready", "endpoints", "features"))
     tables = {
         "partition_history": partition_history,

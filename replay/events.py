@@ -6,9 +6,11 @@ Two things happen here, both as set-based DataFrame operations:
   do, nor do those of a transaction still open at the end of the log. Every kept record gets a
   ``visible_offset`` (and its append time), and records are ordered by ``(visible_offset, offset, seq)``
   (``seq`` only orders base events that share one offset: a snapshot's records, incremental seeds).
-- **Typing**: the Kafka-JSON ``payload_json`` of each record type is parsed natively with
-  ``from_json``; fields Kafka prints only when they differ from their default (tagged fields) get
-  that default back, so ``-2`` leaders and ``null`` arrays keep Kafka's meaning.
+- **Typing**: each record type's fields become struct ``r``, shaped by the lake's Avro schema registry
+  (``replay.shapes``): the stored Avro ``payload`` read with ``from_avro`` where spark-avro is there, else
+  ``payload_json`` parsed with ``from_json`` into the struct type derived from the same schema. A tagged
+  field absent from Kafka's JSON is null there and its Kafka default in the Avro payload: the folds read both
+  the same way (``-2`` leaders, ``null`` arrays keep Kafka's meaning).
 """
 
 from __future__ import annotations
@@ -16,52 +18,33 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from replay.shapes import PAYLOAD_COLUMNS, RecordShapes
+
 BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"
 TXN_BUCKET = 1 << 16  # offsets per bucket of the transaction range join; transactions are short
 # A transaction still open at the end of the log hides what follows its Begin; a real controller
 # closes or aborts a transaction long before 4M further offsets, so that is as far as it reaches.
 OPEN_TXN_BUCKETS = 64
 
-ENDPOINT = "ARRAY<STRUCT<name: STRING, host: STRING, port: INT, securityProtocol: INT>>"
-FEATURES = "ARRAY<STRUCT<name: STRING, minSupportedVersion: INT, maxSupportedVersion: INT>>"
-SCHEMAS: dict[str, str] = {
-    "PartitionRecord": "STRUCT<partitionId: INT, topicId: STRING, replicas: ARRAY<INT>, isr: ARRAY<INT>, "
-                       "removingReplicas: ARRAY<INT>, addingReplicas: ARRAY<INT>, leader: INT, "
-                       "leaderRecoveryState: INT, leaderEpoch: INT, partitionEpoch: INT, "
-                       "directories: ARRAY<STRING>, eligibleLeaderReplicas: ARRAY<INT>, lastKnownElr: ARRAY<INT>>",
-    "PartitionChangeRecord": "STRUCT<partitionId: INT, topicId: STRING, isr: ARRAY<INT>, leader: INT, "
-                             "replicas: ARRAY<INT>, removingReplicas: ARRAY<INT>, addingReplicas: ARRAY<INT>, "
-                             "leaderRecoveryState: INT, directories: ARRAY<STRING>, "
-                             "eligibleLeaderReplicas: ARRAY<INT>, lastKnownElr: ARRAY<INT>>",
-    "TopicRecord": "STRUCT<name: STRING, topicId: STRING>",
-    "RemoveTopicRecord": "STRUCT<topicId: STRING>",
-    "RegisterBrokerRecord": f"STRUCT<brokerId: INT, isMigratingZkBroker: BOOLEAN, incarnationId: STRING, "
-                            f"brokerEpoch: BIGINT, endPoints: {ENDPOINT}, features: {FEATURES}, rack: STRING, "
-                            f"fenced: BOOLEAN, inControlledShutdown: BOOLEAN, logDirs: ARRAY<STRING>>",
-    "UnregisterBrokerRecord": "STRUCT<brokerId: INT, brokerEpoch: BIGINT>",
-    "FenceBrokerRecord": "STRUCT<id: INT, epoch: BIGINT>",
-    "UnfenceBrokerRecord": "STRUCT<id: INT, epoch: BIGINT>",
-    "BrokerRegistrationChangeRecord": "STRUCT<brokerId: INT, brokerEpoch: BIGINT, fenced: INT, "
-                                      "inControlledShutdown: INT, logDirs: ARRAY<STRING>>",
-    "FeatureLevelRecord": "STRUCT<name: STRING, featureLevel: INT>",
-    "RegisterControllerRecord": f"STRUCT<controllerId: INT, incarnationId: STRING, zkMigrationReady: BOOLEAN, "
-                                f"endPoints: {ENDPOINT}, features: {FEATURES}>",
-}
-STATE_TYPES = tuple(SCHEMAS)
+# The record types the folds apply (their fields: ``replay.shapes``, from the Avro schemas).
+STATE_TYPES: tuple[str, ...] = (
+    "PartitionRecord", "PartitionChangeRecord", "TopicRecord", "RemoveTopicRecord", "RegisterBrokerRecord",
+    "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord",
+    "FeatureLevelRecord", "RegisterControllerRecord")
 # Apply order inside one offset: 0 for log records; a snapshot's records (all at its end offset - 1) and
 # an incremental replay's seeds carry their position here.
 SEQ = "seq"
-LOG_COLUMNS = ("cluster_id", "offset", "append_time_ms", "record_type", "payload_json")
-BASE_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "payload_json", SEQ)
+LOG_COLUMNS = ("cluster_id", "offset", "append_time_ms", "record_type")
+BASE_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", *PAYLOAD_COLUMNS, SEQ)
 
 # Kafka's DirectoryId constants (since apache/kafka#14858, before 3.7.0), as Kafka prints Uuids.
 MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid(0, 0)
 UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAQ"  # Uuid(0, 1)
 
 
-def visible(log: DataFrame) -> DataFrame:
+def visible(log: DataFrame, shapes: RecordShapes) -> DataFrame:
     """The log's state records with ``visible_offset``/``visible_time_ms``; aborted and open-transaction
-    records are dropped (they never became visible)."""
+    records are dropped (they never became visible). ``shapes`` says which payload columns the typing reads."""
     markers = transaction_markers(log).where(F.col("effective"))
     by_offset = Window.partitionBy("cluster_id").orderBy("offset")  # transaction markers only: a handful
     txns = (markers
@@ -76,9 +59,10 @@ def visible(log: DataFrame) -> DataFrame:
     begin_bucket = (F.col("begin_offset") / TXN_BUCKET).cast("long")
     end_bucket = F.coalesce((F.col("close_offset") / TXN_BUCKET).cast("long"), begin_bucket + OPEN_TXN_BUCKETS)
     spans = txns.withColumn("bucket", F.explode(F.sequence(begin_bucket, end_bucket)))
-    # Only what the folds read: the log's other columns (Avro payload, lineage) would otherwise ride along
-    # into every checkpoint of the replay.
-    state = log.where(F.col("record_type").isin(*STATE_TYPES)).select(*LOG_COLUMNS).withColumn(
+    # Only what the folds read: the log's other columns (lineage; the payload form the typing does not read)
+    # would otherwise ride along into every checkpoint of the replay.
+    state = log.where(F.col("record_type").isin(*STATE_TYPES)).select(
+        *LOG_COLUMNS, *shapes.payload_columns()).withColumn(
         "bucket", (F.col("offset") / TXN_BUCKET).cast("long"))
     inside = ((F.col("s.offset") > F.col("t.begin_offset"))
               & (F.col("t.close_offset").isNull() | (F.col("s.offset") < F.col("t.close_offset"))))
@@ -93,13 +77,15 @@ def visible(log: DataFrame) -> DataFrame:
     ).drop("bucket")
 
 
-def with_base(events: DataFrame, base: DataFrame | None) -> DataFrame:
+def with_base(events: DataFrame, base: DataFrame | None, shapes: RecordShapes) -> DataFrame:
     """``events`` plus already-visible *base* events (a snapshot's records, the seeds of an incremental
-    replay): rows with ``cluster_id, offset, visible_offset, visible_time_ms, record_type, payload_json,
-    seq`` that come before every log event of their cluster (``seq`` orders the rows of one offset)."""
+    replay): rows with ``cluster_id, offset, visible_offset, visible_time_ms, record_type, schema_id,
+    payload, payload_json, seq`` that come before every log event of their cluster (``seq`` orders the rows
+    of one offset)."""
     if base is None:
         return events
-    return events.unionByName(base.select(*BASE_COLUMNS), allowMissingColumns=True)
+    base = base.select(*(c for c in BASE_COLUMNS if c not in PAYLOAD_COLUMNS), *shapes.payload_columns())
+    return events.unionByName(base, allowMissingColumns=True)
 
 
 def transaction_markers(log: DataFrame) -> DataFrame:
@@ -122,10 +108,9 @@ def transaction_anomalies(log: DataFrame) -> DataFrame:
         .otherwise(F.concat(F.col("record_type"), F.lit(" without an open transaction"))).alias("reason"))
 
 
-def parsed(events: DataFrame, record_type: str) -> DataFrame:
-    """Events of one record type with their Kafka fields as columns of struct ``r``."""
-    return (events.where(F.col("record_type") == record_type)
-            .withColumn("r", F.from_json("payload_json", SCHEMAS[record_type])))
+def parsed(events: DataFrame, record_type: str, shapes: RecordShapes) -> DataFrame:
+    """Events of one record type with their Kafka fields as columns of struct ``r`` (``RecordShapes.typed``)."""
+    return shapes.typed(events.where(F.col("record_type") == record_type), record_type)
 
 
 def ordered(*keys: str) -> Window:

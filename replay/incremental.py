@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from replay.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
 from replay.events import BASE_COLUMNS, BEGIN, transaction_markers
 from replay.replicas import replica_history
+from replay.shapes import RecordShapes, record_shapes
 
 REPLICAS = "replica_history"
 ANOMALIES = "replay_anomalies"
@@ -65,7 +66,7 @@ def safe_offsets(log: DataFrame, last: dict[str, int] | None = None) -> dict[str
 # --- what the new records touch ------------------------------------------------------------------
 
 # every field that names an entity, in any record type that names one (each type has a subset of them)
-_NAMES = "STRUCT<topicId: STRING, partitionId: INT, brokerId: INT, id: INT, controllerId: INT, name: STRING>"
+_NAMES = ("topicId", "partitionId", "brokerId", "id", "controllerId", "name")
 _TOPIC_TYPES = ("TopicRecord", "RemoveTopicRecord")
 _BROKER_TYPES = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
                  "BrokerRegistrationChangeRecord")
@@ -85,12 +86,14 @@ class Touched:
     features: DataFrame  # cluster_id, feature
 
 
-def touched(log: DataFrame, stored_partitions_open: DataFrame) -> Touched:
-    # One parse of the records that name an entity, cut once: every set below reads that small checkpoint.
+def touched(log: DataFrame, stored_partitions_open: DataFrame, shapes: RecordShapes) -> Touched:
+    # One read of the records that name an entity (only their naming fields decoded), cut once: every set below
+    # reads that small checkpoint.
     kinds = (*PARTITION_TYPES, *_TOPIC_TYPES, *_BROKER_TYPES, *_CONTROLLER_TYPES, *_FEATURE_TYPES)
-    names = (log.where(F.col("record_type").isin(*kinds))
-             .select("cluster_id", "record_type", F.from_json("payload_json", _NAMES).alias("r"))
-             .select("cluster_id", "record_type", "r.*").localCheckpoint(eager=True))
+    records = log.where(F.col("record_type").isin(*kinds)).select(
+        "cluster_id", "record_type", *shapes.payload_columns())
+    names = (shapes.named(records, kinds, _NAMES).select("cluster_id", "record_type", *_NAMES)
+             .localCheckpoint(eager=True))
 
     def ids(types: tuple[str, ...], **columns: Column) -> DataFrame:
         rows = names.where(F.col("record_type").isin(*types)).select(
@@ -111,10 +114,12 @@ def touched(log: DataFrame, stored_partitions_open: DataFrame) -> Touched:
 # --- seeds ---------------------------------------------------------------------------------------
 
 def _seed(rows: DataFrame, record_type: str, payload: Column, seq: int) -> DataFrame:
-    """Base events at the cluster's checkpoint offset ``_c`` carrying ``payload`` as Kafka JSON."""
+    """Base events at the cluster's checkpoint offset ``_c`` carrying ``payload`` as Kafka JSON (no Avro payload:
+    the typing parses it with ``from_json`` into the same struct as the stored records)."""
     return rows.select(
         "cluster_id", F.col("_c").alias("offset"), F.col("_c").alias("visible_offset"),
         F.lit(None).cast("long").alias("visible_time_ms"), F.lit(record_type).alias("record_type"),
+        F.lit(None).cast("long").alias("schema_id"), F.lit(None).cast("binary").alias("payload"),
         F.to_json(payload).alias("payload_json"), F.lit(seq).cast("long").alias("seq")).select(*BASE_COLUMNS)
 
 
@@ -239,14 +244,18 @@ class IncrementalResult:
 
 
 def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dict[str, int],
-                       stored: dict[str, DataFrame], stored_anomalies: DataFrame) -> IncrementalResult:
+                       stored: dict[str, DataFrame], stored_anomalies: DataFrame,
+                       shapes: RecordShapes | None = None) -> IncrementalResult:
     """Fold ``new_log`` (records after each cluster's checkpoint offset C in ``checkpoints``) into the
-    ``stored`` history tables. Clusters not in ``checkpoints`` keep their stored rows as they are."""
+    ``stored`` history tables. Clusters not in ``checkpoints`` keep their stored rows as they are. ``shapes``:
+    how records are typed (``replay.shapes``), by default the shipped schemas."""
+    if shapes is None:
+        shapes = record_shapes(spark)
     cps = spark.createDataFrame(sorted(checkpoints.items()), "cluster_id STRING, _c BIGINT")
     open_partitions = stored["partition_history"].where(F.col("valid_to_offset").isNull()).select(
         "cluster_id", "topic_id", "partition_id")
-    t = touched(new_log, open_partitions)
-    result: ReplayResult = replay(new_log, seeds(stored, cps, t))
+    t = touched(new_log, open_partitions, shapes)
+    result: ReplayResult = replay(new_log, seeds(stored, cps, t), shapes)
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
     # recomputation do not re-plan and re-run it for every use.
     # replica_history is recomputed below from the merged tables: the fold's own is never computed.

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from replay.elections import unexplained_loss
+from replay.elections import UNEXPLAINED_LOSS
 
 OPEN = "open"
 TOPIC_RANGES = 8
@@ -55,20 +55,26 @@ def _topic_range(topic_id: Column) -> Column:
     return F.least((rank * TOPIC_RANGES / len(_ALPHABET)).cast("int"), F.lit(TOPIC_RANGES - 1))
 
 
-def mutable(name: str, columns: list[str]) -> Column | None:
-    """The rows of table ``name`` that a later replay may still change (None: the table has no such split).
+def mutable_where(name: str, columns: list[str]) -> str | None:
+    """The rows of table ``name`` that a later replay may still change, as SQL (None: the table has no such
+    split): the delta-spark engine replaces exactly these rows (``replaceWhere``), delta-rs the files holding them.
 
     A version is open until a later record ends it. An election's lost-leader cause and the leaderless period
     it starts wait for the broker's next state change (``replay.elections``); for a period the test is a
     superset (its row does not keep the replicas): a period whose cause stays unknown just stays apart."""
     if name == "elections":
-        return F.coalesce(unexplained_loss(), F.lit(False))
+        return f"coalesce({UNEXPLAINED_LOSS}, false)"
     if "valid_to_offset" not in columns:
         return None
-    still_open = F.col("valid_to_offset").isNull()
     if name == "leaderless_periods":
-        return still_open | F.coalesce(F.col("cause").isNull() & (F.col("previous_leader") >= 0), F.lit(False))
-    return still_open
+        return "valid_to_offset IS NULL OR coalesce(cause IS NULL AND previous_leader >= 0, false)"
+    return "valid_to_offset IS NULL"
+
+
+def mutable(name: str, columns: list[str]) -> Column | None:
+    """``mutable_where`` as a Column."""
+    where = mutable_where(name, columns)
+    return F.expr(where) if where is not None else None
 
 
 def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...]) -> tuple[DataFrame, str | None]:
@@ -78,8 +84,14 @@ def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...]) -> tuple[Dat
     if rows is not None:
         df = df.withColumn(OPEN, rows)
     sort = (OPEN, *order) if split is not None else order
-    if name not in RANGED_TABLES:
+    ranges = TOPIC_RANGES if name in RANGED_TABLES else 1
+    tasks = ranges * 2 if split is not None else ranges
+    if tasks == 1:
         return df.repartition(1).sortWithinPartitions(*sort), split
-    keys = F.array(*[F.lit(key) for key in task_keys(df.sparkSession, TOPIC_RANGES)])
-    task = F.element_at(keys, _topic_range(F.col("topic_id")) + 1)
-    return df.repartition(TOPIC_RANGES, task).sortWithinPartitions(*sort), split
+    # open and settled rows never share a writing task, so never a file, whatever the engine (delta-spark writes
+    # no directory per split value)
+    index = _topic_range(F.col("topic_id")) if ranges > 1 else F.lit(0)
+    if split is not None:
+        index = index + F.when(F.col(OPEN), F.lit(ranges)).otherwise(F.lit(0))
+    keys = F.array(*[F.lit(key) for key in task_keys(df.sparkSession, tasks)])
+    return df.repartition(tasks, F.element_at(keys, index + 1)).sortWithinPartitions(*sort), split

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.spark import spark_conf
 from replay.events import MIGRATING_DIR, UNASSIGNED_DIR, last_non_null, ordered, parsed, running
+from replay.shapes import RecordShapes
 
 KEY = ("topic_id", "partition_id")
 ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
@@ -30,12 +31,12 @@ class TopicsResult:
     anomalies: DataFrame
 
 
-def topic_events(events: DataFrame) -> TopicsResult:
+def topic_events(events: DataFrame, shapes: RecordShapes) -> TopicsResult:
     """Topic creations and removals; a removal of a topic id that is not live is refused."""
-    created = parsed(events, "TopicRecord").select(
+    created = parsed(events, "TopicRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.name").alias("name"),
         F.lit("create").alias("kind"))
-    removed = parsed(events, "RemoveTopicRecord").select(
+    removed = parsed(events, "RemoveTopicRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.lit(None).cast("string").alias("name"),
         F.lit("remove").alias("kind"))
     both = created.unionByName(removed)
@@ -75,9 +76,9 @@ class PartitionsResult:
     anomalies: DataFrame
 
 
-def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
+def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes) -> PartitionsResult:
     """The partition registration after every applied Partition/PartitionChange record."""
-    created = parsed(events, "PartitionRecord").select(
+    created = parsed(events, "PartitionRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
         F.lit("create").alias("kind"),
         F.col("r.replicas").alias("replicas"), F.col("r.isr").alias("isr"),
@@ -91,7 +92,7 @@ def partition_states(events: DataFrame, topics: DataFrame) -> PartitionsResult:
         # PartitionRegistration: no directories → MIGRATING for every replica.
         F.when(F.size(F.coalesce("r.directories", F.array())) > 0, F.col("r.directories"))
         .otherwise(F.array_repeat(F.lit(MIGRATING_DIR), F.size("r.replicas"))).alias("explicit_dirs"))
-    changed = parsed(events, "PartitionChangeRecord").select(
+    changed = parsed(events, "PartitionChangeRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
         F.lit("change").alias("kind"),
         F.col("r.replicas").alias("replicas"), F.col("r.isr").alias("isr"),

@@ -270,10 +270,18 @@ def diff(spark: SparkSession, lake: Lake, a: int, b: int, cluster_id: str | None
 
 
 def register_views(spark: SparkSession, lake: Lake, cluster_id: str | None = None) -> list[str]:
-    """A temporary view per lake table (``metadata_log``, every ``*_history``, ``replay_anomalies``,
-    ``replay_checkpoints``, …) so plain Spark SQL works: ``SELECT * FROM partition_history``.
+    """Every lake table (``metadata_log``, every ``*_history``, ``replay_anomalies``, ``replay_checkpoints``, …)
+    reachable by its name, so plain Spark SQL works: ``SELECT * FROM partition_history``.
 
-    With ``cluster_id`` the views of tables that have a ``cluster_id`` column show only that cluster."""
+    On delta-spark they are the catalog's tables ``kraft.<name>`` (``Lake.register``; the current database), so
+    Delta's time travel, ``DESCRIBE HISTORY`` and ``table_changes`` work by name too. With ``cluster_id`` (or on
+    delta-rs) a temporary view per table shows only that cluster's rows (time travel: ``kraft.<name>``)."""
+    registered = lake.register(spark)
+    if cluster_id is None and registered:
+        names = registered
+        for name in names:
+            spark.catalog.dropTempView(name)  # a view of an earlier call would hide the table
+        return names
     names = lake.table_names()
     for name in names:
         df = lake.read(spark, name)

@@ -68,7 +68,8 @@ def snapshot_events(snapshots: DataFrame, bases: list[SnapshotBase]) -> DataFram
     at = (F.col("snapshot_end_offset") - 1).cast("long")
     return rows.where(F.col("record_type").isin(*STATE_TYPES) & ~F.coalesce(F.col("control"), F.lit(False))).select(
         "cluster_id", at.alias("offset"), at.alias("visible_offset"), F.lit(None).cast("long").alias("visible_time_ms"),
-        "record_type", "payload_json", F.col("offset").cast("long").alias("seq")).select(*BASE_COLUMNS)
+        "record_type", "schema_id", "payload", "payload_json", F.col("offset").cast("long").alias("seq")
+    ).select(*BASE_COLUMNS)
 
 
 def log_tail(log: DataFrame, bases: list[SnapshotBase]) -> DataFrame:

@@ -35,7 +35,8 @@ from replay.derived import (
 )
 from replay.engine import TABLE_KEYS, replay
 from replay.incremental import ANOMALIES, incremental_replay, safe_offsets
-from replay.layout import OPEN, sorted_layout
+from replay.layout import OPEN, mutable_where, sorted_layout
+from replay.shapes import lake_shapes
 from replay.snapshots import first_offsets, snapshot_input
 
 METADATA_LOG = "metadata_log"
@@ -92,20 +93,29 @@ class ReplaySummary:
 
 
 def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
-    """Overwrite ``name`` with ``df`` in the deterministic layout; returns the Delta version written."""
+    """Overwrite ``name`` with ``df`` in the deterministic layout; returns the Delta version written. The
+    history tables keep Delta's Change Data Feed (``table_changes``: what each replay changed)."""
     ordered, split = sorted_layout(df, name, order)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
-        return lake.write(ordered, name, "overwrite", split_by=split)
+        return lake.write(ordered, name, "overwrite", split_by=split, change_data_feed=name in HISTORY_TABLES)
+
+
+def replaceable_rows(spark: SparkSession, lake: Lake, name: str, version: int, files: list[str]) -> DataFrame:
+    """The stored rows of ``name`` a replay may still change: the rows of ``files`` (delta-rs: those holding open
+    versions or other mutable rows), or the rows ``replay.layout.mutable_where`` selects (delta-spark)."""
+    columns = lake.read(spark, name, version=version).columns if lake.delta_spark(spark) else []
+    return lake.read_replaceable(spark, name, version, files, mutable_where(name, columns) if columns else None)
 
 
 def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], files: list[str],
                           version: int) -> int:
-    """Replace the files ``files`` of version ``version`` of table ``name`` (those holding open versions, or
-    the rows a replay may still change) with ``df``, in the same layout as ``write_sorted``; the table's other
+    """Replace the rows ``replaceable_rows`` gave (the files ``files`` of version ``version``; delta-spark:
+    the rows matching ``mutable_where``) with ``df``, in the same layout as ``write_sorted``; the table's other
     files are kept."""
     ordered, split = sorted_layout(df, name, order)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
-        return lake.replace_files(ordered, name, files, version, split_by=split)
+        return lake.replace_files(ordered, name, files, version, split_by=split,
+                                  where=mutable_where(name, df.columns))
 
 
 def table_rows(lake: Lake, name: str) -> int:
@@ -172,7 +182,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     safe = safe_offsets(replay_input.log, clusters)
 
     tell("folding the log into states (Spark window functions)")
-    result = replay(replay_input.log, replay_input.base)
+    result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
     outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
         name: (df, (*TABLE_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
     outputs[ANOMALIES] = (result.anomalies, ANOMALY_ORDER)
@@ -217,7 +227,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
     # a table not written split (delta-spark, an older layout): every file is replaced, settled rows too
     files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
-    stored = {name: lake.read_files(spark, name, files[name]) for name in DERIVED_TABLES}
+    stored = {name: replaceable_rows(spark, lake, name, current[name], files[name]) for name in DERIVED_TABLES}
     affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
     recomputed = resumed_partitions(changed, brokers, stored, affected, cps)
     for name in DERIVED_TABLES:
@@ -317,10 +327,10 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         # A version closed before the checkpoint never changes: the large tables are read and replaced only
         # where they hold open versions.
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_TABLES}
-        stored = {n: (lake.read_files(spark, n, open_files[n])
+        stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
         result = incremental_replay(spark, plan.new_log, changed, stored,
-                                    lake.read(spark, ANOMALIES, version=current[ANOMALIES]))
+                                    lake.read(spark, ANOMALIES, version=current[ANOMALIES]), lake_shapes(spark, lake))
         for name, df in result.tables.items():
             if name in result.unchanged:
                 continue  # its rows are the stored ones: the current version stays
