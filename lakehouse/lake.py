@@ -618,17 +618,16 @@ class Lake:
         return deleted
 
     def _spark_vacuum(self, spark: SparkSession, name: str, retention_hours: float, dry_run: bool) -> list[str]:
-        """Delta's VACUUM: the files it deletes (listed by its DRY RUN first, since VACUUM itself names none),
-        relative to the table like delta-rs's list. Retention under Delta's 7-day safety check is the user's
-        explicit choice here, as with delta-rs."""
-        root = self.path(name)
-        retain = f"VACUUM delta.`{root}` RETAIN {retention_hours} HOURS"
-        with spark_conf(spark, _RETENTION_CHECK, "false"):
-            files = [str(row[0]) for row in spark.sql(f"{retain} DRY RUN").collect()]
-            if not dry_run and files:
-                spark.sql(retain).collect()
-        prefix = root.rstrip("/") + "/"
-        return sorted(path.removeprefix("file:").removeprefix(prefix) for path in files)
+        """Delta's VACUUM, run only on a table that has something to delete: the candidates are listed from the
+        Delta log and the directory (delta-rs's dry run, no Spark job; VACUUM itself names no file and its
+        listing job costs seconds per table). Retention under Delta's 7-day safety check is the user's explicit
+        choice here, as with delta-rs."""
+        candidates = self.delta_table(name).vacuum(retention_hours=int(retention_hours), dry_run=True,
+                                                   enforce_retention_duration=False)
+        if candidates and not dry_run:
+            with spark_conf(spark, _RETENTION_CHECK, "false"):
+                spark.sql(f"VACUUM delta.`{self.path(name)}` RETAIN {retention_hours} HOURS").collect()
+        return sorted(candidates)
 
     def _vacuum_staging(self, retention_hours: float, dry_run: bool) -> list[str]:
         """Scratch directories of ingests that were killed (finished ingests delete their own)."""

@@ -172,7 +172,7 @@ def test_commands_name_their_engine_once_fall_back_without_jars_and_print_no_jvm
                (Path(lake) / "partition_history" / "_delta_log" / "00000000000000000000.json").read_text().splitlines()]
     assert not any(DELTA_SPARK_ENGINE in (c.get("engineInfo") or "") for c in commits)
 
-    forced = _command(["state", "--lake", lake, "--format", "json"],
+    forced = _command(["state", "--lake", lake, "--offset", "10", "--format", "json"],
                       {"KRAFT_REPLAY_ENGINE": DELTA_SPARK, "KRAFT_REPLAY_JARS": str(tmp_path / "no-jars")}, tmp_path)
     assert forced.returncode != 0
     lines = [line for line in forced.stderr.splitlines() if line.strip()]
