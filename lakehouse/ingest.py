@@ -239,7 +239,8 @@ class _Ingest:
         # Executors read whole files only (a follow round's byte range of a growing file stays in the driver).
         whole = all(s.start == 0 and (s.end is None or s.end == s.path.stat().st_size) for s in segments)
         if whole and sum(s.size() for s in segments) >= self.options.spark_decode_min_bytes:
-            files = [SegmentFile(str(s.path), s.is_last) for s in segments]
+            # absolute: executors of a cluster run in their own working directories
+            files = [SegmentFile(str(s.path.absolute()), s.is_last) for s in segments]
             # Slices small enough that every core gets several (decoding is CPU-bound Python).
             cores = self.spark.sparkContext.defaultParallelism if _has_context(self.spark) else 2
             split = max(2**20, min(self.options.split_bytes, sum(s.size() for s in segments) // (4 * cores)))

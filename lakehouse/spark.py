@@ -108,7 +108,10 @@ def delta_conf() -> dict[str, str]:
             raise SparkUnavailableError(f"{ENGINE_ENV}={DELTA_SPARK}, but {missing_reason()}")
         return {}
     return {"spark.jars": jars.spark_jars, "spark.sql.extensions": DELTA_EXTENSION,
-            "spark.sql.catalog.spark_catalog": DELTA_CATALOG}
+            "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+            # Delta rebuilds a table's snapshot in 50 tasks by default; the lake's tables have tens of files, and
+            # 50 tiny tasks per table read dominated the small commands (state: 274 tasks and 146 s -> 34, 64 s)
+            "spark.databricks.delta.snapshotPartitions": str(max(2, os.cpu_count() or 2))}
 
 
 def java_available() -> str | None:
