@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,23 +29,12 @@ from records.model import LogEntry
 from simulator import run_scenario
 from tests.conftest import REPO_ROOT
 from tests.incident_lake import OPTIONS
+from tests.loopback import free_port, listening
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_2.13-{pyspark.__version__}.jar"
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 120.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +44,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(f"{CONNECT_JAR} is not installed: pyspark {pyspark.__version__} ships no Spark Connect server")
     if java_available() is None:
         pytest.skip("no Java 17+: the Spark Connect server is a JVM")
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("connect") / "server.log"
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}
@@ -69,7 +57,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + START_TIMEOUT
-        while not _listening(port):
+        while not listening(port):
             if server.poll() is not None:
                 pytest.fail(f"the Spark Connect server exited with {server.returncode}:\n"
                             f"{log_path.read_text(errors='replace')[-4000:]}")
