@@ -134,7 +134,6 @@ def tables(lake: LakeOption = None) -> None:
     guarded(run)
 
 
-@lake_app.command("history", epilog="Example: kraft-replay lake history metadata_log --limit 20")
 def _delta_spark_session(master: str | None, remote: str | None) -> None:
     """Start the session Delta's own engine needs for ``lake history``/``vacuum`` when it is there (the jars,
     not ``KRAFT_REPLAY_ENGINE=delta-rs``); delta-rs needs none, so without jars no JVM is started."""
@@ -145,6 +144,7 @@ def _delta_spark_session(master: str | None, remote: str | None) -> None:
         _spark(master, remote)
 
 
+@lake_app.command("history", epilog="Example: kraft-replay lake history metadata_log --limit 20")
 def history(
     table: Annotated[str, typer.Argument(help="metadata_log, snapshots, ingest_rejects, avro_schemas, …")],
     lake: LakeOption = None,

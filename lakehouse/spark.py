@@ -246,12 +246,16 @@ def _launch_quiet_gateway(master: str, app_name: str, conf: dict[str, str]) -> N
     finally:
         os.close(write_end)  # the JVM holds its own copy
 
+    # the stderr the JVM would have inherited: what fd 2 is now (a later redirection of fd 2, e.g. a test's
+    # capture, does not receive the JVM's lines, as it would not without this filter)
+    target = os.dup(2)
+
     def forward() -> None:
         with os.fdopen(read_end, "rb") as lines:
             for line in lines:
                 if not line.rstrip().startswith(_JVM_NOISE):
                     with contextlib.suppress(OSError):
-                        os.write(sys.__stderr__.fileno() if sys.__stderr__ else 2, line)
+                        os.write(target, line)
 
     threading.Thread(target=forward, name="spark-jvm-stderr", daemon=True).start()
     SparkContext._gateway = gateway

@@ -49,6 +49,9 @@ def _start(lake: Path, sources: list[Path], chunk_bytes: int = 1 << 30) -> subpr
 
 
 def _offsets(lake: Path) -> list[int]:
+    """The stored offsets; none while the table's directory exists but its first commit is still being written."""
+    if not DeltaTable.is_deltatable(str(lake / METADATA_LOG)):
+        return []
     table = DeltaTable(str(lake / METADATA_LOG)).to_pyarrow_table(columns=["offset"])
     return sorted(pa.table(table).column("offset").to_pylist())
 

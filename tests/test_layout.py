@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake, LakeError
 from lakehouse.log_rows import entries_frame
+from lakehouse.spark import DELTA_RS, DELTA_SPARK
 from replay.derived import refreshed_rows
 from replay.layout import _ALPHABET, RANGED_TABLES, TOPIC_RANGES, task_keys
 from replay.store import run_replay
@@ -50,7 +51,7 @@ def test_large_tables_are_cut_into_topic_ranges_and_open_versions(spark: SparkSe
 
 def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spark: SparkSession,
                                                                            tmp_path: Path) -> None:
-    lake = Lake(tmp_path / "lake")
+    lake = Lake(tmp_path / "lake", engine=DELTA_RS)  # files by name: the delta-rs engine's way
     rows = spark.createDataFrame([(i, i >= 5) for i in range(10)], "offset BIGINT, open BOOLEAN").repartition(1)
     version = lake.write(rows, "t", "overwrite", split_by="open")
     before = {f["path"]: f for f in pa.table(lake.delta_table("t").get_add_actions(flatten=True)).to_pylist()}
@@ -67,8 +68,30 @@ def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spar
         lake.replace_files(replacement, "t", opened, version, split_by="open")
 
 
+def test_delta_spark_replaces_the_rows_matching_where_and_refuses_a_moved_table(spark: SparkSession,
+                                                                               tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake", engine=DELTA_SPARK)
+    schema = "offset BIGINT, valid_to_offset BIGINT"
+    rows = spark.createDataFrame([(i, None if i >= 5 else i + 1) for i in range(10)], schema)
+    version = lake.write(rows.repartition(1), "t", "overwrite")
+    where = "valid_to_offset IS NULL"
+    stored = lake.read_replaceable(spark, "t", version, [], where)
+    assert sorted(r["offset"] for r in stored.collect()) == [5, 6, 7, 8, 9]
+    # offsets 5 and 6 closed, 7..9 still open, 10 new: the settled rows 0..4 stay as they are
+    replacement = spark.createDataFrame([(5, 6), (6, 7), (7, None), (8, None), (9, None), (10, None)], schema)
+    after = lake.replace_files(replacement, "t", [], version, where=where)
+    assert after == version + 1
+    got = sorted((r["offset"], r["valid_to_offset"]) for r in lake.read(spark, "t").collect())
+    assert got == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, None), (8, None), (9, None),
+                   (10, None)]
+    commit = lake.history("t", limit=1)[0]
+    assert commit.operation == "replace where" and "Delta-Lake/" in (commit.engine_info or "")
+    with pytest.raises(LakeError, match="another writer committed"):
+        lake.replace_files(replacement, "t", [], version, where=where)
+
+
 def test_split_files_and_added_files(spark: SparkSession, tmp_path: Path) -> None:
-    lake = Lake(tmp_path / "lake")
+    lake = Lake(tmp_path / "lake", engine=DELTA_RS)  # files by name: the delta-rs engine's way
     rows = spark.createDataFrame([(i, i >= 5) for i in range(10)], "offset BIGINT, open BOOLEAN").repartition(1)
     first = lake.write(rows, "split", "overwrite", split_by="open")
     opened = lake.split_files("split", "open")
