@@ -11,7 +11,9 @@ one Spark session, for each path (``replay.shapes.RecordShapes`` with ``avro`` o
 * ``typing``: every state record type typed from those events (``RecordShapes.typed``, what
   ``replay.events.parsed`` runs), all fields of the struct computed (Spark's ``noop`` sink), summed over types.
 
-The paths alternate for ``--rounds`` rounds; the table gives each round and the median.
+The paths alternate for ``--rounds`` rounds (after one warm-up of the Avro path); the table gives each round and
+the median, then the ratio of the two typing times, overall and per round (a shared machine's load changes
+between rounds more than between the two halves of one).
 """
 
 from __future__ import annotations
@@ -125,7 +127,9 @@ def main() -> None:
               f"| {events_m:.1f} | {typing_m:.1f} | {profile['state'] / typing_m:,.0f} |")
     json_t = statistics.median(t for _, t in results["from_json"])
     avro_t = statistics.median(t for _, t in results["from_avro"])
-    print(f"typing: from_avro / from_json = {avro_t / json_t:.2f}")
+    ratios = [a[1] / j[1] for a, j in zip(results["from_avro"], results["from_json"], strict=True)]
+    print(f"typing: from_avro / from_json = {avro_t / json_t:.2f} (medians); per round "
+          + ", ".join(f"{r:.2f}" for r in ratios))
 
 
 if __name__ == "__main__":

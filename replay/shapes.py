@@ -228,8 +228,13 @@ def spark_type(schema: Schema) -> DataType:
 
 
 def kafka_uuid(raw: Column) -> Column:
-    """Kafka's ``Uuid.toString()`` of 16 bytes: base64url without its padding (22 characters)."""
-    return F.translate(F.substring(F.base64(raw), 1, 22), "+/", "-_")
+    """Kafka's ``Uuid.toString()`` of 16 bytes: base64url without its padding (22 characters). Three plain
+    replacements: Spark's ``translate`` (and ``substring``) cost twice as much per row, and 16 bytes always end
+    in exactly ``==``."""
+    encoded = F.base64(raw)
+    for plain, url_safe in (("+", "-"), ("/", "_"), ("==", "")):
+        encoded = F.replace(encoded, F.lit(plain), F.lit(url_safe))
+    return encoded
 
 
 def kafka_form(schema: Schema) -> Convert | None:
