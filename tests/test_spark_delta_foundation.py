@@ -12,7 +12,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta
-from lakehouse.spark import has_delta_spark
+from lakehouse.jars import installed
+from lakehouse.spark import DELTA_EXTENSION, has_delta_spark
 
 pytestmark = pytest.mark.spark
 
@@ -128,8 +129,14 @@ def test_timestamp_and_struct_stats_are_valid_bounds(spark: SparkSession, tmp_pa
     assert rows[1].source.id is None
 
 
-def test_embedded_default_has_no_delta_spark(spark: SparkSession) -> None:
-    assert has_delta_spark(spark) is False
+def test_embedded_default_has_delta_spark_and_spark_avro_from_the_jar_cache(spark: SparkSession) -> None:
+    jars = installed()
+    assert jars is not None, "make setup fetches the jars (lakehouse.jars)"
+    assert has_delta_spark(spark) is True
+    assert spark.conf.get("spark.sql.extensions") == DELTA_EXTENSION
+    on_classpath = spark.sparkContext.getConf().get("spark.jars") or ""
+    assert {path.name for path in jars.paths} <= {Path(uri).name for uri in on_classpath.split(",")}
+    assert any(path.name.endswith(f"spark-avro_2.13-{spark.version}.jar") for path in jars.paths)
 
 
 def test_session_defaults(spark: SparkSession) -> None:
