@@ -196,6 +196,7 @@ def _older_shaped(entries: list[LogEntry], cluster: str, registry: dict[int, Reg
     return rows
 
 
+@pytest.mark.usefixtures("avro_shapes")  # needs from_avro
 def test_an_older_writer_schema_gives_the_later_fields_their_defaults(spark: SparkSession) -> None:
     records = [make_record("PartitionRecord", 0, partitionId=1, topicId=b"\x01" * 16, replicas=[1, 2], isr=[1],
                            leader=1, leaderEpoch=3, partitionEpoch=4),
@@ -282,6 +283,7 @@ def test_the_json_fallback_replays_as_the_reference_fold(spark: SparkSession, js
         assert sorted_rows(got[table]) == sorted_rows(want[table]), table
 
 
+@pytest.mark.usefixtures("avro_shapes")  # needs from_avro
 def test_payloads_of_older_schemas_replay_as_the_reference_fold(spark: SparkSession,
                                                                simulated: dict[str, list[LogEntry]]) -> None:
     """Every payload written under its version's own schema: each decodes through Avro schema resolution."""

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from records.model import LogEntry
+from replay.layout import mutable_where
 from replay.query import as_of
 from replay.state_machines import (
     PARTITION_VALID_PREVIOUS,
@@ -569,8 +570,16 @@ def _rows(spark: SparkSession, lake: Lake, name: str) -> list[Any]:
     return sorted_rows([r.asDict(recursive=True) for r in lake.read(spark, name).collect()])
 
 
-def _closed_files(lake: Lake, name: str) -> set[str]:
-    return {path for path in lake.file_paths(name) if "/open=false/" in f"/{path}"}
+def _closed_files(spark: SparkSession, lake: Lake, name: str) -> set[str]:
+    """The files holding only settled rows: on delta-rs those under ``open=false/``; on delta-spark (no split
+    directories) the files with no row ``mutable_where`` selects."""
+    paths = lake.file_paths(name)
+    if any("/open=" in f"/{path}" for path in paths):
+        return {path for path in paths if "/open=false/" in f"/{path}"}
+    rows = lake.read(spark, name)
+    holding = {Path(row["file"]).name for row in rows.where(mutable_where(name, rows.columns))
+               .select(F.col("_metadata.file_path").alias("file")).distinct().collect()}
+    return {path for path in paths if Path(path).name not in holding}
 
 
 @pytest.fixture(scope="module")
@@ -591,7 +600,7 @@ def increments(spark: SparkSession, stories: dict[str, Story], tmp_path_factory:
         seen["replicas"].append(_table(spark, lake, "replica_state_history", "deleted").collect())
         seen["catching_up"].append(_table(spark, lake, "replica_state_history", "catch-up").where(
             F.col("broker_id") == stories["catch-up"].key["c"]).orderBy("valid_from_offset", "step").collect())
-        seen["closed"].append({name: _closed_files(lake, name) for name in DERIVED})
+        seen["closed"].append({name: _closed_files(spark, lake, name) for name in DERIVED})
     seen["lake"] = lake
     return seen
 
