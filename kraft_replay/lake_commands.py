@@ -158,9 +158,13 @@ def history(
     def run() -> None:
         from lakehouse.lake import Lake, LakeError
 
+        target = Lake(lake)
+        if not target.table_exists(table):  # before any JVM starts: a typo answers at once
+            raise typer.BadParameter(f"no table {table!r} in the lake at {target.root}; "
+                                     "`kraft-replay lake tables` lists the tables")
         _delta_spark_session(master, remote)
         try:
-            entries = Lake(lake).history(table, limit)
+            entries = target.history(table, limit)
         except LakeError as exc:
             raise typer.BadParameter(f"{exc}; `kraft-replay lake tables` lists the tables") from None
         typer.echo(f"{'version':>7}  {'timestamp (UTC)':<23}  {'operation':<18} {'rows added':>12}  "
