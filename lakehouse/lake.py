@@ -294,14 +294,15 @@ class Lake:
         written by delta-rs)."""
         root = self.path(name)
         token = uuid.uuid4().hex
-        exists = self.table_exists(name)
+        current = DeltaTable(root) if self.table_exists(name) else None
         if change_data_feed:
-            if not exists:
+            if current is None:
                 writer = writer.option(CHANGE_DATA_FEED, "true")
-            elif DeltaTable(root).metadata().configuration.get(CHANGE_DATA_FEED) != "true":
+            elif current.metadata().configuration.get(CHANGE_DATA_FEED) != "true":
                 self.delta_spark().sql(  # type: ignore[union-attr]
                     f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ('{CHANGE_DATA_FEED}' = 'true')")
-        since = int(DeltaTable(root).version()) if exists else -1
+                current = DeltaTable(root)  # the ALTER is a commit of its own
+        since = int(current.version()) if current is not None else -1
         info = {OPERATION_KEY: operation, COMMIT_KEY: token, **(metadata or {})}
         writer.option("userMetadata", json.dumps(info, sort_keys=True)).save(root)
         return self._committed(name, token, since)
