@@ -6,6 +6,11 @@ port. The commands run as separate processes (a Python process that holds a clas
 does, cannot open a Connect session too) with ``--remote sc://localhost:PORT``, exactly as a user would
 point them at a cluster. The lake is a local directory both sides see, as a shared filesystem or an object
 store would be on a real cluster.
+
+The server runs twice: once as pyspark ships it (no Delta: the commands fall back to delta-rs), once started
+with the jars ``make setup`` fetched and Delta's SQL extension, as a cluster given ``--packages
+io.delta:delta-spark_2.13:4.0.0`` would be (the commands then read and write every table through the server's
+delta-spark, and type records with its spark-avro).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import pyspark
 import pytest
 
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
-from lakehouse.spark import java_available
+from lakehouse.jars import installed, missing_reason
+from lakehouse.spark import DELTA_CATALOG, DELTA_EXTENSION, DELTA_RS, DELTA_SPARK, ENGINE_ENV, java_available
 from records.jsonl import write_jsonl
 from records.model import LogEntry
 from simulator import run_scenario
@@ -37,13 +43,26 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 120.0
 
 
-@pytest.fixture(scope="module")
-def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``sc://localhost:PORT`` of a Spark Connect server running for this module; stopped afterwards."""
+def _delta_server_conf() -> list[str]:
+    """What a cluster with delta-spark is started with: the jars and Delta's SQL extension and catalog."""
+    jars = installed()
+    if jars is None:
+        pytest.skip(f"no delta-spark for the Connect server: {missing_reason()}")
+    return ["--jars", jars.spark_jars, "--conf", f"spark.sql.extensions={DELTA_EXTENSION}",
+            "--conf", f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}"]
+
+
+@pytest.fixture(scope="module", params=[DELTA_RS, DELTA_SPARK])
+def connect_server(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """``(sc://localhost:PORT, engine)`` of a Spark Connect server running for this module, without and with
+    delta-spark; stopped afterwards."""
+    engine: str = request.param
     if not CONNECT_JAR.is_file():
         pytest.skip(f"{CONNECT_JAR} is not installed: pyspark {pyspark.__version__} ships no Spark Connect server")
     if java_available() is None:
         pytest.skip("no Java 17+: the Spark Connect server is a JVM")
+    delta = _delta_server_conf() if engine == DELTA_SPARK else []
     port = free_port()
     log_path = tmp_path_factory.mktemp("connect") / "server.log"
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable,
@@ -52,7 +71,8 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     command = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "kraft-replay-test",
                "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
                "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.driver.memory=1g",
-               "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4", "spark-internal"]
+               "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4", *delta,
+               "spark-internal"]
     with log_path.open("wb") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
@@ -65,7 +85,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 pytest.fail(f"the Spark Connect server did not listen on {port} within {START_TIMEOUT:.0f}s:\n"
                             f"{log_path.read_text(errors='replace')[-4000:]}")
             time.sleep(0.5)
-        yield f"sc://localhost:{port}"
+        yield f"sc://localhost:{port}", engine
     finally:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)  # the server and any Python workers it started
@@ -79,8 +99,15 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("SPARK_REMOTE", None)
+    env.pop(ENGINE_ENV, None)  # the engine is what the server offers
     return subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=300, check=False)
+
+
+def _rows(replay_output: str) -> dict[str, int]:
+    """Rows per table, from the lines a replay prints after its first."""
+    lines = replay_output.splitlines()[1:]
+    return {line.split()[0]: int(line.split()[1].replace(",", "")) for line in lines if " rows " in line}
 
 
 def _jsonl(entries: list[LogEntry], path: Path) -> Path:
@@ -89,8 +116,10 @@ def _jsonl(entries: list[LogEntry], path: Path) -> Path:
     return path
 
 
-def test_ingest_replay_incremental_state_and_report_through_spark_connect(connect_url: str, tmp_path: Path) -> None:
+def test_ingest_replay_incremental_state_and_report_through_spark_connect(connect_server: tuple[str, str],
+                                                                          tmp_path: Path) -> None:
     """The demo's incident in two parts: offsets 0..100, replayed in full, then the rest, replayed incrementally."""
+    connect_url, engine = connect_server
     entries = list(run_scenario(SCENARIO, OPTIONS).entries())
     first = _jsonl([e for e in entries if e.offset <= 100], tmp_path / "first.jsonl")
     whole = _jsonl(entries, tmp_path / "all.jsonl")
@@ -100,18 +129,21 @@ def test_ingest_replay_incremental_state_and_report_through_spark_connect(connec
     ingested = _cli("ingest", str(first), "--lake", lake, "--cluster-id", CLUSTER_ID, *remote, cwd=tmp_path)
     assert ingested.returncode == 0, ingested.stderr
     assert "  records added:             101" in ingested.stdout.splitlines()
+    engine_line = (f"lake engine: delta-spark 4.0.0 on Spark {pyspark.__version__}" if engine == DELTA_SPARK
+                   else "lake engine: delta-rs (the Spark session has no delta-spark)")
+    assert engine_line in ingested.stderr.splitlines()
     replayed = _cli("replay", "--lake", lake, *remote, cwd=tmp_path)
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout.startswith(f"replayed {CLUSTER_ID} (offsets 0..100) from metadata_log v1 (full)")
+    first_rows = _rows(replayed.stdout)
 
     more = _cli("ingest", str(whole), "--lake", lake, "--cluster-id", CLUSTER_ID, *remote, cwd=tmp_path)
     assert more.returncode == 0, more.stderr
     assert "  records added:             73" in more.stdout.splitlines()
     again = _cli("replay", "--lake", lake, *remote, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    lines = again.stdout.splitlines()
-    assert lines[0].startswith(f"replayed {CLUSTER_ID} (offsets 0..173) from metadata_log v2 (incremental)")
-    rows = {line.split()[0]: int(line.split()[1].replace(",", "")) for line in lines[1:] if " rows " in line}
+    assert again.stdout.startswith(f"replayed {CLUSTER_ID} (offsets 0..173) from metadata_log v2 (incremental)")
+    rows = _rows(again.stdout)
     assert (rows["partition_history"], rows["broker_history"], rows["topic_history"]) == (28, 13, 3)
 
     for offset, leader, epoch, isr in ((64, -1, 1, [5]), (131, 4, 2, [4])):
@@ -133,3 +165,22 @@ def test_ingest_replay_incremental_state_and_report_through_spark_connect(connec
     assert (tmp_path / "report" / "cluster_health.png").stat().st_size > 20_000
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert "    partitions offline at once: 1 from offset 64 (2023-11-14T22:13:34.276Z)" in page
+
+    # Who committed: every commit of every table names the engine the server gave.
+    for name in ("metadata_log", "partition_history", "broker_history"):
+        infos = [json.loads(line)["commitInfo"].get("engineInfo") or ""
+                 for commit in sorted((Path(lake) / name / "_delta_log").glob("*.json"))
+                 for line in commit.read_text(encoding="utf-8").splitlines() if '"commitInfo"' in line]
+        assert infos, name
+        assert all(("Delta-Lake/" in info) == (engine == DELTA_SPARK) for info in infos), (name, infos)
+
+    # Spark SQL by table name through the server: time travel to the first replay's version of the table.
+    first_replay = _cli("sql", "SELECT count(*) AS n FROM partition_history VERSION AS OF 1", "--lake", lake,
+                        "--format", "json", *remote, cwd=tmp_path)
+    if engine == DELTA_SPARK:
+        assert first_replay.returncode == 0, first_replay.stderr
+        assert json.loads(first_replay.stdout) == {"n": first_rows["partition_history"]}
+        assert first_rows["partition_history"] != rows["partition_history"]
+    else:  # delta-rs tables are temporary views: no time travel by name, and one clear line says so
+        assert first_replay.returncode != 0
+        assert "Traceback" not in first_replay.stderr
