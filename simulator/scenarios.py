@@ -309,7 +309,7 @@ def min_isr_change(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
     minimum is lowered (the controller clears topic-0's ELRs: ClearElrRecord "topic-0") and later the cluster's
     (ClearElrRecord "": every topic); the brokers come back. key: failed brokers, the three config offsets."""
     if not sim.elr:
-        raise SimulationError("min-isr-change needs eligible leader replicas (elr, metadata version 4.0+)")
+        raise SimulationError("min-isr-change needs eligible leader replicas (--elr, metadata version 4.0+)")
     _need(o, 3, "min-isr-change")
     yield from setup_cluster(sim, o)
     raised = sim.set_cluster_config(MIN_ISR_KEY, "2")  # no ELR yet: its ClearElrRecord changes nothing
