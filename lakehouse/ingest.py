@@ -313,9 +313,15 @@ class _Ingest:
         if pinned.get("files"):
             stored = self._stored_keys(pinned["files"], ranges).select(
                 "cluster_id", "offset", F.col("record_type").alias("s_type"),
-                F.col("record_version").alias("s_version"), F.col("payload").alias("s_payload"))
+                F.col("record_version").alias("s_version"), F.col("payload").alias("s_payload"),
+                F.col("schema_id").alias("s_schema_id"), F.col("payload_json").alias("s_payload_json"))
+            # A payload stored under another (older) Avro schema of its type has other bytes for the same record:
+            # then Kafka's JSON form, which no schema change touches, says whether it is the same.
+            same = F.when(F.col("schema_id").eqNullSafe(F.col("s_schema_id")),
+                          F.col("payload").eqNullSafe(F.col("s_payload"))).otherwise(
+                F.col("payload_json").eqNullSafe(F.col("s_payload_json")))
             clash = rows.join(stored, ["cluster_id", "offset"]).filter(
-                ~F.col("payload").eqNullSafe(F.col("s_payload")) | ~F.col("record_type").eqNullSafe(F.col("s_type"))
+                ~same | ~F.col("record_type").eqNullSafe(F.col("s_type"))
                 | ~F.col("record_version").eqNullSafe(F.col("s_version")))
             clash_rejects = self._reject_rows(clash.withColumn("kind", F.lit("conflict")).withColumn(
                 "reason", F.concat(F.lit("offset already stored with a different record (stored "),

@@ -65,7 +65,7 @@ def entry_row(entry: LogEntry, cluster_id: str | None) -> dict[str, object]:
     if isinstance(record, MetadataRecord):
         message = record.definition
         payload = encode_payload(record)
-        payload_json = dumps_compact(struct_to_json(message.body, record.version, record.data))
+        payload_json = dumps_compact(struct_to_json(message.body, record.layout_version, record.data))
         api_key, control_type, sid = message.api_key, message.control_type, schema_id(record.type_name)
     else:
         payload, payload_json, sid = record.value, None, None

@@ -100,7 +100,7 @@ def decode_payload(type_name: str, version: int, payload: bytes,
     writer = fastavro.parse_schema(writer_schema) if writer_schema is not None else reader
     data = fastavro.schemaless_reader(io.BytesIO(payload), writer, reader)
     assert isinstance(data, dict)
-    return MetadataRecord(type_name, version, trim_to_version(message.body, version, data))
+    return MetadataRecord(type_name, version, trim_to_version(message.body, message.layout_version(version), data))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,8 +145,9 @@ def entry_from_avro(row: dict[str, Any]) -> LogEntry:
                            reason)
     else:
         message = definitions()[row["recordType"]]
-        record = MetadataRecord(message.name, row["recordVersion"],
-                                trim_to_version(message.body, row["recordVersion"], payload))
+        version = row["recordVersion"]
+        record = MetadataRecord(message.name, version,
+                                trim_to_version(message.body, message.layout_version(version), payload))
     return LogEntry(
         offset=row["offset"],
         record=record,

@@ -651,7 +651,7 @@ def _parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, b
             data = None
         else:
             try:
-                name, read_version, reader, mode, notes = plans[value[:3]]
+                name, version, reader, mode, notes = plans[value[:3]]
             except KeyError:
                 data = None
             else:
@@ -659,7 +659,7 @@ def _parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, b
         if data is not None:
             decoded = new(record_twin)
             decoded.type_name = name
-            decoded.version = read_version
+            decoded.version = version
             decoded.data = data
             decoded.__class__ = record_frozen
         else:

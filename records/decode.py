@@ -35,43 +35,43 @@ from records.model import LogEntry, LogEntryTwin, MetadataRecord, MetadataRecord
 
 Decoded = tuple[MetadataRecord | RawRecord, ReadMode, tuple[str, ...]]
 # How to read a metadata value, by its first three bytes (frame 1, one-byte api key and version: every
-# value Kafka writes today): type name, version read, value reader, read mode and notes. Filled by the
+# value Kafka writes today): type name, record version, value reader, read mode and notes. Filled by the
 # checked path the first time a header is seen, so the fast path only ever repeats what it decided.
 Plan = tuple[str, int, ValueReader, ReadMode, tuple[str, ...]]
 _PLANS: dict[bytes, Plan] = {}
 
 
+def _read_as(message: MessageDef, version: int) -> tuple[ReadMode, tuple[str, ...]]:
+    """Exact for a version the definitions know; else best effort with the newest layout, said in a note."""
+    layout = message.layout_version(version)
+    if layout == version:
+        return ReadMode.EXACT, ()
+    return ReadMode.BEST_EFFORT, (f"{message.name} v{version} is newer than the known versions "
+                                  f"{message.valid_versions}; read with the v{layout} layout, which consumed "
+                                  "every byte",)
+
+
 def _plan(message: MessageDef, version: int) -> Plan:
     """What :func:`_decode_known` does for this version when the bytes fit it."""
-    if version in message.valid_versions:
-        return message.name, version, value_reader(message, version), ReadMode.EXACT, ()
-    newest = message.versions[-1]
-    note = (f"{message.name} v{version} is newer than the known versions "
-            f"{message.valid_versions}; read with the v{newest} layout, which consumed every byte")
-    return (message.name, newest, value_reader(message, newest), ReadMode.BEST_EFFORT,
-            (note, f"original version {version}"))
+    mode, notes = _read_as(message, version)
+    return message.name, version, value_reader(message, message.layout_version(version)), mode, notes
 
 
 def _decode_known(message: MessageDef, version: int, value: bytes, start: int,
                   api_key: int | None, control_type: int | None) -> Decoded:
-    newest = message.versions[-1]
-    read_version = version if version in message.valid_versions else newest
+    layout = message.layout_version(version)
     try:
-        data, end = decode_body(message, read_version, value, start)
+        data, end = decode_body(message, layout, value, start)
     except DecodeError as exc:
         reason = f"{message.name} v{version} does not decode: {exc}"
         return RawRecord(api_key, control_type, version, value, reason), ReadMode.RAW, (reason,)
     if end != len(value):
         reason = (f"{message.name} v{version}: {len(value) - end} bytes left over after the body "
-                  f"(read as v{read_version})")
+                  f"(read as v{layout})")
         return RawRecord(api_key, control_type, version, value, reason), ReadMode.RAW, (reason,)
-    if read_version != version:
-        note = (f"{message.name} v{version} is newer than the known versions "
-                f"{message.valid_versions}; read with the v{newest} layout, which consumed every byte")
-        # The model holds the layout actually read; the original version stays in the notes.
-        return MetadataRecord(message.name, read_version, data), ReadMode.BEST_EFFORT, (
-            note, f"original version {version}")
-    return MetadataRecord(message.name, version, data), ReadMode.EXACT, ()
+    # The record reports the version the log holds; its data has the fields of the layout read.
+    mode, notes = _read_as(message, version)
+    return MetadataRecord(message.name, version, data), mode, notes
 
 
 def decode_metadata_value(value: bytes) -> Decoded:
@@ -81,10 +81,10 @@ def decode_metadata_value(value: bytes) -> Decoded:
     except TypeError:  # an unhashable buffer such as a bytearray: the checked path reads it
         plan = None
     if plan is not None:
-        name, read_version, reader, mode, notes = plan
+        name, version, reader, mode, notes = plan
         data = reader(value)
         if data is not None:  # else the checked path below says what is wrong, or reads it all the same
-            record = MetadataRecordTwin(name, read_version, data)
+            record = MetadataRecordTwin(name, version, data)
             record.__class__ = MetadataRecord
             return record, mode, notes
     return _decode_metadata_value_checked(value)
@@ -159,10 +159,10 @@ def entries_from_batch(batch: RecordBatch, cluster_id: str | None = None,
             plan = None
         decoded = None
         if plan is not None:
-            name, read_version, reader, mode, notes = plan
+            name, version, reader, mode, notes = plan
             data = reader(value)
             if data is not None:
-                decoded = record_twin(name, read_version, data)
+                decoded = record_twin(name, version, data)
                 decoded.__class__ = record_frozen
         if decoded is None:
             record, mode, notes = _decode_metadata_value_checked(value)

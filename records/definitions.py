@@ -16,6 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+# The Kafka release whose definitions ``schemas/kafka`` holds (its README says from which jars).
+KAFKA_DEFINITIONS_VERSION = "4.4.0"
+
 PRIMITIVE_TYPES = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "string",
      "bytes", "uuid", "records"}
@@ -216,6 +219,12 @@ class MessageDef:
 
     def is_flexible(self, version: int) -> bool:
         return version in self.flexible_versions
+
+    def layout_version(self, version: int) -> int:
+        """The version whose layout reads and writes a record of ``version``: its own when the definitions know
+        it, else the newest they know. Kafka evolves a record type through tagged fields, so a newer version
+        is read best-effort with the newest layout, while the record keeps reporting its true version."""
+        return version if version in self.valid_versions else self.versions[-1]
 
 
 def strip_comments(text: str) -> str:

@@ -462,7 +462,7 @@ def _content_text(entry: LogEntry, version: tuple[int, int]) -> str:
     message = record.definition
     if not message.is_control:
         return " payload: " + dumps_compact(record_to_json(record))
-    body = dumps_compact(struct_to_json(message.body, record.version, record.data))
+    body = dumps_compact(struct_to_json(message.body, record.layout_version, record.data))
     if message.name == "LeaderChangeMessage":
         if version >= (4, 1):
             return f" LeaderChange: {body}"

@@ -86,7 +86,7 @@ def line_to_entry(obj: Any) -> LogEntry:
         record: Any = _raw_from_line(obj)
         notes = (record.reason, *notes)
     else:
-        record = record_from_json(obj)
+        record = record_from_json(obj, best_effort=read_mode is ReadMode.BEST_EFFORT)
     control = obj.get("control", False)
     if control is not record.is_control:
         expected = "true" if record.is_control else "absent or false"

@@ -703,13 +703,14 @@ METADATA_FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 
 
 def encode_metadata_value(message: MessageDef, version: int, data: dict[str, Any]) -> bytes:
-    """A metadata record's value as ``MetadataRecordSerde`` writes it: frame, api key, version, body."""
+    """A metadata record's value as ``MetadataRecordSerde`` writes it: frame, api key, version, body (in the
+    layout of ``version``, or of the newest known version for a record read best-effort)."""
     assert message.api_key is not None
     out: list[bytes] = []
     write_uvarint(METADATA_FRAME_VERSION, out)
     write_uvarint(message.api_key, out)
     write_uvarint(version, out)
-    out.append(encode_body(message, version, data))
+    out.append(encode_body(message, message.layout_version(version), data))
     return b"".join(out)
 
 

@@ -93,7 +93,7 @@ def record_to_json(record: MetadataRecord | RawRecord) -> dict[str, Any]:
     return {
         "type": message.json_type_name,
         "version": record.version,
-        "data": struct_to_json(message.body, record.version, record.data),
+        "data": struct_to_json(message.body, record.layout_version, record.data),
     }
 
 
@@ -116,17 +116,19 @@ def message_for_json_type(type_name: Any) -> MessageDef:
     return message
 
 
-def record_from_json(obj: Any) -> MetadataRecord:
-    """Kafka's JSON form → model; raises :class:`FieldProblem` naming the field."""
+def record_from_json(obj: Any, *, best_effort: bool = False) -> MetadataRecord:
+    """Kafka's JSON form → model; raises :class:`FieldProblem` naming the field. ``best_effort``: a version newer
+    than the definitions is accepted, its data checked against the newest layout (a record read that way)."""
     if not isinstance(obj, dict):
         raise FieldProblem("", "expected a JSON object with type, version and data")
     message = message_for_json_type(obj.get("type"))
     if "version" not in obj:
         raise FieldProblem("version", "missing: every record needs its version")
-    version = check_version(message, obj["version"])
+    version = check_version(message, obj["version"], newer=best_effort)
     if "data" not in obj:
         raise FieldProblem("data", "missing: every record needs its data object")
-    data = convert_struct(message.body, version, obj["data"], "", json_leaf, require_all=True)
+    data = convert_struct(message.body, message.layout_version(version), obj["data"], "", json_leaf,
+                          require_all=True)
     return MetadataRecord(message.name, version, data)
 
 

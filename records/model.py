@@ -67,7 +67,8 @@ class ReadMode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class MetadataRecord:
-    """A decoded record body: its Kafka type, the record version and the fields of that version."""
+    """A decoded record body: its Kafka type, the record version as written in the log (also when it is newer than
+    the definitions) and the fields of its layout version."""
 
     type_name: str
     version: int
@@ -76,6 +77,11 @@ class MetadataRecord:
     @property
     def definition(self) -> MessageDef:
         return definitions()[self.type_name]
+
+    @property
+    def layout_version(self) -> int:
+        """The version whose fields ``data`` holds (``version`` itself unless it is newer than the definitions)."""
+        return self.definition.layout_version(self.version)
 
     @property
     def api_key(self) -> int | None:

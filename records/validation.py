@@ -185,9 +185,12 @@ def convert_struct(sdef: StructDef, version: int, obj: Any, path: str, leaf: Lea
     return result
 
 
-def check_version(message: MessageDef, version: Any) -> int:
+def check_version(message: MessageDef, version: Any, newer: bool = False) -> int:
+    """``version`` when the definitions know it (``newer``: or it is newer than all they know)."""
     if isinstance(version, bool) or not isinstance(version, int):
         raise FieldProblem("version", f"expected an integer version, got {_type_label(version)}")
+    if newer and version > message.versions[-1]:
+        return version
     if version not in message.valid_versions:
         raise FieldProblem("version", f"unsupported version {version} of {message.name} "
                                       f"(known versions {message.valid_versions})")

@@ -30,7 +30,7 @@ def encode_entry(entry: LogEntry) -> tuple[bytes | None, bytes]:
     message = record.definition
     if message.is_control:
         assert message.control_type is not None
-        return encode_control_key(message.control_type), encode_body(message, record.version, record.data)
+        return encode_control_key(message.control_type), encode_body(message, record.layout_version, record.data)
     return None, encode_metadata_value(message, record.version, record.data)
 
 

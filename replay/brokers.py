@@ -110,13 +110,17 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
 
 
 def controller_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:
-    """Every RegisterControllerRecord replaces that controller's registration."""
-    return parsed(events, "RegisterControllerRecord", shapes).select(
+    """Every RegisterControllerRecord replaces that controller's registration; an UnregisterControllerRecord
+    (Kafka 4.4) removes it, whatever there is (``ClusterDelta`` does not check)."""
+    registered = parsed(events, "RegisterControllerRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.controllerId").alias("controller_id"),
         F.col("r.incarnationId").alias("incarnation_id"),
         F.coalesce("r.zkMigrationReady", F.lit(False)).alias("zk_migration_ready"),
         F.expr(ENDPOINTS).alias("endpoints"), F.expr(FEATURES).alias("features"),
         F.lit(False).alias("is_tombstone"))
+    unregistered = parsed(events, "UnregisterControllerRecord", shapes).select(
+        *EVENT_COLUMNS, F.col("r.controllerId").alias("controller_id"), F.lit(True).alias("is_tombstone"))
+    return registered.unionByName(unregistered, allowMissingColumns=True)
 
 
 def feature_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:

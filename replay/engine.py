@@ -64,7 +64,7 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
     # a record type or two, so they scan a small checkpoint of the rest instead of the whole log each time.
     others = events.where(~F.col("record_type").isin(*PARTITION_TYPES)).localCheckpoint(eager=True)
     topics = topic_events(others, shapes)
-    partitions = partition_states(events, topics.topic_events, shapes)
+    partitions = partition_states(events, topics.topic_events, shapes, others)
     brokers = broker_states(others, shapes)
 
     topic_history = to_intervals(

@@ -28,9 +28,9 @@ OPEN_TXN_BUCKETS = 64
 
 # The record types the folds apply (their fields: ``replay.shapes``, from the Avro schemas).
 STATE_TYPES: tuple[str, ...] = (
-    "PartitionRecord", "PartitionChangeRecord", "TopicRecord", "RemoveTopicRecord", "RegisterBrokerRecord",
-    "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord",
-    "FeatureLevelRecord", "RegisterControllerRecord")
+    "PartitionRecord", "PartitionChangeRecord", "TopicRecord", "RemoveTopicRecord", "ClearElrRecord",
+    "RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
+    "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "RegisterControllerRecord", "UnregisterControllerRecord")
 # Apply order inside one offset: 0 for log records; a snapshot's records (all at its end offset - 1) and
 # an incremental replay's seeds carry their position here.
 SEQ = "seq"

@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 
 from replay.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
 from replay.events import BASE_COLUMNS, BEGIN, transaction_markers
+from replay.partitions import CLEAR_ELR
 from replay.replicas import replica_history
 from replay.shapes import RecordShapes, record_shapes
 
@@ -66,11 +67,11 @@ def safe_offsets(log: DataFrame, last: dict[str, int] | None = None) -> dict[str
 # --- what the new records touch ------------------------------------------------------------------
 
 # every field that names an entity, in any record type that names one (each type has a subset of them)
-_NAMES = ("topicId", "partitionId", "brokerId", "id", "controllerId", "name")
+_NAMES = ("topicId", "partitionId", "brokerId", "id", "controllerId", "name", "topicName")
 _TOPIC_TYPES = ("TopicRecord", "RemoveTopicRecord")
 _BROKER_TYPES = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
                  "BrokerRegistrationChangeRecord")
-_CONTROLLER_TYPES = ("RegisterControllerRecord",)
+_CONTROLLER_TYPES = ("RegisterControllerRecord", "UnregisterControllerRecord")
 _FEATURE_TYPES = ("FeatureLevelRecord",)
 # the small tables and the record types they are folded from: without such a record their rows stay as stored
 FOLDED_FROM = {"topic_history": _TOPIC_TYPES, "feature_history": _FEATURE_TYPES,
@@ -86,10 +87,14 @@ class Touched:
     features: DataFrame  # cluster_id, feature
 
 
-def touched(log: DataFrame, stored_partitions_open: DataFrame, shapes: RecordShapes) -> Touched:
+def touched(log: DataFrame, stored_partitions_open: DataFrame, shapes: RecordShapes,
+            stored_topics_open: DataFrame | None = None) -> Touched:
+    """The entities the new records name. A ClearElrRecord names a topic (every topic when its name is empty):
+    it touches the stored open topics it names and their open partitions that have an ELR or a last known ELR
+    (the only ones it changes), given ``stored_topics_open`` and the ELR columns of ``stored_partitions_open``."""
     # One read of the records that name an entity (only their naming fields decoded), cut once: every set below
     # reads that small checkpoint.
-    kinds = (*PARTITION_TYPES, *_TOPIC_TYPES, *_BROKER_TYPES, *_CONTROLLER_TYPES, *_FEATURE_TYPES)
+    kinds = (*PARTITION_TYPES, *_TOPIC_TYPES, CLEAR_ELR, *_BROKER_TYPES, *_CONTROLLER_TYPES, *_FEATURE_TYPES)
     records = log.where(F.col("record_type").isin(*kinds)).select(
         "cluster_id", "record_type", *shapes.payload_columns())
     names = (shapes.named(records, kinds, _NAMES).select("cluster_id", "record_type", *_NAMES)
@@ -108,7 +113,23 @@ def touched(log: DataFrame, stored_partitions_open: DataFrame, shapes: RecordSha
     brokers = ids(_BROKER_TYPES, broker_id=F.coalesce("brokerId", "id"))
     controllers = ids(_CONTROLLER_TYPES, controller_id=F.col("controllerId"))
     features = ids(_FEATURE_TYPES, feature=F.col("name"))
-    return Touched(topics, named.unionByName(of_topics).distinct(), brokers, controllers, features)
+    partitions = named.unionByName(of_topics)
+    if stored_topics_open is not None:
+        clears = names.where(F.col("record_type") == CLEAR_ELR).select(
+            "cluster_id", F.coalesce("topicName", F.lit("")).alias("clear_name")).distinct()
+        t = stored_topics_open.alias("t")
+        wanted = (F.col("t.cluster_id") == F.col("k.cluster_id")) & (
+            (F.col("k.clear_name") == "") | (F.col("k.clear_name") == F.col("t.name")))
+        cleared = t.join(F.broadcast(clears.alias("k")), wanted).select("t.cluster_id", "t.topic_id", "k.clear_name")
+        with_elr = stored_partitions_open.where(
+            (F.size(F.coalesce("eligible_leader_replicas", F.array())) > 0)
+            | (F.size(F.coalesce("last_known_elr", F.array())) > 0)).select("cluster_id", "topic_id", "partition_id")
+        elr_partitions = with_elr.join(cleared.select("cluster_id", "topic_id").distinct(), ["cluster_id", "topic_id"])
+        # a named topic is seeded even without an ELR to clear: the record must find it live
+        topics = topics.unionByName(cleared.where(F.col("clear_name") != "").select("cluster_id", "topic_id")) \
+            .unionByName(elr_partitions.select("cluster_id", "topic_id")).distinct()
+        partitions = partitions.unionByName(elr_partitions)
+    return Touched(topics, partitions.distinct(), brokers, controllers, features)
 
 
 # --- seeds ---------------------------------------------------------------------------------------
@@ -253,8 +274,10 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
         shapes = record_shapes(spark)
     cps = spark.createDataFrame(sorted(checkpoints.items()), "cluster_id STRING, _c BIGINT")
     open_partitions = stored["partition_history"].where(F.col("valid_to_offset").isNull()).select(
-        "cluster_id", "topic_id", "partition_id")
-    t = touched(new_log, open_partitions, shapes)
+        "cluster_id", "topic_id", "partition_id", "eligible_leader_replicas", "last_known_elr")
+    open_topics = stored["topic_history"].where(F.col("valid_to_offset").isNull()).select(
+        "cluster_id", "topic_id", "name")
+    t = touched(new_log, open_partitions, shapes, open_topics)
     result: ReplayResult = replay(new_log, seeds(stored, cps, t), shapes)
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
     # recomputation do not re-plan and re-run it for every use.

@@ -1,11 +1,12 @@
 """Partitions and topics: Kafka's ``TopicsDelta``/``PartitionRegistration.merge`` as window functions.
 
 Each partition's events (PartitionRecord = create, PartitionChangeRecord = change, the partitions
-of a RemoveTopicRecord = delete) are ordered as Kafka applies them. A *generation* starts at every
-create or delete; inside a create generation each field is the last value a record set (``null``
-arrays, leader ``-2`` and recovery state ``-1`` set nothing), the leader epoch is the created
-epoch plus the number of records that named a leader, the partition epoch the created epoch plus
-the number of changes. Changes Kafka would refuse (unknown partition, removed topic) and
+of a RemoveTopicRecord = delete, the partitions a ClearElrRecord names = clear) are ordered as Kafka
+applies them. A *generation* starts at every create or delete; inside a create generation each field
+is the last value a record set (``null`` arrays, leader ``-2`` and recovery state ``-1`` set nothing),
+the leader epoch is the created epoch plus the number of records that named a leader, the partition
+epoch the created epoch plus the number of changes (a clear counts only where it emptied an ELR).
+Changes Kafka would refuse (unknown partition, removed topic, a clear of an unknown topic name) and
 PartitionRecords of unknown topics are not applied and come out as anomalies.
 """
 
@@ -23,6 +24,8 @@ from replay.shapes import RecordShapes
 KEY = ("topic_id", "partition_id")
 ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
 EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
+CLEAR_ELR = "ClearElrRecord"
+CHANGES = ("change", "clear")  # the event kinds that merge into a live partition (PartitionRegistration.merge)
 
 
 @dataclass(frozen=True)
@@ -70,14 +73,63 @@ def _after(v: Column, o: Column, s: Column, v0: Column, o0: Column, s0: Column) 
     return (v > v0) | ((v == v0) & ((o > o0) | ((o == o0) & (s >= s0))))
 
 
+def _while_live(e: str, t: str) -> Column:
+    """Event alias ``e`` comes while the topic interval alias ``t`` (``topic_live_intervals``) is live."""
+    v, o, s = F.col(f"{e}.visible_offset"), F.col(f"{e}.offset"), F.col(f"{e}.seq")
+    return ((F.col(f"{e}.cluster_id") == F.col(f"{t}.cluster_id"))
+            & _after(v, o, s, F.col(f"{t}.from_visible"), F.col(f"{t}.from_offset"), F.col(f"{t}.from_seq"))
+            & (F.col(f"{t}.to_visible").isNull()
+               | ~_after(v, o, s, F.col(f"{t}.to_visible"), F.col(f"{t}.to_offset"), F.col(f"{t}.to_seq"))))
+
+
+@dataclass(frozen=True)
+class ClearsResult:
+    clears: DataFrame  # one "clear" event per partition key ever created under a topic id the record names
+    anomalies: DataFrame
+
+
+def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsResult:
+    """``TopicsDelta.replay(ClearElrRecord)``: the partitions of the topic live under that name (of every live
+    topic when the name is empty) get their ELR and last known ELR emptied, as a PartitionChangeRecord setting
+    both to ``[]`` would; a name no live topic has is refused. ``records``: ClearElrRecord events typed as ``r``;
+    ``live``: ``topic_live_intervals``; ``keys``: the partitions ever created. Which clears change a partition
+    (an ELR to empty) is decided with the partition's state: ``_effective_clears``."""
+    c, t = records.alias("c"), live.alias("t")
+    name = F.coalesce(F.col("c.r.topicName"), F.lit(""))
+    named = (name == "") | (F.col("t.name") == name)
+    matched = c.join(F.broadcast(t), _while_live("c", "t") & named, "left").select(
+        *[F.col(f"c.{column}") for column in EVENT_COLUMNS], name.alias("topic_name"), F.col("t.topic_id"))
+    refused = matched.where(F.col("topic_id").isNull() & (F.col("topic_name") != "")).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.concat(F.lit("ClearElrRecord of unknown topic "), F.col("topic_name")).alias("reason"))
+    empty = F.array().cast("array<int>")
+    clears = matched.join(keys, ["cluster_id", "topic_id"]).select(
+        *EVENT_COLUMNS, *KEY, F.lit("clear").alias("kind"),
+        empty.alias("eligible_leader_replicas"), empty.alias("last_known_elr"))
+    return ClearsResult(clears, refused)
+
+
+def _effective_clears(events: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
+    """``events`` without the clears that found no ELR and no last known ELR: Kafka merges a partition only where
+    one of them is not empty, so only there does a clear move the partition epoch on and make a version."""
+    before = ordered(*keyed, "generation").rowsBetween(Window.unboundedPreceding, -1)
+    had = F.lit(False)
+    for column in ("eligible_leader_replicas", "last_known_elr"):
+        had = had | F.coalesce(F.size(F.last(column, ignorenulls=True).over(before)) > 0, F.lit(False))
+    return events.withColumn("_had_elr", had).where((F.col("kind") != "clear") | F.col("_had_elr")).drop("_had_elr")
+
+
 @dataclass(frozen=True)
 class PartitionsResult:
     states: DataFrame  # one row per applied event: the partition after it
     anomalies: DataFrame
 
 
-def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes) -> PartitionsResult:
-    """The partition registration after every applied Partition/PartitionChange record."""
+def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
+                     others: DataFrame | None = None) -> PartitionsResult:
+    """The partition registration after every applied Partition/PartitionChange record and ELR clear.
+    ``others``: the events without Partition(Change)Records, where ClearElrRecords are looked for (default
+    ``events``); a log without one runs the plan it always ran."""
     created = parsed(events, "PartitionRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
         F.lit("create").alias("kind"),
@@ -109,12 +161,7 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes)
     # PartitionRecords need a live topic (TopicsDelta.getOrCreateTopicDelta throws otherwise).
     live = topic_live_intervals(topics).alias("t")
     c = created.alias("c")
-    in_topic = ((F.col("c.topic_id") == F.col("t.topic_id")) & (F.col("c.cluster_id") == F.col("t.cluster_id"))
-                & _after(F.col("c.visible_offset"), F.col("c.offset"), F.col("c.seq"),
-                         F.col("t.from_visible"), F.col("t.from_offset"), F.col("t.from_seq"))
-                & (F.col("t.to_visible").isNull()
-                   | ~_after(F.col("c.visible_offset"), F.col("c.offset"), F.col("c.seq"), F.col("t.to_visible"),
-                             F.col("t.to_offset"), F.col("t.to_seq"))))
+    in_topic = (F.col("c.topic_id") == F.col("t.topic_id")) & _while_live("c", "t")
     matched = c.join(live, in_topic, "left").select("c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
     matched = matched.localCheckpoint(eager=True)  # the creations and their refusals: one parse, one join
     refused_creates = matched.where(~F.col("topic_live")).select(
@@ -130,6 +177,10 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes)
     keys = creates.select("cluster_id", *KEY).distinct()
     deletes = removes.join(keys, ["cluster_id", "topic_id"]).select(
         *EVENT_COLUMNS, "topic_id", "partition_id", F.lit("delete").alias("kind"))
+    clear_records = parsed(events if others is None else others, CLEAR_ELR, shapes).localCheckpoint(eager=True)
+    clearing = not clear_records.isEmpty()  # rare records: without them, no clear events and no extra window
+    if clearing:
+        cleared = elr_clears(clear_records, live, keys)
 
     # PartitionRegistration's constructor throws (so Kafka's replay refuses the record) when the
     # directories it would build do not match the replicas: an empty replica list leaves MIGRATING
@@ -141,16 +192,18 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes)
     # largest record type is parsed once: the refusals below read the checkpointed stream.
     changed = changed.withColumn("malformed", malformed)
     stream = (creates.withColumn("malformed", F.lit(False)).unionByName(changed)
-              .unionByName(deletes, allowMissingColumns=True)
-              .withColumn("malformed", F.coalesce("malformed", F.lit(False))))
+              .unionByName(deletes, allowMissingColumns=True))
+    if clearing:
+        stream = stream.unionByName(cleared.clears, allowMissingColumns=True)
+    stream = stream.withColumn("malformed", F.coalesce("malformed", F.lit(False)))
     keyed = ("cluster_id", *KEY)
-    stream = stream.withColumn("generation", F.sum(F.when(F.col("kind") != "change", 1).otherwise(0)).over(
+    stream = stream.withColumn("generation", F.sum(F.when(~F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(
         running(*keyed)))
     stream = stream.withColumn("generation_kind", F.first("kind").over(
         Window.partitionBy(*keyed, "generation").orderBy("visible_offset", "offset", "seq")))
     stream = stream.localCheckpoint(eager=True)  # read by the states, the tombstones and the refusals
     applied = ~F.col("malformed") & ((F.col("kind") == "create")
-                                     | ((F.col("kind") == "change") & (F.col("generation_kind") == "create")))
+                                     | (F.col("kind").isin(*CHANGES) & (F.col("generation_kind") == "create")))
     # Both refusals of a change in one scan of the stream: malformed, or no live partition to apply it to.
     partition = F.concat(F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
     refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
@@ -160,6 +213,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes)
         .otherwise(F.concat(F.lit("PartitionChangeRecord of unknown partition "), partition)).alias("reason"))
     tombstones = stream.where(F.col("kind") == "delete")
     live_events = stream.where(applied)
+    if clearing:
+        live_events = _effective_clears(live_events, keyed)
 
     g = running(*keyed, "generation")
     state = live_events.select(
@@ -170,7 +225,7 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes)
          + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(g)
          ).alias("leader_epoch"),
         (F.first("base_partition_epoch").over(g)
-         + F.sum(F.when(F.col("kind") == "change", 1).otherwise(0)).over(g)).alias("partition_epoch"),
+         + F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(g)).alias("partition_epoch"),
         last_non_null("leader_recovery_state", g).alias("leader_recovery_state"),
         F.col("replicas").isNotNull().alias("replicas_set"),
         "explicit_dirs",
@@ -193,6 +248,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes)
         "cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
         F.explode(F.filter(F.array(leader_outside, isr_outside), lambda reason: reason.isNotNull())).alias("reason"))
     anomalies = refused_creates.unionByName(refused_changes).unionByName(invariants)
+    if clearing:
+        anomalies = anomalies.unionByName(cleared.anomalies)
     states = state.unionByName(tombstones.select(*EVENT_COLUMNS, *KEY, "kind", "generation"),
                                allowMissingColumns=True)
     return PartitionsResult(states, anomalies)

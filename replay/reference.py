@@ -243,6 +243,22 @@ def _partition_change(image: Image, d: dict[str, Any]) -> tuple[str, int]:
     return tid, pid
 
 
+def _clear_elr(image: Image, topic_name: str) -> list[tuple[str, int]]:
+    """``TopicsDelta.replay(ClearElrRecord)``: every partition of the named topic (of every topic when the name
+    is empty) that has an ELR or a last known ELR gets both emptied by a ``merge``, so its partition epoch moves
+    on; the others are left as they are. Returns the partitions it changed."""
+    topic_ids = {tid for tid, name in image.topics.items() if not topic_name or name == topic_name}
+    if topic_name and not topic_ids:
+        raise Refused(f"ELR clear of an unknown topic {topic_name}")
+    cleared = [key for key, p in image.partitions.items()
+               if key[0] in topic_ids and (p.eligible_leader_replicas or p.last_known_elr)]
+    for key in cleared:
+        p = image.partitions[key]
+        image.partitions[key] = replace(p, eligible_leader_replicas=(), last_known_elr=(),
+                                        partition_epoch=p.partition_epoch + 1)
+    return cleared
+
+
 def _current_broker(image: Image, broker_id: int, epoch: int, action: str) -> Broker:
     """``ClusterDelta.getBrokerOrThrow``."""
     broker = image.brokers.get(broker_id)
@@ -292,6 +308,9 @@ class Folder:
             changes.partitions[_partition_record(image, d)] = cause
         elif kind == "PartitionChangeRecord":
             changes.partitions[_partition_change(image, d)] = cause
+        elif kind == "ClearElrRecord":
+            for key in _clear_elr(image, d["topicName"]):
+                changes.partitions[key] = cause
         elif kind == "RegisterBrokerRecord":
             bid, epoch = d["brokerId"], d["brokerEpoch"]
             previous = self.registered_epochs.get(bid)
@@ -341,6 +360,10 @@ class Folder:
                 zk_migration_ready=bool(d.get("zkMigrationReady", False)),
                 endpoints=_endpoints(d.get("endPoints")), features=_features(d.get("features")))
             changes.controllers[cid] = cause
+        elif kind == "UnregisterControllerRecord":
+            # ClusterDelta removes the registration unconditionally, as it does a broker's.
+            image.controllers.pop(d["controllerId"], None)
+            changes.controllers[d["controllerId"]] = cause
         elif kind == "FeatureLevelRecord":
             if d["featureLevel"] == 0:
                 image.features.pop(d["name"], None)

@@ -385,6 +385,19 @@ class ControllerSimulator:
                 self._set_config(self.cluster_configs, data["name"], data["value"])
         elif kind == "RemoveTopicRecord":
             self._replay_remove_topic(data["topicId"])
+        elif kind == "ClearElrRecord":
+            self._replay_clear_elr(data["topicName"])
+
+    def _replay_clear_elr(self, topic_name: str) -> None:
+        """``ReplicationControlManager.replay(ClearElrRecord)``: a partition of the topic (of every topic for an
+        empty name) with an ELR or a last known ELR loses both, and its partition epoch moves on."""
+        topics = [self.topics[topic_name]] if topic_name else list(self.topics.values())
+        for topic in topics:
+            for key in topic.partitions:
+                p = self.partitions[key]
+                if p.elr or p.lke:
+                    p.elr, p.lke = [], []
+                    p.partition_epoch += 1
 
     @staticmethod
     def _set_config(configs: dict[str, str], name: str, value: str | None) -> None:
@@ -859,8 +872,7 @@ class ControllerSimulator:
         assignment = self._place(partitions, replication_factor)
         records = [record("TopicRecord", 0, name=name, topicId=topic_id)]
         for key, value in sorted((configs or {}).items()):
-            records.append(record("ConfigRecord", 0, resourceType=RESOURCE_TOPIC, resourceName=name,
-                                  name=key, value=value))
+            records.extend(self._config_records(RESOURCE_TOPIC, name, key, value))
         records.extend(self._partition_records(topic_id, 0, assignment))
         if abort_after_batches is not None:
             self._commit_large(f"CreateTopics {name}", records, abort_after_batches=abort_after_batches)
@@ -898,13 +910,23 @@ class ControllerSimulator:
     def set_topic_config(self, name: str, key: str, value: str | None) -> int:
         self._topic(name)
         self._latency()
-        return self._commit([record("ConfigRecord", 0, resourceType=RESOURCE_TOPIC, resourceName=name,
-                                    name=key, value=value)])
+        return self._commit(self._config_records(RESOURCE_TOPIC, name, key, value))
 
     def set_cluster_config(self, key: str, value: str | None) -> int:
         """A cluster-wide broker default (``kafka-configs --entity-type brokers --entity-default``)."""
-        return self._commit([record("ConfigRecord", 0, resourceType=RESOURCE_BROKER, resourceName="",
-                                    name=key, value=value)])
+        return self._commit(self._config_records(RESOURCE_BROKER, "", key, value))
+
+    def _config_records(self, resource_type: int, resource_name: str, key: str,
+                        value: str | None) -> list[MetadataRecord]:
+        """The ConfigRecord, then the ClearElrRecord Kafka 4.x's ``ConfigurationControlManager`` adds in the
+        same atomic batch when ``min.insync.replicas`` changes while ELR is enabled: an ELR chosen under the
+        old minimum means nothing under the new one. It names the topic; a broker resource clears every topic."""
+        records = [record("ConfigRecord", 0, resourceType=resource_type, resourceName=resource_name,
+                          name=key, value=value)]
+        if self.elr and key == MIN_ISR_KEY:
+            records.append(record("ClearElrRecord", 0,
+                                  topicName=resource_name if resource_type == RESOURCE_TOPIC else ""))
+        return records
 
     def _topic(self, name: str) -> Topic:
         topic = self.topics.get(name)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from records.model import LogEntry
-from simulator.controller import NO_LEADER, UNCLEAN_KEY, ControllerSimulator, SimConfig, SimulationError
+from simulator.controller import MIN_ISR_KEY, NO_LEADER, UNCLEAN_KEY, ControllerSimulator, SimConfig, SimulationError
 from simulator.facts import ScenarioFacts
 
 Steps = Iterator[None]
@@ -303,6 +303,39 @@ def aborted_transaction(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
     yield
 
 
+def min_isr_change(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """ELR (KIP-966) and the operator changing min.insync.replicas: with a cluster minimum of 2, two replicas of
+    topic-0 partition 0 fail, so ISRs drop below 2 and their last members are kept as the ELR; then topic-0's
+    minimum is lowered (the controller clears topic-0's ELRs: ClearElrRecord "topic-0") and later the cluster's
+    (ClearElrRecord "": every topic); the brokers come back. key: failed brokers, the three config offsets."""
+    if not sim.elr:
+        raise SimulationError("min-isr-change needs eligible leader replicas (--elr, metadata version 4.0+)")
+    _need(o, 3, "min-isr-change")
+    yield from setup_cluster(sim, o)
+    raised = sim.set_cluster_config(MIN_ISR_KEY, "2")  # no ELR yet: its ClearElrRecord changes nothing
+    yield
+    failed = sim.partition("topic-0", 0).replicas[1:3]
+    for broker in failed:
+        sim.crash(broker)
+        yield
+    sim.tick(30_000)
+    topic = sim.set_topic_config("topic-0", MIN_ISR_KEY, "1")
+    yield
+    sim.tick(30_000)
+    cluster = sim.set_cluster_config(MIN_ISR_KEY, "1")
+    yield
+    sim.tick(10_000)
+    for broker in failed:
+        sim.register_broker(broker)
+        sim.unfence(broker)
+        sim.catch_up(broker)
+        yield
+    sim.preferred_election()
+    sim.facts.key.update(failed=failed, cluster_min_isr_2_offset=raised, topic_min_isr_1_offset=topic,
+                         cluster_min_isr_1_offset=cluster)
+    yield
+
+
 def random_mix(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
     """``events`` seeded random operations of every kind on top of the initial cluster."""
     yield from setup_cluster(sim, o)
@@ -438,6 +471,7 @@ SCENARIOS: dict[str, Callable[[ControllerSimulator, ScenarioOptions], Steps]] = 
     "controlled-shutdown": controlled_shutdown,
     "topic-recreate": topic_recreate,
     "aborted-transaction": aborted_transaction,
+    "min-isr-change": min_isr_change,
     "random": random_mix,
 }
 

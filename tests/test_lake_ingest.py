@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import fastavro
+import fastavro.schema
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
@@ -26,8 +27,9 @@ from lakehouse.delta_commit import commit_at_version
 from lakehouse.follow import Follower
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import Lake, LakeError, read_table
-from lakehouse.tables import AVRO_SCHEMAS, INGEST_REJECTS, METADATA_LOG, SCHEMAS, SNAPSHOTS
-from records.avro_codec import trim_to_version
+from lakehouse.log_rows import LOG_ROW_SCHEMA, ROW_KIND_RECORD, entry_row
+from lakehouse.tables import AVRO_SCHEMAS, INGEST_REJECTS, METADATA_LOG, SCHEMAS, SNAPSHOTS, spark_schema
+from records.avro_codec import _to_avro, schema_text, trim_to_version
 from records.batch import Compression
 from records.definitions import definitions
 from records.kafka_json import struct_to_json
@@ -114,6 +116,39 @@ def test_conflicting_record_is_rejected_not_written(spark: SparkSession, tmp_pat
     # Reported once: re-running the same source reports the conflict again but does not duplicate it.
     again = ingest(spark, lake, source, IngestOptions(cluster_id=CLUSTER))
     assert (again.conflicts, again.records_added, again.rejects_added) == (1, 0, 0)
+
+
+def test_payloads_of_an_older_schema_are_the_same_records(spark: SparkSession, tmp_path: Path) -> None:
+    """A lake ingested before Kafka 4.4's definitions holds Register/BrokerRegistrationChange payloads under schemas
+    without CordonedLogDirs: other bytes for the same records. Re-ingesting the log finds them stored, no conflict."""
+    entries = simulated()
+    older: dict[str, tuple[int, object]] = {}
+    for name in ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord"):
+        schema = json.loads(schema_text(name))
+        schema["fields"] = [f for f in schema["fields"] if f["name"] != "cordonedLogDirs"]
+        parsed = fastavro.parse_schema(schema)
+        unsigned = int(fastavro.schema.fingerprint(fastavro.schema.to_parsing_canonical_form(parsed), "CRC-64-AVRO"),
+                       16)
+        older[name] = (unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned, parsed)
+    rows = []
+    for entry in entries:
+        row = entry_row(entry, CLUSTER)
+        if entry.type_name in older:
+            sid, parsed = older[entry.type_name]
+            buffer = io.BytesIO()
+            fastavro.schemaless_writer(buffer, parsed, _to_avro(entry.record.definition.body, entry.record.data))
+            assert buffer.getvalue() != row["payload"]
+            row |= {"payload": buffer.getvalue(), "schema_id": sid}
+        rows.append(row)
+    assert {r["record_type"] for r in rows if r["schema_id"] in {sid for sid, _ in older.values()}} == set(older)
+    lake = Lake(tmp_path / "lake")
+    lake.ensure_table(METADATA_LOG)
+    stored = spark.createDataFrame(pa.Table.from_pylist(rows, schema=LOG_ROW_SCHEMA)).where(
+        f"row_kind = '{ROW_KIND_RECORD}'").withColumn("notes", F.col("message"))
+    lake.write(stored.select(*[(F.col(f.name) if f.name in stored.columns else F.lit(None)).cast(f.dataType)
+                               .alias(f.name) for f in spark_schema(METADATA_LOG).fields]), METADATA_LOG, "append")
+    summary = ingest(spark, lake, write_jsonl_file(tmp_path / "a.jsonl", entries), IngestOptions(cluster_id=CLUSTER))
+    assert (summary.conflicts, summary.records_added, summary.records_skipped) == (0, 0, len(entries))
 
 
 def test_several_clusters_share_a_lake(spark: SparkSession, real_log: Callable[[str], Path], tmp_path: Path) -> None:

@@ -114,6 +114,17 @@ def test_gani_guru_kafka_4_2(real_log: Callable[[str], Path]) -> None:
     assert _at(entries, 1777).record.data == {"brokerId": 1, "brokerEpoch": 1774, "fenced": -1}
     assert _at(entries, 18).record["eligibleLeaderReplicas"] is None  # v2 PartitionRecord, ELR untouched
     assert {e.raft_leader_epoch for e in entries} == {1, 2}
+    # Kafka 4.2 writes no version newer than the October-2024 definitions knew (RegisterBrokerRecord v4 and
+    # BrokerRegistrationChangeRecord v3 came with 4.3): every record is read in its own version's layout, so none
+    # was reported under another version before the 4.4 definitions either.
+    newest_42 = {"RegisterBrokerRecord": 3, "BrokerRegistrationChangeRecord": 2}
+    assert all(e.record.layout_version == e.version <= newest_42.get(e.type_name, e.version) for e in entries)
+    # The bootstrap transaction sets min.insync.replicas with ELR enabled, without a ClearElrRecord: Kafka adds one
+    # only to an incrementalAlterConfigs result, and this log never has one.
+    assert _at(entries, 3).record.data == {"name": "eligible.leader.replicas.version", "featureLevel": 1}
+    assert _at(entries, 8).record["name"] == "min.insync.replicas"
+    assert _at(entries, 9).type_name == "EndTransactionRecord"
+    assert not any(e.type_name in ("ClearElrRecord", "UnregisterControllerRecord") for e in entries)
     assert any("00000000000000001772.snapshot" in note and note.endswith(PRODUCER_STATE_NOTE)
                for note in report.notes)
 

@@ -24,12 +24,13 @@ FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChe
 
 
 def test_every_type_and_version_is_covered() -> None:
-    # 25 metadata record types + 5 raft control records, each with all of Kafka's versions.
-    assert len(definitions()) == 30
+    # 27 metadata record types + 5 raft control records (Kafka 4.4.0), each with all of Kafka's versions.
+    assert len(definitions()) == 32
     assert ("PartitionChangeRecord", 2) in TYPE_VERSIONS
-    assert ("RegisterBrokerRecord", 3) in TYPE_VERSIONS
+    assert ("RegisterBrokerRecord", 4) in TYPE_VERSIONS and ("BrokerRegistrationChangeRecord", 3) in TYPE_VERSIONS
+    assert ("ClearElrRecord", 0) in TYPE_VERSIONS and ("UnregisterControllerRecord", 0) in TYPE_VERSIONS
     assert ("LeaderChangeMessage", 1) in TYPE_VERSIONS
-    assert len(TYPE_VERSIONS) == 40  # 34 metadata (type, version) pairs + 6 control
+    assert len(TYPE_VERSIONS) == 44  # 38 metadata (type, version) pairs + 6 control
 
 
 @pytest.mark.parametrize(("type_name", "version"), TYPE_VERSIONS)

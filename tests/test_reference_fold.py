@@ -120,6 +120,44 @@ def test_null_arrays_keep_and_empty_arrays_set() -> None:
     assert [r["isr"] for r in rows] == [[1, 2, 3], [1, 2, 3], [1], [1]]
 
 
+def clear_elr(topic_name: str = "") -> MetadataRecord:
+    return make_record("ClearElrRecord", 0, topicName=topic_name)
+
+
+def elr_clears_log() -> list[LogEntry]:
+    """Two topics whose partitions have ELRs; ClearElrRecords by name, for every topic, of an unknown name, and
+    inside a transaction after a new ELR (Kafka 4.x writes one beside a min.insync.replicas change)."""
+    return entries(
+        topic(T1, "t"), partition(T1, 0, eligibleLeaderReplicas=[2], lastKnownElr=[3]), partition(T1, 1),
+        topic(T2, "u"), partition(T2, 0), change(T2, 0, isr=[1], eligibleLeaderReplicas=[2, 3]),
+        clear_elr("t"),  # 6: t-0 cleared (epoch 1); t-1 has no ELR: untouched
+        change(T1, 1, lastKnownElr=[3]),
+        clear_elr("nope"),  # 8: refused, no such topic
+        clear_elr(),  # 9: u-0 and t-1 cleared; t-0 has nothing left
+        change(T2, 0, eligibleLeaderReplicas=[3]),
+        marker("BeginTransactionRecord"), change(T1, 0, leader=2, eligibleLeaderReplicas=[3]), clear_elr("t"),
+        marker("EndTransactionRecord"),  # 14: t-0's new leader and ELR, then cleared, at once
+        clear_elr("u"))  # 15: u-0 cleared again
+
+
+def test_clear_elr_empties_elr_and_last_known_elr_where_there_are() -> None:
+    h = history(*(e.record for e in elr_clears_log()))
+    assert [(r["valid_from_offset"], r["eligible_leader_replicas"], r["last_known_elr"], r["partition_epoch"],
+             r["leader"], r["leader_epoch"], r["cause_type"]) for r in part_rows(h, T1S, 0)] == [
+        (1, [2], [3], 0, 1, 0, "PartitionRecord"), (6, [], [], 1, 1, 0, "ClearElrRecord"),
+        (14, [], [], 3, 2, 1, "ClearElrRecord")]
+    assert [(r["valid_from_offset"], r["last_known_elr"], r["partition_epoch"])
+            for r in part_rows(h, T1S, 1)] == [(2, [], 0), (7, [3], 1), (9, [], 2)]
+    assert [(r["valid_from_offset"], r["eligible_leader_replicas"], r["partition_epoch"], r["cause_type"])
+            for r in part_rows(h, T2S, 0)] == [(4, [], 0, "PartitionRecord"), (5, [2, 3], 1, "PartitionChangeRecord"),
+                                               (9, [], 2, "ClearElrRecord"), (10, [3], 3, "PartitionChangeRecord"),
+                                               (15, [], 4, "ClearElrRecord")]
+    assert [(a["offset"], a["reason"]) for a in anomalies(h, "refused")] == [(8, "ELR clear of an unknown topic nope")]
+    in_elr = [(r["valid_from_offset"], r["in_elr"]) for r in h["replica_history"]
+              if r["topic_id"] == T2S and r["broker_id"] == 2]
+    assert in_elr == [(4, False), (5, True), (9, False)]
+
+
 def test_leader_recovery_state() -> None:
     rows = part_rows(history(topic(), partition(), change(leader=2, leaderRecoveryState=1), change(isr=[2]),
                              change(leaderRecoveryState=0)))
@@ -251,6 +289,16 @@ def test_controllers_and_features() -> None:
     (c,) = h["controller_history"]
     assert c["controller_id"] == 3000 and c["zk_migration_ready"] is True
     assert c["features"] == [{"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 19}]
+
+
+def test_unregister_controller_ends_its_registration() -> None:
+    register = make_record("RegisterControllerRecord", 0, controllerId=3000, incarnationId=INC,
+                           endPoints=[{"name": "CONTROLLER", "host": "c", "port": 9093, "securityProtocol": 0}])
+    h = history(register, make_record("UnregisterControllerRecord", 0, controllerId=3000),
+                make_record("UnregisterControllerRecord", 0, controllerId=3001), register)
+    assert [(c["controller_id"], c["valid_from_offset"], c["valid_to_offset"]) for c in h["controller_history"]] == [
+        (3000, 0, 1), (3000, 3, None)]
+    assert h["replay_anomalies"] == []
 
 
 def test_replica_history_follows_partitions_and_brokers() -> None:

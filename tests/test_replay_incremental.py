@@ -166,6 +166,9 @@ INCREMENTAL_CASES = {  # cluster → (scenario, options, split offsets: each ste
     "inc-abort": ("aborted-transaction", ScenarioOptions(seed=8, metadata_version="3.9"), (50, 15000)),
     # 111: the topic is deleted, then re-created
     "inc-recreate": ("topic-recreate", ScenarioOptions(seed=7), (111, 120)),
+    # ELRs set at 91..98; 162: ClearElrRecord "topic-0" and 224: ClearElrRecord "" each in a later increment, where
+    # only the stored versions say which topic has that name and which partitions have an ELR to clear
+    "inc-min-isr": ("min-isr-change", ScenarioOptions(seed=11, metadata_version="4.0", elr=True), (100, 200)),
 }
 
 
@@ -249,6 +252,15 @@ def test_increments_write_a_small_table_only_when_records_of_its_kinds_came(incr
     assert seen == {True, False}
 
 
+def test_increments_clear_the_elrs_of_stored_partitions(incremental: dict[str, Any]) -> None:
+    """Both ClearElrRecords came in increments and cleared ELRs only the stored open versions held."""
+    rows = _by_cluster(incremental["incremental"], "inc-min-isr")["partition_history"]
+    cleared = sorted((r["valid_from_offset"], r["topic_name"]) for r in rows if r["cause_type"] == "ClearElrRecord")
+    assert [offset for offset, _ in cleared] == [162, 162, 224, 224, 224]
+    assert {name for offset, name in cleared if offset == 162} == {"topic-0"}
+    assert {name for offset, name in cleared if offset == 224} == {"topic-1", "topic-2"}
+
+
 def test_incremental_replays_equal_the_reference_fold(incremental: dict[str, Any]) -> None:
     for cluster, entries in incremental["logs"].items():
         _assert_same(_by_cluster(incremental["incremental"], cluster), reference_histories(entries, cluster),
@@ -263,6 +275,7 @@ def test_checkpoints_are_safe_points(incremental: dict[str, Any]) -> None:
     assert by_step["inc-abort"] == [42, 10057, 20062]  # 50 is inside 43..10044, 15000 inside 10058..20061
     assert by_step["inc-random"] == [994, 12412, 22959]  # 12500 is inside 12413..22414
     assert by_step["inc-recreate"] == [111, 120, 126]
+    assert by_step["inc-min-isr"] == [100, 200, 273]
 
 
 def test_cli_replay_is_incremental_unless_full(spark: SparkSession, tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ SIMULATED = [
     ("aborted-transaction", ScenarioOptions(seed=8, metadata_version="3.9")),
     ("random", ScenarioOptions(seed=9, events=400, metadata_version="4.0", unclean=True, elr=True)),
     ("random", ScenarioOptions(seed=10, events=300, metadata_version="3.0")),
+    ("min-isr-change", ScenarioOptions(seed=11, metadata_version="4.0", elr=True)),
 ]
 REAL = ["ldi-poc", "nurlan-3broker-pre33", "gani-guru-kafka42"]
 
@@ -42,7 +43,9 @@ REAL = ["ldi-poc", "nurlan-3broker-pre33", "gani-guru-kafka42"]
 def _hand_built() -> dict[str, list[LogEntry]]:
     """Small logs for every refusal, invariant and transaction rule (the reference fold's own cases)."""
     from records.kafka_json import make_record
-    from tests.test_reference_fold import T1, T2, broker, change, entries, marker, partition, topic
+    from tests.test_reference_fold import INC, T1, T2, broker, change, elr_clears_log, entries, marker, partition, topic
+
+    controller = make_record("RegisterControllerRecord", 0, controllerId=3000, incarnationId=INC)
 
     return {
         "hand-refusals": entries(
@@ -70,6 +73,10 @@ def _hand_built() -> dict[str, list[LogEntry]]:
             topic(T1, "orders"), partition(T1), partition(T1, 1), make_record("RemoveTopicRecord", 0, topicId=T1),
             change(T1, isr=[1]), topic(T2, "orders"), partition(T2), topic(T2, "orders-renamed"), change(T2, isr=[2]),
             partition(T2, 3)),
+        "hand-elr-clears": elr_clears_log(),
+        "hand-controllers": entries(
+            controller, make_record("UnregisterControllerRecord", 0, controllerId=3000),
+            make_record("UnregisterControllerRecord", 0, controllerId=3001), controller),
     }
 
 
@@ -127,6 +134,23 @@ def test_anomalies_say_what_kafka_refused(compared: dict[str, Any]) -> None:
         (10, "invariant", "stale broker epoch 8 for broker 1 (current epoch 10)"),
         (11, "refused", "unknown broker 1"),
     ]
+
+
+def test_elr_clears_as_kafka_replays_them(compared: dict[str, Any]) -> None:
+    """ClearElrRecord: by name, for every topic, inside a transaction, of an unknown name (refused); in the
+    simulated min.insync.replicas story, every partition whose ELR it emptied got a version of its own."""
+    rows = [r for r in compared["spark"]["partition_history"] if r["cluster_id"] == "hand-elr-clears"]
+    cleared = sorted((r["valid_from_offset"], r["topic_name"], r["partition_id"], r["partition_epoch"])
+                     for r in rows if r["cause_type"] == "ClearElrRecord")
+    assert cleared == [(6, "t", 0, 1), (9, "t", 1, 2), (9, "u", 0, 2), (14, "t", 0, 3), (15, "u", 0, 4)]
+    assert all(r["eligible_leader_replicas"] == r["last_known_elr"] == [] for r in rows
+               if r["cause_type"] == "ClearElrRecord")
+    refused = [(r["offset"], r["reason"]) for r in compared["spark"]["replay_anomalies"]
+               if r["cluster_id"] == "hand-elr-clears"]
+    assert refused == [(8, "ClearElrRecord of unknown topic nope")]
+    simulated = [r for r in compared["spark"]["partition_history"] if r["cluster_id"].endswith("min-isr-change")]
+    assert len([r for r in simulated if r["cause_type"] == "ClearElrRecord"]) == 5
+    assert not [r for r in simulated if r["valid_to_offset"] is None and r["eligible_leader_replicas"]]
 
 
 def test_the_comparison_covers_real_work(compared: dict[str, Any]) -> None:

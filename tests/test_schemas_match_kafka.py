@@ -7,12 +7,14 @@ through kraft-replay's own definition parser, so a bug there cannot hide itself.
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from records.avro_schema import main as regenerate_schemas
+from records.definitions import KAFKA_DEFINITIONS_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 AVRO_OF = {"bool": "boolean", "int8": "int", "int16": "int", "uint16": "int", "int32": "int",
@@ -22,12 +24,25 @@ KAFKA_DEFAULT_OF = {"bool": False, "string": "", "bytes": "", "records": "", "fl
                     "uuid": "\u0000" * 16}
 
 
-def _kafka_definitions(reference: Path) -> list[tuple[Path, dict[str, Any]]]:
+def _parse(path: Path) -> dict[str, Any]:
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
+    parsed: dict[str, Any] = json.loads(text)
+    return parsed
+
+
+def _kafka_files(shared: Path) -> dict[str, Path]:
+    """Kafka's definition files as of the bundled release: the October-2024 snapshot in ../shared, with the
+    files that changed or came later (``kafka-message-schemas-latest``) in place of theirs."""
+    files = {f"{p.parent.name}/{p.name}": p for p in (shared / "reference" / "kafka-message-schemas").glob("*/*.json")}
+    latest = shared / "reference" / "kafka-message-schemas-latest"
+    files.update({f"{p.parent.name}/{p.name}": p for p in latest.glob("*/*.json")})
+    return dict(sorted(files.items()))
+
+
+def _kafka_definitions(shared: Path) -> list[tuple[Path, dict[str, Any]]]:
     found = []
-    for path in sorted(reference.glob("*/*.json")):
-        text = "\n".join(line for line in path.read_text().splitlines()
-                         if not line.strip().startswith("//"))
-        raw = json.loads(text)
+    for path in _kafka_files(shared).values():
+        raw = _parse(path)
         if raw["name"] != "QuorumStateData":  # the quorum-state file's format, not a log record
             found.append((path, raw))
     return found
@@ -126,9 +141,8 @@ def _check_struct(fields: list[dict[str, Any]], avro_record: dict[str, Any], nam
 
 
 def test_every_field_of_every_version_has_its_place(shared_dir: Path) -> None:
-    reference = shared_dir / "reference" / "kafka-message-schemas"
-    definitions = _kafka_definitions(reference)
-    assert len(definitions) == 30
+    definitions = _kafka_definitions(shared_dir)
+    assert len(definitions) == 32  # 27 metadata records (ClearElr, UnregisterController new) + 5 control
     total = 0
     for path, raw in definitions:
         avsc = REPO / "schemas" / f"{raw['name']}.avsc"
@@ -141,15 +155,63 @@ def test_every_field_of_every_version_has_its_place(shared_dir: Path) -> None:
         assert schema["kafkaValidVersions"] == raw["validVersions"]
         total += _check_struct(raw["fields"], schema, named, common, _versions(raw["validVersions"]),
                                raw["name"])
-    assert total == 230  # (field, version) pairs checked, nested struct fields included
+    # (field, version) pairs checked, nested struct fields included: 230 in the October-2024 snapshot, + 18 of
+    # RegisterBrokerRecord v4, 6 of BrokerRegistrationChangeRecord v3, 1 of ClearElrRecord, 1 of UnregisterController
+    assert total == 256
+
+
+def _without_about(node: Any) -> Any:
+    """A definition without its ``about`` texts (4.4.0 only reworded some of them against the snapshot)."""
+    if isinstance(node, dict):
+        return {k: _without_about(v) for k, v in node.items() if k != "about"}
+    if isinstance(node, list):
+        return [_without_about(v) for v in node]
+    return node
 
 
 def test_bundled_definitions_are_kafkas(shared_dir: Path) -> None:
-    """The copy shipped in schemas/kafka is byte-identical to Kafka's definitions."""
-    reference = shared_dir / "reference" / "kafka-message-schemas"
-    for path in sorted(reference.glob("*/*.json")):
-        bundled = REPO / "schemas" / "kafka" / path.parent.name / path.name
-        assert bundled.read_bytes() == path.read_bytes(), bundled
+    """The copy shipped in schemas/kafka holds every file of ../shared's references, and nothing else: the ones
+    that changed after October 2024 byte for byte, the others with the same content (only comments and about
+    texts differ in 4.4.0)."""
+    files = _kafka_files(shared_dir)
+    bundled = {f"{p.parent.name}/{p.name}": p for p in (REPO / "schemas" / "kafka").glob("*/*.json")}
+    assert sorted(bundled) == sorted(files)
+    latest = shared_dir / "reference" / "kafka-message-schemas-latest"
+    for name, path in files.items():
+        if path.is_relative_to(latest):
+            assert bundled[name].read_bytes() == path.read_bytes(), name
+        else:
+            assert _without_about(_parse(bundled[name])) == _without_about(_parse(path)), name
+
+
+def _release_jar(artifact: str) -> Path | None:
+    jar = (Path.home() / ".m2" / "repository" / "org" / "apache" / "kafka" / artifact / KAFKA_DEFINITIONS_VERSION
+           / f"{artifact}-{KAFKA_DEFINITIONS_VERSION}.jar")
+    return jar if jar.is_file() else None
+
+
+def test_bundled_definitions_are_the_release_jars() -> None:
+    """Byte for byte what the release's jars carry, where they are in the local Maven repository."""
+    sources = {"kafka-metadata": ("common/metadata/", "metadata"),
+               "kafka-clients": ("common/message/", "raft-control"),
+               "kafka-raft": ("common/message/", "raft-control")}
+    jars = {artifact: _release_jar(artifact) for artifact in sources}
+    missing = [a for a, jar in jars.items() if jar is None]
+    if missing:
+        pytest.skip(f"org.apache.kafka:{{{','.join(missing)}}}:{KAFKA_DEFINITIONS_VERSION} not in ~/.m2 "
+                    "(schemas/kafka/README.md says how to fetch them)")
+    compared = 0
+    for artifact, (prefix, sub) in sources.items():
+        jar = jars[artifact]
+        assert jar is not None
+        with zipfile.ZipFile(jar) as archive:
+            for name in archive.namelist():
+                bundled = REPO / "schemas" / "kafka" / sub / name.removeprefix(prefix)
+                if name.startswith(prefix) and name.endswith(".json") and name.count("/") == 2 and (
+                        sub == "metadata" or bundled.exists()):
+                    assert bundled.read_bytes() == archive.read(name), bundled
+                    compared += 1
+    assert compared == len(list((REPO / "schemas" / "kafka").glob("*/*.json"))) == 33
 
 
 def test_committed_avsc_files_are_generated() -> None:
@@ -170,3 +232,5 @@ def test_no_change_defaults_in_avsc(name: str) -> None:
         assert fields["inControlledShutdown"]["default"] is False
         assert fields["logDirs"]["kafkaTag"] == 0
         assert fields["rack"]["type"] == ["string", "null"] and fields["rack"]["default"] == ""
+        assert fields["cordonedLogDirs"]["default"] is None and fields["cordonedLogDirs"]["kafkaTag"] == 1
+        assert fields["cordonedLogDirs"]["kafkaVersions"] == "4+" and fields["cordonedLogDirs"]["type"][0] == "null"

@@ -254,6 +254,55 @@ def test_lake_shapes_read_the_lakes_avro_schemas(spark: SparkSession, tmp_path: 
     assert {s.schema_id for s in shipped_schemas()} == {sid for ids in shipped.writers.values() for sid in ids}
 
 
+def _pre_44_register_broker() -> dict[str, Any]:
+    """RegisterBrokerRecord's merged schema as releases before Kafka 4.4's definitions shipped it (versions 0-3)."""
+    schema = json.loads(schema_text("RegisterBrokerRecord"))
+    schema["fields"] = [f for f in schema["fields"] if f["name"] != "cordonedLogDirs"]
+    schema["kafkaValidVersions"] = "0-3"
+    return schema
+
+
+@pytest.mark.usefixtures("avro_shapes")  # needs from_avro
+def test_a_lake_registered_before_kafka_44_stays_readable(spark: SparkSession, tmp_path: Path) -> None:
+    """The registry keeps the older RegisterBrokerRecord schema beside the new one (v4, CordonedLogDirs): its
+    payloads resolve against the new reader schema, the new field at its default (null)."""
+    from deltalake import write_deltalake
+
+    from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS
+
+    old = _pre_44_register_broker()
+    parsed = fastavro.parse_schema(old)
+    canonical = fastavro.schema.to_parsing_canonical_form(parsed)
+    unsigned = int(fastavro.schema.fingerprint(canonical, "CRC-64-AVRO"), 16)
+    old_sid = unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned
+    assert old_sid != schema_id("RegisterBrokerRecord")
+    lake = Lake(tmp_path / "lake")
+    lake.ensure_table(AVRO_SCHEMAS)
+    write_deltalake(lake.path(AVRO_SCHEMAS), pa.Table.from_pylist([{
+        "schema_id": old_sid, "record_type": "RegisterBrokerRecord", "api_key": 0, "control_type": None,
+        "kafka_versions": "0-3", "avsc": json.dumps(old), "registered_time": datetime(2025, 1, 1, tzinfo=UTC)}],
+        schema=SCHEMAS[AVRO_SCHEMAS]), mode="append")
+    lake.register_schemas()
+    stored = lake.read(spark, AVRO_SCHEMAS).where("record_type = 'RegisterBrokerRecord'")
+    assert {r["schema_id"]: r["kafka_versions"] for r in stored.collect()} == {
+        old_sid: "0-3", schema_id("RegisterBrokerRecord"): "0-4"}
+    shapes = lake_shapes(spark, lake)
+    assert "cordonedLogDirs" in shapes.fields("RegisterBrokerRecord")
+    record = make_record("RegisterBrokerRecord", 3, brokerId=7, brokerEpoch=11, incarnationId=b"\x04" * 16,
+                         fenced=False, logDirs=[b"\x05" * 16])
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, parsed, _to_avro(record.definition.body, record.data))
+    new = make_record("RegisterBrokerRecord", 4, brokerId=8, brokerEpoch=12, incarnationId=b"\x06" * 16,
+                      cordonedLogDirs=[b"\x05" * 16])
+    rows = [entry_row(LogEntry(offset=0, record=record, append_time_ms=1), "c") | {
+        "payload": buffer.getvalue(), "schema_id": old_sid},
+        entry_row(LogEntry(offset=1, record=new, append_time_ms=2), "c")]
+    brokers = _typed_rows(_log_of(spark, rows), shapes, "RegisterBrokerRecord")
+    assert brokers[("c", 0)]["brokerEpoch"] == 11 and brokers[("c", 0)]["cordonedLogDirs"] is None
+    assert brokers[("c", 0)]["logDirs"] == [uuid_to_str(b"\x05" * 16)]
+    assert brokers[("c", 1)]["cordonedLogDirs"] == [uuid_to_str(b"\x05" * 16)]
+
+
 # --- the replay: same rows out ----------------------------------------------------------------------
 
 

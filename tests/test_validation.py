@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
+from lakehouse.log_rows import entry_row
+from records.avro_codec import entry_from_avro, entry_to_avro
 from records.decode import decode_control_value, decode_metadata_value
 from records.definitions import definitions
 from records.errors import RecordValidationError
 from records.jsonl import entry_to_line, read_jsonl
 from records.kafka_codec import encode_body, encode_control_key, encode_metadata_value, uvarint_bytes
-from records.kafka_json import make_record
-from records.model import RawRecord, ReadMode
+from records.kafka_json import make_record, record_to_json
+from records.model import LogEntry, MetadataRecord, RawRecord, ReadMode
+from records.sources import read_entries
+from records.writer import encode_entry, write_segments
 
 TOPIC = "_3Hx0m1zQ4mBbPw_6E4vVw"
 GOOD = {"offset": 7, "type": "FENCE_BROKER_RECORD", "version": 0, "data": {"id": 1, "epoch": 5}}
@@ -127,19 +132,45 @@ def test_unknown_api_key_is_kept_raw() -> None:
     assert notes == ("unknown metadata record api key 99 (version 0)",)
 
 
-def test_newer_version_read_best_effort_when_bytes_fit() -> None:
-    """RegisterBrokerRecord v4 (Kafka 4.x) = v3 layout plus tagged fields: read, tags preserved."""
+def _register_broker_v5() -> bytes:
+    """A hand-encoded RegisterBrokerRecord v5, a version no definition knows yet: the v4 layout (the newest, with
+    CordonedLogDirs) plus a tagged field 2 that v5 might add."""
     message = definitions()["RegisterBrokerRecord"]
-    v3 = make_record("RegisterBrokerRecord", 3, brokerId=4, brokerEpoch=77,
-                     incarnationId=bytes(range(16)), rack="r1", fenced=False,
-                     _unknownTaggedFields=[[1, b"\x02\x01"]])
-    body = encode_body(message, 3, v3.data)
-    value = uvarint_bytes(1) + uvarint_bytes(0) + uvarint_bytes(4) + body
-    record, mode, notes = decode_metadata_value(value)
-    assert mode is ReadMode.BEST_EFFORT
-    assert record.data["brokerEpoch"] == 77 and record.data["_unknownTaggedFields"] == [[1, b"\x02\x01"]]
-    assert "original version 4" in notes
-    assert "newer than the known versions 0-3" in notes[0]
+    v4 = make_record("RegisterBrokerRecord", 4, brokerId=4, brokerEpoch=77, incarnationId=bytes(range(16)),
+                     rack="r1", fenced=False, logDirs=[bytes([7] * 16)], cordonedLogDirs=[bytes([7] * 16)],
+                     _unknownTaggedFields=[[2, b"\x02\x01"]])
+    return uvarint_bytes(1) + uvarint_bytes(0) + uvarint_bytes(5) + encode_body(message, 4, v4.data)
+
+
+def test_newer_version_read_best_effort_with_its_true_version(tmp_path: Path) -> None:
+    """Read with the newest layout (v4), reported as v5, and written back as the same bytes, on every path."""
+    value = _register_broker_v5()
+    for _ in range(2):  # the checked path, then the plan it remembered for the header
+        record, mode, notes = decode_metadata_value(value)
+        assert isinstance(record, MetadataRecord) and mode is ReadMode.BEST_EFFORT
+        assert record.version == 5 and record.layout_version == 4
+        assert record.data["brokerEpoch"] == 77 and record.data["cordonedLogDirs"] == [bytes([7] * 16)]
+        assert record.data["_unknownTaggedFields"] == [[2, b"\x02\x01"]]
+        assert notes == ("RegisterBrokerRecord v5 is newer than the known versions 0-4; read with the v4 layout, "
+                         "which consumed every byte",)
+    entry = LogEntry(offset=3, record=record, batch_base_offset=3, read_mode=mode, notes=notes)
+    assert encode_entry(entry) == (None, value)
+    assert record_to_json(record)["version"] == 5
+    assert entry_row(entry, "c")["record_version"] == 5
+    # a segment (the batch reader's inlined plan), JSON lines and the Avro envelope keep v5
+    segment = write_segments([entry], tmp_path / "log")[0]
+    (read,) = read_entries(segment)
+    assert read.record == record and read.read_mode is ReadMode.BEST_EFFORT and read.version == 5
+    (line,) = _read([json.loads(entry_to_line(entry))])
+    assert line.record == record and line.read_mode is ReadMode.BEST_EFFORT
+    assert entry_from_avro(entry_to_avro(entry)).record == record
+
+
+def test_newer_version_json_needs_best_effort() -> None:
+    line = {"offset": 1, "type": "CLEAR_ELR_RECORD", "version": 1, "data": {"topicName": "t"}}
+    assert "unsupported version 1 of ClearElrRecord (known versions 0)" in _error([line])
+    (entry,) = _read([{**line, "readMode": "best-effort"}])
+    assert entry.record.version == 1 and entry.record.data == {"topicName": "t"}
 
 
 def test_newer_version_kept_raw_when_bytes_do_not_fit() -> None:
