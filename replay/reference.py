@@ -11,8 +11,7 @@ no cleverness, one Python dict per entity kind, Kafka's rules applied in log ord
   applied, in order, at the End, so refusals are judged against the state at that point.
 - ``reference_histories`` turns those commits into the history tables (``partition_history``,
   ``broker_history``, ... , ``replay_anomalies``) with the columns of the Spark replay.
-- ``image_at`` is the state after every record up to and including an offset, for spot checks;
-  ``images_at`` the same at many offsets in one pass (the Kafka-referee tests compare at every batch end).
+- ``image_at`` is the state after every record up to and including an offset, for spot checks.
 
 Directory ids follow Kafka's released ``DirectoryId`` (3.7.0 and later, apache/kafka#14858):
 MIGRATING is Uuid(0, 0), UNASSIGNED Uuid(0, 1), LOST Uuid(0, 2).
@@ -407,33 +406,6 @@ def image_at(entries: Iterable[LogEntry], offset: int,
     for commit in fold((e for e in entries if e.offset <= offset), base_snapshot):
         image = commit.image
     return image.copy()
-
-
-def images_at(entries: Iterable[LogEntry], offsets: Iterable[int],
-              base_snapshot: tuple[int, Sequence[MetadataRecord]] | None = None) -> Iterator[tuple[int, Image]]:
-    """``(offset, image_at(offset))`` for every one of ``offsets``, ascending, in one pass over the log: the
-    image as it stands when the fold reaches the first entry past the offset."""
-    targets = sorted(set(offsets))
-    done = 0
-    image = Image()  # until the first commit: nothing visible yet
-    ready: list[tuple[int, Image]] = []
-
-    def feed() -> Iterator[LogEntry]:
-        nonlocal done
-        for entry in entries:
-            # the fold has applied every entry before this one (and nothing of it): the image at entry.offset - 1
-            while done < len(targets) and targets[done] < entry.offset:
-                ready.append((targets[done], image.copy()))
-                done += 1
-            yield entry
-
-    for commit in fold(feed(), base_snapshot):
-        image = commit.image  # the fold's one live image
-        yield from ready
-        ready.clear()
-    yield from ready
-    for offset in targets[done:]:
-        yield offset, image.copy()
 
 
 # --- History tables ------------------------------------------------------------------------------

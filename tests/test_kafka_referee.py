@@ -1,0 +1,134 @@
+"""Kafka itself as the referee: Kafka's own metadata fold (its ``MetadataBatchLoader``, ``MetadataDelta`` and
+``MetadataImage``, releases 4.4.0 and 3.9.2) against our reference fold, at every offset Kafka publishes an
+image (every batch end), on the real logs in ../shared, hand-built logs of every refusal and simulated logs of
+every scenario. The Spark replay is tested equal to the reference fold (tests/test_replay_vs_reference.py), so
+Kafka referees both. Kafka must accept every simulated record; where it refuses a hand-built one, we must too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakehouse.jars import KAFKA_VERSIONS
+from records.model import LogEntry
+from records.sources import read_entries
+from records.writer import write_segments
+from replay.reference import reference_histories
+from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario
+from simulator.output import METADATA_DIR, write_log
+from tests.conftest import SUMMARY
+from tests.referee import Comparison, KafkaRun, RefereeUnavailable, compare, compiled
+
+pytestmark = pytest.mark.kafka
+
+REAL = ("ldi-poc", "nurlan-3broker-pre33", "gani-guru-kafka42")
+# metadata.version 4.0 (and the ELR records) is newer than Kafka 3.9 knows: its loader refuses the level
+NEWER_THAN_KAFKA_3 = "No MetadataVersion with feature level"
+# A record Kafka refuses: its replay throws, or (one record per batch) the image cannot be built after it
+REFUSED = re.compile(r"Error loading metadata log record from offset (\d+)"
+                     r"|Error generating new metadata image from metadata delta between offset -?\d+ and (\d+)")
+
+# (log name, Kafka version) -> what was compared; printed once at the end of the module
+TALLY: dict[tuple[str, str], Comparison] = {}
+
+
+@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
+def kafka(request: pytest.FixtureRequest) -> str:
+    """A Kafka version whose jars are fetched and against which KafkaFold.java compiles (else: skip, saying why)."""
+    version: str = request.param
+    try:
+        compiled(version)
+    except RefereeUnavailable as reason:
+        pytest.skip(f"Kafka {version} as referee: {reason}")
+    return version
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tally(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The counts compared, one line per Kafka version at the end of the run."""
+    yield
+    lines = request.config.stash.setdefault(SUMMARY, [])
+    for version in sorted({v for _, v in TALLY}, reverse=True):
+        done = [c for (_, v), c in TALLY.items() if v == version]
+        lines.append(f"Kafka {version} as referee: {len(done)} logs, {sum(c.offsets for c in done)} offsets (batch "
+                     f"ends) and {sum(c.records for c in done)} records compared with the reference fold, field by "
+                     "field")
+
+
+def _check(name: str, version: str, log_dir: Path, entries: list[LogEntry]) -> tuple[Comparison, KafkaRun]:
+    comparison, run = compare(version, log_dir, entries)
+    if version.startswith("3.") and any(NEWER_THAN_KAFKA_3 in f["fault"] for f in run.faults):
+        pytest.skip(f"{name} has a metadata.version Kafka {version} does not know: {run.faults[0]['fault']}")
+    shown = [f"offset {offset}: {problem}" for offset, problems in list(comparison.mismatches.items())[:5]
+             for problem in problems[:3]]
+    assert not comparison.mismatches, (f"{name}: Kafka {version} and the reference fold differ at "
+                                       f"{len(comparison.mismatches)} of {comparison.offsets} offsets:\n"
+                                       + "\n".join(shown))
+    assert comparison.offsets > 0 and comparison.offsets == run.end["published"]
+    TALLY[(name, version)] = comparison
+    return comparison, run
+
+
+@pytest.mark.real_logs
+@pytest.mark.parametrize("name", REAL)
+def test_real_logs(kafka: str, real_log: Callable[[str], Path], name: str) -> None:
+    log_dir = real_log(name) / "__cluster_metadata-0"
+    _comparison, run = _check(f"real/{name}", kafka, log_dir, list(read_entries(log_dir)))
+    assert not run.faults, run.faults[:3]
+
+
+def test_hand_built_logs_refused_where_kafka_refuses(kafka: str, tmp_path: Path) -> None:
+    """Every refusal and transaction rule of the reference fold, one record per batch: Kafka publishes after every
+    record, and the records its loader refuses are the ones we refuse."""
+    from tests.test_replay_vs_reference import _hand_built
+
+    for name, entries in _hand_built().items():
+        log_dir = tmp_path / name
+        write_segments(entries, log_dir, max_batch_records=1)
+        back = list(read_entries(log_dir))
+        _comparison, run = _check(f"hand/{name}", kafka, log_dir, back)
+        kafka_refused = {int(m.group(1) or m.group(2)) for f in run.faults if (m := REFUSED.search(f["fault"]))}
+        ours = {a["offset"] for a in reference_histories(back, name)["replay_anomalies"] if a["kind"] == "refused"}
+        assert kafka_refused == ours, f"{name}: Kafka refused {sorted(kafka_refused)}, we {sorted(ours)}"
+
+
+def _options(mv: str, seed: int, **kw: Any) -> ScenarioOptions:
+    base: dict[str, Any] = {"brokers": 6, "topics": 3, "partitions_per_topic": 6, "replication_factor": 3,
+                            "events": 150, "seed": seed, "metadata_version": mv, "unclean": seed % 2 == 0,
+                            "elr": mv == "4.0", "max_records_per_batch": 25}
+    return ScenarioOptions(**{**base, **kw})
+
+
+SIMULATED: list[tuple[str, str, ScenarioOptions]] = [
+    *[(name, "3.9", _options("3.9", 1)) for name in SCENARIOS],
+    *[(name, "4.0", _options("4.0", 2)) for name in SCENARIOS],  # ELR records (PartitionRecord v2)
+    # old metadata versions: no directories (reassignments add MIGRATING replicas), no transactions before 3.6,
+    # Fence/UnfenceBrokerRecord and no NoOp at 3.0
+    *[(name, mv, _options(mv, 3)) for mv in ("3.0", "3.3", "3.6")
+      for name in ("random", "reassignment-under-failure", "rolling-restart")],
+    ("random-large", "3.9", _options("3.9", 7, brokers=9, topics=6, partitions_per_topic=12, events=1500,
+                                     max_records_per_batch=40)),
+    ("random-large", "4.0", _options("4.0", 8, brokers=9, topics=6, partitions_per_topic=12, events=1500,
+                                     max_records_per_batch=40)),
+]
+
+
+@pytest.mark.parametrize(("scenario", "mv", "options"), SIMULATED,
+                         ids=[f"{name}-{mv}" for name, mv, _ in SIMULATED])
+def test_simulated_logs(kafka: str, tmp_path: Path, scenario: str, mv: str, options: ScenarioOptions) -> None:
+    """Kafka's loader accepts every record the simulator writes, and its image is ours at every batch end."""
+    if kafka.startswith("3.") and mv == "4.0":
+        pytest.skip(f"metadata.version {mv} is newer than Kafka {kafka}")
+    try:
+        run = run_scenario(scenario.removesuffix("-large"), options)
+        write_log(run.entries(), tmp_path, "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    except SimulationError as exc:
+        pytest.skip(f"{scenario} does not run at metadata.version {mv}: {exc}")
+    log_dir = tmp_path / METADATA_DIR
+    _comparison, kafka_run = _check(f"sim/{scenario}-{mv}", kafka, log_dir, list(read_entries(log_dir)))
+    assert not kafka_run.faults, kafka_run.faults[:3]
