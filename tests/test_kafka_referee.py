@@ -8,17 +8,18 @@ Kafka referees both. Kafka must accept every simulated record; where it refuses 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lakehouse.jars import KAFKA_VERSIONS
-from records.model import LogEntry
+from records.kafka_json import make_record
+from records.model import LogEntry, MetadataRecord, uuid_from_str
 from records.sources import read_entries
-from records.writer import write_segments
-from replay.reference import reference_histories
+from records.writer import write_segments, write_snapshot
+from replay.reference import Image, image_at, reference_histories
 from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario
 from simulator.output import METADATA_DIR, write_log
 from tests.conftest import SUMMARY
@@ -60,8 +61,9 @@ def tally(request: pytest.FixtureRequest) -> Iterator[None]:
                      "field")
 
 
-def _check(name: str, version: str, log_dir: Path, entries: list[LogEntry]) -> tuple[Comparison, KafkaRun]:
-    comparison, run = compare(version, log_dir, entries)
+def _check(name: str, version: str, log_dir: Path, entries: list[LogEntry],
+           base_snapshot: tuple[int, Sequence[MetadataRecord]] | None = None) -> tuple[Comparison, KafkaRun]:
+    comparison, run = compare(version, log_dir, entries, base_snapshot)
     if version.startswith("3.") and any(NEWER_THAN_KAFKA_3 in f["fault"] for f in run.faults):
         pytest.skip(f"{name} has a metadata.version Kafka {version} does not know: {run.faults[0]['fault']}")
     shown = [f"offset {offset}: {problem}" for offset, problems in list(comparison.mismatches.items())[:5]
@@ -132,3 +134,65 @@ def test_simulated_logs(kafka: str, tmp_path: Path, scenario: str, mv: str, opti
     log_dir = tmp_path / METADATA_DIR
     _comparison, kafka_run = _check(f"sim/{scenario}-{mv}", kafka, log_dir, list(read_entries(log_dir)))
     assert not kafka_run.faults, kafka_run.faults[:3]
+
+
+def _snapshot_records(image: Image) -> list[MetadataRecord]:
+    """The records of a snapshot of ``image``, as a controller writes one (one record per entity)."""
+    def endpoints(items: tuple[tuple[str, str, int, int], ...]) -> list[dict[str, Any]]:
+        return [{"name": n, "host": h, "port": p, "securityProtocol": s} for n, h, p, s in items]
+
+    def features(items: tuple[tuple[str, int, int], ...]) -> list[dict[str, Any]]:
+        return [{"name": n, "minSupportedVersion": lo, "maxSupportedVersion": hi} for n, lo, hi in items]
+
+    records = [make_record("FeatureLevelRecord", 0, name=name, featureLevel=level)
+               for name, level in sorted(image.features.items())]
+    records += [make_record("RegisterBrokerRecord", 3, brokerId=b.broker_id, brokerEpoch=b.broker_epoch,
+                            incarnationId=uuid_from_str(b.incarnation_id), endPoints=endpoints(b.endpoints),
+                            features=features(b.features), rack=b.rack, fenced=b.fenced,
+                            inControlledShutdown=b.in_controlled_shutdown,
+                            isMigratingZkBroker=b.is_migrating_zk_broker,
+                            logDirs=[uuid_from_str(d) for d in b.log_dirs])
+                for _, b in sorted(image.brokers.items())]
+    records += [make_record("RegisterControllerRecord", 0, controllerId=c.controller_id,
+                            incarnationId=uuid_from_str(c.incarnation_id), zkMigrationReady=c.zk_migration_ready,
+                            endPoints=endpoints(c.endpoints), features=features(c.features))
+                for _, c in sorted(image.controllers.items())]
+    for tid, name in sorted(image.topics.items()):
+        records.append(make_record("TopicRecord", 0, name=name, topicId=uuid_from_str(tid)))
+        records += [make_record("PartitionRecord", 2, partitionId=p.partition_id, topicId=uuid_from_str(tid),
+                                replicas=list(p.replicas), isr=list(p.isr),
+                                removingReplicas=list(p.removing_replicas), addingReplicas=list(p.adding_replicas),
+                                leader=p.leader, leaderRecoveryState=p.leader_recovery_state,
+                                leaderEpoch=p.leader_epoch, partitionEpoch=p.partition_epoch,
+                                directories=[uuid_from_str(d) for d in p.directories],
+                                eligibleLeaderReplicas=list(p.eligible_leader_replicas),
+                                lastKnownElr=list(p.last_known_elr))
+                    for _, p in sorted(image.topic_partitions(tid).items())]
+    return records
+
+
+@pytest.mark.parametrize("mv", ["3.9", "4.0"])
+def test_snapshot_then_log(kafka: str, tmp_path: Path, mv: str) -> None:
+    """A ``.checkpoint`` in the log directory: Kafka's loader starts from it (it replaces the image) and applies
+    the batches after it, as our fold does from a base snapshot."""
+    if kafka.startswith("3.") and mv == "4.0":
+        pytest.skip(f"metadata.version {mv} is newer than Kafka {kafka}")
+    run = run_scenario("random", _options(mv, 5, events=400))
+    write_log(run.entries(), tmp_path, "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    log_dir = tmp_path / METADATA_DIR
+    entries = list(read_entries(log_dir))
+    # the snapshot ends at a batch boundary in the middle of the log, outside any metadata transaction
+    depth, end = 0, None
+    for entry in entries:
+        if entry.offset > len(entries) // 2 and depth == 0 and entry.offset == entry.batch_base_offset:
+            end = entry.offset
+            break
+        depth += {"BeginTransactionRecord": 1, "EndTransactionRecord": -1,
+                  "AbortTransactionRecord": -1}.get(entry.type_name, 0)
+    assert end is not None
+    records = _snapshot_records(image_at(entries, end - 1))
+    write_snapshot(records, log_dir, end_offset=end, epoch=1, last_contained_log_timestamp=1_700_000_000_000)
+    comparison, kafka_run = _check(f"snapshot/random-{mv}", kafka, log_dir, entries, base_snapshot=(end, records))
+    assert not kafka_run.faults, kafka_run.faults[:3]
+    assert kafka_run.end["snapshotEndOffset"] == end and min(kafka_run.changes) == end - 1
+    assert comparison.records == len([e for e in entries if not e.is_control])

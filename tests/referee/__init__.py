@@ -15,13 +15,13 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lakehouse.jars import Jars, installed, jars_dir, kafka_jars, missing_reason
-from records.model import LogEntry
+from records.model import LogEntry, MetadataRecord
 from replay.reference import Image, broker_values, controller_values, fold, partition_values
 
 SOURCE = Path(__file__).with_name("KafkaFold.java")
@@ -165,8 +165,8 @@ class Comparison:
     mismatches: dict[int, list[str]] = field(default_factory=dict)
 
 
-def _walk(entries: list[LogEntry], offsets: list[int],
-          visit: Callable[[int, Image, dict[str, set[Any]]], None]) -> None:
+def _walk(entries: list[LogEntry], offsets: list[int], visit: Callable[[int, Image, dict[str, set[Any]]], None],
+          base_snapshot: tuple[int, Sequence[MetadataRecord]] | None) -> None:
     """``visit(offset, image, touched)`` at each of ``offsets`` (ascending): our live image there, and the keys
     our fold touched since the offset before, in one pass: when the fold pulls an entry it has applied every
     entry before it and nothing of it, so the image is the one at the offsets below the entry's."""
@@ -186,7 +186,7 @@ def _walk(entries: list[LogEntry], offsets: list[int],
                 take()
             yield entry
 
-    for commit in fold(feed()):
+    for commit in fold(feed(), base_snapshot):
         image = commit.image
         changes = commit.changes
         for section, keys in (("brokers", changes.brokers), ("controllers", changes.controllers),
@@ -196,8 +196,10 @@ def _walk(entries: list[LogEntry], offsets: list[int],
         take()
 
 
-def compare(version: str, log_dir: Path, entries: list[LogEntry]) -> tuple[Comparison, KafkaRun]:
-    """Kafka's image and ours at every offset Kafka published for ``log_dir`` (whose records are ``entries``).
+def compare(version: str, log_dir: Path, entries: list[LogEntry],
+            base_snapshot: tuple[int, Sequence[MetadataRecord]] | None = None) -> tuple[Comparison, KafkaRun]:
+    """Kafka's image and ours at every offset Kafka published for ``log_dir`` (whose records are ``entries``;
+    ``base_snapshot`` the end offset and records of its latest ``.checkpoint``, if it has one).
 
     Both images are compared whole at the first offset; after it, every entity either side changed since the
     offset before (the rest is equal on both sides as it was) and the features."""
@@ -235,5 +237,5 @@ def compare(version: str, log_dir: Path, entries: list[LogEntry]) -> tuple[Compa
         if problems:
             result.mismatches[offset] = problems
 
-    _walk(entries, sorted(run.changes), check)
+    _walk(entries, sorted(run.changes), check, base_snapshot)
     return result, run
