@@ -196,3 +196,29 @@ def test_snapshot_then_log(kafka: str, tmp_path: Path, mv: str) -> None:
     assert not kafka_run.faults, kafka_run.faults[:3]
     assert kafka_run.end["snapshotEndOffset"] == end and min(kafka_run.changes) == end - 1
     assert comparison.records == len([e for e in entries if not e.is_control])
+
+
+def test_abort_followed_in_its_batch_is_a_kafka_loader_quirk_we_do_not_follow(kafka: str, tmp_path: Path) -> None:
+    """Kafka's broker-side ``MetadataBatchLoader`` discards an aborted transaction only when it flushes right
+    after the ``AbortTransactionRecord``: a record after it in the same batch turns the state back to "no
+    transaction" and the aborted records are published with it. Kafka's controller reverts them
+    (``OffsetControlManager.replay(AbortTransactionRecord)``), and so do we. A controller writes the Abort as
+    the first record of its activation batch, usually alone (the simulator too: its aborts end their batch,
+    and there the two agree). If this test fails, Kafka changed its loader: look again."""
+    from tests.test_reference_fold import change, marker, partition, topic
+
+    records = [topic(), partition(), marker("BeginTransactionRecord"), change(leader=2),
+               make_record("AbortTransactionRecord", 0, reason="controller failover"), change(isr=[1, 3])]
+    for abort_ends_its_batch in (True, False):
+        bases = [0, 0, 2, 2, 2, 5 if abort_ends_its_batch else 2]
+        entries = [LogEntry(offset=i, record=r, append_time_ms=1000 + i, batch_base_offset=b)
+                   for i, (r, b) in enumerate(zip(records, bases, strict=True))]
+        log_dir = tmp_path / f"abort-alone-{abort_ends_its_batch}"
+        write_segments(entries, log_dir)
+        comparison, run = compare(kafka, log_dir, list(read_entries(log_dir)))
+        assert not run.faults
+        if abort_ends_its_batch:
+            assert not comparison.mismatches
+        else:
+            assert list(comparison.mismatches) == [5]
+            assert "leader: kafka 2 ours 1" in comparison.mismatches[5][0]
