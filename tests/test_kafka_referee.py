@@ -23,7 +23,7 @@ from replay.reference import Image, image_at, reference_histories
 from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario
 from simulator.output import METADATA_DIR, write_log
 from tests.conftest import SUMMARY
-from tests.referee import Comparison, KafkaRun, RefereeUnavailable, compare, compiled
+from tests.referee import KEYS, Comparison, KafkaRun, RefereeUnavailable, compare, compiled, kafka_fold
 
 pytestmark = pytest.mark.kafka
 
@@ -222,3 +222,65 @@ def test_abort_followed_in_its_batch_is_a_kafka_loader_quirk_we_do_not_follow(ka
         else:
             assert list(comparison.mismatches) == [5]
             assert "leader: kafka 2 ours 1" in comparison.mismatches[5][0]
+
+
+@pytest.fixture(scope="module")
+def replayed_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A simulated log at metadata.version 3.3 (reassignments before JBOD: MIGRATING directories) as segments,
+    ingested and replayed by Spark into a lake: (log directory, lake root)."""
+    from lakehouse.lake import Lake
+    from lakehouse.log_rows import entries_frame
+    from replay.store import run_replay
+
+    spark = request.getfixturevalue("spark")
+    root = tmp_path_factory.mktemp("referee-lake")
+    run = run_scenario("reassignment-under-failure", _options("3.3", 3, events=200))
+    write_log(run.entries(), root / "log", "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    lake = Lake(root / "lake")
+    lake.write(entries_frame(spark, read_entries(root / "log" / METADATA_DIR), None), "metadata_log", "overwrite")
+    run_replay(spark, lake)
+    return root / "log" / METADATA_DIR, root / "lake"
+
+
+@pytest.mark.spark
+def test_spark_state_is_kafkas_image(kafka: str, replayed_lake: tuple[Path, Path]) -> None:
+    """The Spark replay's ``kraft-replay state --format json`` at a few batch ends is Kafka's image there."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from kraft_replay.replay_commands import standalone_app
+
+    log_dir, lake = replayed_lake
+    run = kafka_fold(kafka, log_dir)
+    offsets = sorted(run.changes)
+    image: dict[str, dict[Any, dict[str, Any]]] = {section: {} for section in KEYS}
+    wanted: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    picks = {offsets[len(offsets) * k // 4] for k in range(1, 4)} | {offsets[-1]}
+    reassigning = False
+    for offset in offsets:
+        change = run.changes[offset]
+        for section, key_fields in KEYS.items():
+            for item in change[section]:
+                image[section][tuple(item[k] for k in key_fields)] = item
+            for gone in change["gone"][section]:
+                image[section].pop(tuple(gone) if isinstance(gone, list) else (gone,), None)
+        # also the first batch end with a reassignment under way (more replicas than the replication factor)
+        first_reassigning = not reassigning and any(len(p["replicas"]) > 3 for p in image["partitions"].values())
+        reassigning = reassigning or first_reassigning
+        if offset in picks or first_reassigning:
+            wanted[offset] = {section: [v for _, v in sorted(image[section].items())]
+                              for section in ("brokers", "topics", "partitions")}
+    assert reassigning and len(wanted) >= 4
+    for offset, expected in wanted.items():
+        result = CliRunner().invoke(standalone_app(), ["state", "--offset", str(offset), "--format", "json",
+                                                       "--lake", str(lake)])
+        assert result.exit_code == 0, result.output
+        state = json.loads(result.stdout)
+        for b in state["brokers"]:
+            for name in ("endPoints", "features"):
+                b[name] = sorted(b[name], key=lambda item: item["name"])
+        for section, key_fields in KEYS.items():
+            if section in expected:
+                got = sorted(state[section], key=lambda item, k=key_fields: tuple(item[f] for f in k))
+                assert got == expected[section], f"{section} at offset {offset}"

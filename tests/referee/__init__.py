@@ -22,23 +22,13 @@ from typing import Any
 
 from lakehouse.jars import Jars, installed, jars_dir, kafka_jars, missing_reason
 from records.model import LogEntry, MetadataRecord
+from replay.query import BROKER_FIELDS, PARTITION_FIELDS
 from replay.reference import Image, broker_values, controller_values, fold, partition_values
 
 SOURCE = Path(__file__).with_name("KafkaFold.java")
-# snake_case column -> Kafka's camelCase name, the mapping `kraft-replay state --format json` applies
-# (replay.query's BROKER_FIELDS and PARTITION_FIELDS; repeated here so that this module starts no pyspark).
-BROKER_FIELDS = (("broker_id", "brokerId"), ("broker_epoch", "brokerEpoch"), ("incarnation_id", "incarnationId"),
-                 ("fenced", "fenced"), ("in_controlled_shutdown", "inControlledShutdown"), ("rack", "rack"),
-                 ("endpoints", "endPoints"), ("features", "features"), ("log_dirs", "logDirs"),
-                 ("is_migrating_zk_broker", "isMigratingZkBroker"))
+# The controllers in Kafka's camelCase (``state --format json`` has brokers, topics and partitions: replay.query).
 CONTROLLER_FIELDS = (("controller_id", "controllerId"), ("incarnation_id", "incarnationId"),
                      ("zk_migration_ready", "zkMigrationReady"), ("endpoints", "endPoints"), ("features", "features"))
-PARTITION_FIELDS = (
-    ("topic_id", "topicId"), ("topic_name", "topicName"), ("partition_id", "partitionId"), ("leader", "leader"),
-    ("leader_epoch", "leaderEpoch"), ("partition_epoch", "partitionEpoch"), ("replicas", "replicas"),
-    ("isr", "isr"), ("adding_replicas", "addingReplicas"), ("removing_replicas", "removingReplicas"),
-    ("eligible_leader_replicas", "eligibleLeaderReplicas"), ("last_known_elr", "lastKnownElr"),
-    ("leader_recovery_state", "leaderRecoveryState"), ("directories", "directories"))
 NESTED = {"security_protocol": "securityProtocol", "min_supported_version": "minSupportedVersion",
           "max_supported_version": "maxSupportedVersion"}
 # Kafka 3.9's FeaturesImage says metadata.version 3.0-IV1 (level 1, MINIMUM_KRAFT_VERSION) for a log that never
