@@ -1,13 +1,15 @@
-"""The JVM jars the lake engine needs (delta-spark with delta-storage, spark-avro), fetched once into a cache.
+"""JVM jars fetched once into a cache: the lake engine's (delta-spark with delta-storage, spark-avro) and, for
+the tests that make Kafka the referee of the replay, Kafka's own (``kafka_2.13`` with its runtime dependencies).
 
-`scripts/bootstrap.sh` runs ``python -m lakehouse.jars fetch``. It resolves the packages the ecosystem's own way
-first: Spark's ``--packages`` (Ivy, as ``delta.configure_spark_with_delta_pip`` does). When that cannot reach a
-repository, Maven resolves them (``dependency:copy-dependencies`` of a two-line POM, with the machine's Maven
-settings). The jars land in one directory with a manifest, and every session passes them as ``spark.jars``: a
-session never resolves anything, so it starts as fast offline as online.
+`scripts/bootstrap.sh` runs ``python -m lakehouse.jars fetch spark kafka-4.4.0 kafka-3.9.2``. Each set is
+resolved the ecosystem's own way first: Spark's ``--packages`` (Ivy, as ``delta.configure_spark_with_delta_pip``
+does). When that cannot reach a repository, Maven resolves them (``dependency:copy-dependencies`` of a two-line
+POM, with the machine's Maven settings). Each set's jars land in their own directory with a manifest. Every Spark
+session passes the lake engine's as ``spark.jars``: a session never resolves anything, so it starts as fast
+offline as online. Kafka's are a ``java -cp`` of their own (tests/referee), never on Spark's classpath.
 
-Without the jars (an air-gapped machine), every command runs on the delta-rs engine instead
-(``lakehouse.engine``).
+Without the lake engine's jars (an air-gapped machine), every command runs on the delta-rs engine instead
+(``lakehouse.engine``); without Kafka's, the tests that need them skip.
 """
 
 from __future__ import annotations
@@ -26,28 +28,62 @@ import pyspark
 SPARK_VERSION = pyspark.__version__
 SCALA_BINARY = "2.13"
 DELTA_VERSION = "4.0.0"  # the delta-spark release built for Spark 4.0.x; the PyPI package of the same version
-PACKAGES: tuple[str, ...] = (
-    f"io.delta:delta-spark_{SCALA_BINARY}:{DELTA_VERSION}",
-    f"org.apache.spark:spark-avro_{SCALA_BINARY}:{SPARK_VERSION}",
-)
+# Kafka releases whose own metadata fold referees the replay: the newest, and the last 3.x (the last with ZooKeeper
+# migration, whose MetadataVersion stops at 3.9). Each gets its own cache directory: two Kafkas never share one.
+KAFKA_VERSIONS = ("4.4.0", "3.9.2")
 JARS_ENV = "KRAFT_REPLAY_JARS"
 MANIFEST = "jars.txt"
-# A jar each package must bring: the manifest is complete only when all are there.
-REQUIRED = (f"delta-spark_{SCALA_BINARY}-{DELTA_VERSION}.jar", f"delta-storage-{DELTA_VERSION}.jar",
-            f"spark-avro_{SCALA_BINARY}-{SPARK_VERSION}.jar")
+
+
+@dataclass(frozen=True)
+class JarSet:
+    """What to fetch into one cache directory, and how to tell the cache is complete."""
+
+    name: str  # the cache directory's name, and how ``python -m lakehouse.jars`` calls it
+    packages: tuple[str, ...]  # group:artifact:version, resolved with their runtime dependencies
+    required: tuple[str, ...]  # a jar each package must bring: the manifest is complete only when all are there
+    drop_spark_own: bool  # True for jars that join Spark's classpath: Spark's own libraries stay Spark's
+    label: str  # for people: "delta-spark 4.0.0, spark-avro 4.0.1"
+    env: str | None = None  # a variable that names the directory instead of the cache
+
+
+SPARK_JARS = JarSet(
+    name=f"spark-{SPARK_VERSION}",
+    packages=(f"io.delta:delta-spark_{SCALA_BINARY}:{DELTA_VERSION}",
+              f"org.apache.spark:spark-avro_{SCALA_BINARY}:{SPARK_VERSION}"),
+    required=(f"delta-spark_{SCALA_BINARY}-{DELTA_VERSION}.jar", f"delta-storage-{DELTA_VERSION}.jar",
+              f"spark-avro_{SCALA_BINARY}-{SPARK_VERSION}.jar"),
+    drop_spark_own=True, label=f"delta-spark {DELTA_VERSION}, spark-avro {SPARK_VERSION}", env=JARS_ENV)
+# Kept for the callers that name the lake engine's jars directly.
+PACKAGES = SPARK_JARS.packages
+REQUIRED = SPARK_JARS.required
+
+
+def kafka_jars(version: str) -> JarSet:
+    """Kafka's broker jar and everything it runs with (its own classpath: nothing is dropped for Spark)."""
+    return JarSet(
+        name=f"kafka-{version}", packages=(f"org.apache.kafka:kafka_{SCALA_BINARY}:{version}",),
+        required=tuple(f"{artifact}-{version}.jar" for artifact in (
+            f"kafka_{SCALA_BINARY}", "kafka-metadata", "kafka-raft", "kafka-server-common", "kafka-clients")),
+        drop_spark_own=False, label=f"Kafka {version}")
+
+
+JAR_SETS: dict[str, JarSet] = {SPARK_JARS.name: SPARK_JARS, "spark": SPARK_JARS,
+                               **{f"kafka-{v}": kafka_jars(v) for v in KAFKA_VERSIONS}}
 
 
 class JarsUnavailableError(RuntimeError):
     """Neither Spark's resolver nor Maven could get the jars."""
 
 
-def jars_dir() -> Path:
-    """``$KRAFT_REPLAY_JARS``, else ``$XDG_CACHE_HOME/kraft-replay/jars/spark-<version>`` (shared by clones)."""
-    configured = os.environ.get(JARS_ENV)
+def jars_dir(jar_set: JarSet = SPARK_JARS) -> Path:
+    """The set's variable when set (``$KRAFT_REPLAY_JARS`` for Spark's), else
+    ``$XDG_CACHE_HOME/kraft-replay/jars/<name>``: outside the clone, so every clone shares one download."""
+    configured = os.environ.get(jar_set.env) if jar_set.env else None
     if configured:
         return Path(configured).expanduser()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "kraft-replay" / "jars" / f"spark-{SPARK_VERSION}"
+    return cache / "kraft-replay" / "jars" / jar_set.name
 
 
 @dataclass(frozen=True)
@@ -62,33 +98,39 @@ class Jars:
         """The value of ``spark.jars``."""
         return ",".join(str(path) for path in self.paths)
 
+    @property
+    def classpath(self) -> str:
+        """The value of ``java -cp`` / ``javac -cp``."""
+        return os.pathsep.join(str(path) for path in self.paths)
 
-def installed(directory: Path | None = None) -> Jars | None:
+
+def installed(directory: Path | None = None, jar_set: JarSet = SPARK_JARS) -> Jars | None:
     """The jars of the cache when its manifest is complete and every file it names exists, else None."""
-    directory = directory or jars_dir()
+    directory = directory or jars_dir(jar_set)
     manifest = directory / MANIFEST
     if not manifest.is_file():
         return None
     names = [line.strip() for line in manifest.read_text().splitlines() if line.strip()]
     paths = tuple(directory / name for name in names)
     if not all(path.is_file() for path in paths) or not all(any(p.name.endswith(r) for p in paths)
-                                                           for r in REQUIRED):
+                                                           for r in jar_set.required):
         return None
     return Jars(directory, paths)
 
 
-def missing_reason(directory: Path | None = None) -> str:
+def missing_reason(directory: Path | None = None, jar_set: JarSet = SPARK_JARS) -> str:
     """One line saying why there are no jars and how to get them."""
-    directory = directory or jars_dir()
-    return (f"delta-spark/spark-avro jars not found in {directory}: run `make setup` "
-            f"(or `python -m lakehouse.jars fetch`) where Maven Central is reachable")
+    directory = directory or jars_dir(jar_set)
+    what = "delta-spark/spark-avro" if jar_set is SPARK_JARS else jar_set.label
+    return (f"{what} jars not found in {directory}: run `make setup` "
+            f"(or `python -m lakehouse.jars fetch {jar_set.name}`) where Maven Central is reachable")
 
 
 def _spark_submit() -> Path:
     return Path(pyspark.__file__).parent / "bin" / "spark-submit"
 
 
-def _resolve_with_spark(target: Path, work: Path) -> list[Path]:
+def _resolve_with_spark(packages: tuple[str, ...], target: Path, work: Path) -> list[Path]:
     """Spark's own resolver (Ivy, ``--packages``): a driver that runs an empty script once the jars are there."""
     script = work / "empty.py"
     script.write_text("")
@@ -96,7 +138,7 @@ def _resolve_with_spark(target: Path, work: Path) -> list[Path]:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_HOME=str(Path(pyspark.__file__).parent))
     result = subprocess.run(
         [str(_spark_submit()), "--master", "local[1]", "--conf", f"spark.jars.ivy={ivy}",
-         "--packages", ",".join(PACKAGES), str(script)],
+         "--packages", ",".join(packages), str(script)],
         capture_output=True, text=True, env=env, timeout=900, check=False)
     fetched = sorted((ivy / "jars").glob("*.jar")) if (ivy / "jars").is_dir() else []
     if result.returncode != 0 or not fetched:
@@ -114,15 +156,15 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 """
 
 
-def _resolve_with_maven(target: Path, work: Path) -> list[Path]:
-    """Maven with the machine's settings: the packages and their runtime dependencies (Spark's own are
-    ``provided`` in their POMs, so only what Spark lacks comes along)."""
+def _resolve_with_maven(packages: tuple[str, ...], target: Path, work: Path) -> list[Path]:
+    """Maven with the machine's settings: the packages and their runtime dependencies (for delta-spark and
+    spark-avro, Spark's own are ``provided`` in their POMs, so only what Spark lacks comes along)."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise JarsUnavailableError("mvn not found")
     dependencies = "".join(
         f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in (package.split(":") for package in PACKAGES))
+        for g, a, v in (package.split(":") for package in packages))
     (work / "pom.xml").write_text(_POM.format(dependencies=dependencies))
     before = set(target.glob("*.jar"))
     result = subprocess.run(
@@ -156,10 +198,10 @@ def _last_error(output: str) -> str:
     return (lines[-1] if lines else (output.strip().splitlines() or ["no output"])[-1])[:300]
 
 
-def fetch(directory: Path | None = None) -> tuple[Jars, str]:
+def fetch(directory: Path | None = None, jar_set: JarSet = SPARK_JARS) -> tuple[Jars, str]:
     """Make the cache complete (nothing to do when it is); returns the jars and how they were obtained."""
-    directory = directory or jars_dir()
-    present = installed(directory)
+    directory = directory or jars_dir(jar_set)
+    present = installed(directory, jar_set)
     if present is not None:
         return present, "cached"
     directory.mkdir(parents=True, exist_ok=True)
@@ -169,7 +211,9 @@ def fetch(directory: Path | None = None) -> tuple[Jars, str]:
             staging = Path(work) / "jars"
             staging.mkdir()
             try:
-                jars = _not_in_spark(resolve(staging, Path(work)))
+                jars = resolve(jar_set.packages, staging, Path(work))
+                if jar_set.drop_spark_own:
+                    jars = _not_in_spark(jars)
             except (JarsUnavailableError, OSError, subprocess.TimeoutExpired) as error:
                 errors.append(f"{how}: {error}")
                 continue
@@ -177,31 +221,37 @@ def fetch(directory: Path | None = None) -> tuple[Jars, str]:
                 shutil.copyfile(jar, directory / jar.name)
             # the manifest last: a cache interrupted before it is simply fetched again
             (directory / MANIFEST).write_text("".join(f"{jar.name}\n" for jar in sorted(jars)))
-            found = installed(directory)
+            found = installed(directory, jar_set)
             if found is not None:
                 return found, how
-            errors.append(f"{how}: resolved {len(jars)} jars but not {', '.join(REQUIRED)}")
+            errors.append(f"{how}: resolved {len(jars)} jars but not {', '.join(jar_set.required)}")
     raise JarsUnavailableError("; ".join(errors))
 
 
 def main(argv: list[str]) -> int:
-    """``python -m lakehouse.jars fetch|path``: one line out, exit 0 also when offline (the delta-rs engine
-    works without the jars), 1 only on a usage error."""
-    command = argv[0] if argv else "fetch"
-    if command == "path":
-        present = installed()
-        print(present.spark_jars if present else "")
-        return 0
-    if command != "fetch":
-        print("usage: python -m lakehouse.jars [fetch|path]", file=sys.stderr)
+    """``python -m lakehouse.jars fetch [SET...]`` / ``path [SET]`` (SET: ``spark``, the default, or
+    ``kafka-<version>``): one line out per set, exit 0 also when offline (the delta-rs engine works without
+    Spark's jars, and the Kafka-referee tests skip without Kafka's), 1 only on a usage error."""
+    command, names = (argv[0], argv[1:]) if argv else ("fetch", [])
+    unknown = [name for name in names if name not in JAR_SETS]
+    if command not in ("fetch", "path") or unknown or (command == "path" and len(names) > 1):
+        print(f"usage: python -m lakehouse.jars [fetch [SET...]|path [SET]], SET one of "
+              f"{', '.join(sorted(JAR_SETS))}", file=sys.stderr)
         return 1
-    try:
-        jars, how = fetch()
-    except JarsUnavailableError as error:
-        print(f"jars: not available ({error}); the lake engine will be delta-rs")
+    jar_sets = [JAR_SETS[name] for name in names] or [SPARK_JARS]
+    if command == "path":
+        present = installed(jar_set=jar_sets[0])
+        print("" if present is None else present.spark_jars if jar_sets[0] is SPARK_JARS else present.classpath)
         return 0
-    print(f"jars: {len(jars.paths)} in {jars.directory} ({how}): delta-spark {DELTA_VERSION}, "
-          f"spark-avro {SPARK_VERSION}")
+    for jar_set in jar_sets:
+        try:
+            jars, how = fetch(jar_set=jar_set)
+        except JarsUnavailableError as error:
+            consequence = ("the lake engine will be delta-rs" if jar_set is SPARK_JARS
+                           else "the tests that need them will skip")
+            print(f"jars: {jar_set.label} not available ({error}); {consequence}")
+            continue
+        print(f"jars: {len(jars.paths)} in {jars.directory} ({how}): {jar_set.label}")
     return 0
 
 

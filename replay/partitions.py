@@ -6,8 +6,9 @@ applies them. A *generation* starts at every create or delete; inside a create g
 is the last value a record set (``null`` arrays, leader ``-2`` and recovery state ``-1`` set nothing),
 the leader epoch is the created epoch plus the number of records that named a leader, the partition
 epoch the created epoch plus the number of changes (a clear counts only where it emptied an ELR).
-Changes Kafka would refuse (unknown partition, removed topic, a clear of an unknown topic name) and
-PartitionRecords of unknown topics are not applied and come out as anomalies.
+Changes Kafka would refuse (unknown partition, removed topic, directories that do not match the replicas, a
+clear of an unknown topic name) and PartitionRecords of unknown topics are not applied and come out as
+anomalies.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse.spark import spark_conf
-from replay.events import MIGRATING_DIR, UNASSIGNED_DIR, last_non_null, ordered, parsed, running
+from replay.events import MIGRATING_DIR, last_non_null, ordered, parsed, running
 from replay.shapes import RecordShapes
 
 KEY = ("topic_id", "partition_id")
@@ -141,9 +141,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         F.col("r.leader").alias("leader"), F.col("r.leaderEpoch").alias("base_leader_epoch"),
         F.col("r.partitionEpoch").alias("base_partition_epoch"),
         F.coalesce("r.leaderRecoveryState", F.lit(0)).alias("leader_recovery_state"),
-        # PartitionRegistration: no directories → MIGRATING for every replica.
-        F.when(F.size(F.coalesce("r.directories", F.array())) > 0, F.col("r.directories"))
-        .otherwise(F.array_repeat(F.lit(MIGRATING_DIR), F.size("r.replicas"))).alias("explicit_dirs"))
+        # PartitionRegistration(PartitionRecord): no directories are none (defaultToMigrating makes them MIGRATING)
+        F.coalesce("r.directories", F.array().cast("array<string>")).alias("record_dirs"))
     changed = parsed(events, "PartitionChangeRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
         F.lit("change").alias("kind"),
@@ -156,7 +155,7 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         F.lit(None).cast("int").alias("base_leader_epoch"), F.lit(None).cast("int").alias("base_partition_epoch"),
         F.when(F.col("r.leaderRecoveryState").isNotNull() & (F.col("r.leaderRecoveryState") != -1),
                F.col("r.leaderRecoveryState")).alias("leader_recovery_state"),
-        F.when(F.size(F.coalesce("r.directories", F.array())) > 0, F.col("r.directories")).alias("explicit_dirs"))
+        F.col("r.directories").alias("record_dirs"))  # null: unchanged; [] is a list, of no directories
 
     # PartitionRecords need a live topic (TopicsDelta.getOrCreateTopicDelta throws otherwise).
     live = topic_live_intervals(topics).alias("t")
@@ -164,11 +163,14 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     in_topic = (F.col("c.topic_id") == F.col("t.topic_id")) & _while_live("c", "t")
     matched = c.join(live, in_topic, "left").select("c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
     matched = matched.localCheckpoint(eager=True)  # the creations and their refusals: one parse, one join
-    refused_creates = matched.where(~F.col("topic_live")).select(
+    partition = F.concat(F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
+    refused_creates = matched.where(~F.col("topic_live") | _mismatched_directories()).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.concat(F.lit("PartitionRecord of unknown topic id "), F.col("topic_id"),
-                 F.lit(" (partition "), F.col("partition_id").cast("string"), F.lit(")")).alias("reason"))
-    creates = matched.where(F.col("topic_live")).drop("topic_live")
+        F.when(~F.col("topic_live"), F.concat(F.lit("PartitionRecord of unknown topic id "), F.col("topic_id"),
+                                              F.lit(" (partition "), F.col("partition_id").cast("string"),
+                                              F.lit(")")))
+        .otherwise(F.concat(F.lit("PartitionRecord of "), partition, F.lit(": "), F.lit(LENGTHS))).alias("reason"))
+    creates = matched.where(F.col("topic_live") & ~_mismatched_directories()).drop("topic_live")
 
     # RemoveTopicRecord deletes every partition ever created under that topic id; a TopicRecord for a
     # live topic id replaces the topic with no partitions (TopicsDelta), which deletes them too.
@@ -182,15 +184,10 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     if clearing:
         cleared = elr_clears(clear_records, live, keys)
 
-    # PartitionRegistration's constructor throws (so Kafka's replay refuses the record) when the
-    # directories it would build do not match the replicas: an empty replica list leaves MIGRATING
-    # directories for the old replicas; an explicit directory list must have one entry per replica.
-    malformed = F.col("replicas").isNotNull() & (
-        ((F.size("replicas") == 0) & F.col("explicit_dirs").isNull())
-        | (F.col("explicit_dirs").isNotNull() & (F.size("explicit_dirs") != F.size("replicas"))))
-    # Malformed changes stay in the stream (flagged; a change never starts a generation) so the log's
-    # largest record type is parsed once: the refusals below read the checkpointed stream.
-    changed = changed.withColumn("malformed", malformed)
+    # checkDirectories refuses a change whose own replicas and directories differ in length. Malformed changes
+    # stay in the stream (flagged; a change never starts a generation) so the log's largest record type is
+    # parsed once: the refusals below read the checkpointed stream.
+    changed = changed.withColumn("malformed", _mismatched_directories())
     stream = (creates.withColumn("malformed", F.lit(False)).unionByName(changed)
               .unionByName(deletes, allowMissingColumns=True))
     if clearing:
@@ -205,37 +202,19 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     applied = ~F.col("malformed") & ((F.col("kind") == "create")
                                      | (F.col("kind").isin(*CHANGES) & (F.col("generation_kind") == "create")))
     # Both refusals of a change in one scan of the stream: malformed, or no live partition to apply it to.
-    partition = F.concat(F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
     refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.when(F.col("malformed"), F.concat(F.lit("PartitionChangeRecord of "), partition,
-                                            F.lit(": directories would not match the replicas")))
+        F.when(F.col("malformed"), F.concat(F.lit("PartitionChangeRecord of "), partition, F.lit(": "),
+                                            F.lit(LENGTHS)))
         .otherwise(F.concat(F.lit("PartitionChangeRecord of unknown partition "), partition)).alias("reason"))
     tombstones = stream.where(F.col("kind") == "delete")
     live_events = stream.where(applied)
     if clearing:
         live_events = _effective_clears(live_events, keyed)
-
-    g = running(*keyed, "generation")
-    state = live_events.select(
-        *EVENT_COLUMNS, *KEY, "kind", "generation",
-        *[last_non_null(name, g).alias(name) for name in ARRAYS],
-        last_non_null("leader", g).alias("leader"),
-        (F.first("base_leader_epoch").over(g)
-         + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(g)
-         ).alias("leader_epoch"),
-        (F.first("base_partition_epoch").over(g)
-         + F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(g)).alias("partition_epoch"),
-        last_non_null("leader_recovery_state", g).alias("leader_recovery_state"),
-        F.col("replicas").isNotNull().alias("replicas_set"),
-        "explicit_dirs",
-    )
-    # The states feed the history and the invariant checks: checkpointed, so the anomalies do not
-    # recompute the windows and the directory join (a third of a full replay's time otherwise).
-    # The directories join meets the states on their partition key plus their position: both sides are
-    # already distributed by partition, so Spark may join them where they are instead of shuffling both.
-    with spark_conf(state.sparkSession, "spark.sql.requireAllClusterKeysForCoPartition", "false"):
-        state = _with_directories(state, keyed).localCheckpoint(eager=True)
+    state, refused_by_state = _states(live_events, keyed)
+    refused_changes = refused_changes.unionByName(refused_by_state.select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.concat(F.lit("PartitionChangeRecord of "), partition, F.lit(": "), F.lit(LENGTHS)).alias("reason")))
     where = F.concat_ws("", F.lit("partition "), F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
     # Both invariant checks in one scan of the states: each version gives zero, one or two reasons.
     leader_outside = F.when((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader")), F.concat_ws(
@@ -255,40 +234,56 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     return PartitionsResult(states, anomalies)
 
 
-def _with_directories(state: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
-    """Kafka's directory rules: explicit directories win; when only the replicas change, each replica
-    keeps the directory it had while it stayed a replica and a newly added one gets UNASSIGNED
-    (``DirectoryId.createDirectoriesFrom``); empty → MIGRATING for the previous replica count.
+LENGTHS = "the lengths for replicas and directories do not match"
 
-    Only a record that sets the replicas or the directories can change them (most changes move the
-    leader or the ISR): those rows are exploded per replica, and every other row carries the directories
-    of the last one before it."""
-    w = ordered(*keyed, "generation")
-    state = state.withColumn("prev_replicas", F.lag("replicas").over(w))
-    sets_directories = F.col("explicit_dirs").isNotNull() | F.col("replicas_set")
-    per_replica = state.where(sets_directories).select(
-        *keyed, "generation", "visible_offset", "offset", "seq", "explicit_dirs", "replicas_set", "prev_replicas",
-        F.posexplode("replicas").alias("pos", "broker"))
-    joined = (F.col("explicit_dirs").isNull() & F.col("replicas_set")
-              & ~F.coalesce(F.array_contains("prev_replicas", F.col("broker")), F.lit(False)))
-    starts = F.col("explicit_dirs").isNotNull() | joined
-    segment = F.sum(F.when(starts, 1).otherwise(0)).over(
-        Window.partitionBy(*keyed, "generation", "broker").orderBy("visible_offset", "offset", "seq")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    first_of_segment = Window.partitionBy(*keyed, "generation", "broker", "segment").orderBy(
-        "visible_offset", "offset", "seq")
-    directory = F.when(F.col("explicit_dirs").isNotNull(),
-                       F.coalesce(F.element_at("explicit_dirs", F.col("pos") + 1), F.lit(UNASSIGNED_DIR))
-                       ).otherwise(F.lit(UNASSIGNED_DIR))
+
+def _mismatched_directories() -> Column:
+    """``checkDirectories``: a record that sets replicas and a non-empty directory list of another length."""
+    return (F.col("replicas").isNotNull() & F.col("record_dirs").isNotNull() & (F.size("record_dirs") > 0)
+            & (F.size("record_dirs") != F.size("replicas")))
+
+
+def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
+    """The partition after every applied event, and the changes refused for their directories.
+
+    ``PartitionRegistration.merge`` keeps the old directories when a change has none, and
+    ``defaultToMigrating`` turns a list that is all MIGRATING (or empty) into MIGRATING for every replica of the
+    new assignment. So the directories after an event are the last list a record gave (PartitionRecord: its own,
+    none = empty): MIGRATING for each replica when that list is all MIGRATING, else the list itself, which the
+    registration's constructor refuses unless it has one entry per replica. Whether a change is refused so
+    depends on the state before it: each round finds the first such refusal of every generation (the state
+    before it is right), drops it, and folds again; a log without one takes a single round."""
+    g = running(*keyed, "generation")
     event = [*keyed, "generation", "visible_offset", "offset", "seq"]
-    dirs = (per_replica.withColumn("segment", segment)
-            .withColumn("directory", F.first(directory).over(first_of_segment))
-            .groupBy(*event)
-            .agg(F.transform(F.array_sort(F.collect_list(F.struct("pos", "directory"))),
-                             lambda x: x["directory"]).alias("set_directories")))
-    empty = F.array_repeat(F.lit(MIGRATING_DIR), F.coalesce(F.size("prev_replicas"), F.lit(0)))
-    state = state.join(dirs, event, "left").withColumn("set_directories", F.when(
-        sets_directories, F.when(F.size(F.coalesce("set_directories", F.array())) > 0, F.col("set_directories"))
-        .otherwise(empty)))
-    return state.withColumn("directories", last_non_null("set_directories", running(*keyed, "generation"))).drop(
-        "prev_replicas", "explicit_dirs", "replicas_set", "set_directories")
+    refused: DataFrame | None = None
+    while True:
+        events = live_events if refused is None else live_events.join(
+            refused.select(*event), event, "left_anti")
+        last_dirs = last_non_null("record_dirs", g)
+        state = events.select(
+            *EVENT_COLUMNS, *KEY, "kind", "generation",
+            *[last_non_null(name, g).alias(name) for name in ARRAYS],
+            last_non_null("leader", g).alias("leader"),
+            (F.first("base_leader_epoch").over(g)
+             + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(g)
+             ).alias("leader_epoch"),
+            (F.first("base_partition_epoch").over(g)
+             + F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(g)).alias("partition_epoch"),
+            last_non_null("leader_recovery_state", g).alias("leader_recovery_state"),
+            last_dirs.alias("last_dirs"))
+        migrating = F.forall("last_dirs", lambda directory: directory == F.lit(MIGRATING_DIR))
+        state = state.select(
+            "*", F.when(migrating, F.array_repeat(F.lit(MIGRATING_DIR), F.size("replicas")))
+            .otherwise(F.col("last_dirs")).alias("directories"),
+            (~migrating & (F.size("last_dirs") != F.size("replicas"))).alias("lengths_differ")).drop("last_dirs")
+        # The states feed the history and the invariant checks: checkpointed, so the anomalies do not
+        # recompute the windows.
+        state = state.localCheckpoint(eager=True)
+        first = (state.where("lengths_differ")
+                 .groupBy(*keyed, "generation")
+                 .agg(F.min(F.struct("visible_offset", "offset", "seq", "record_type")).alias("e"))
+                 .select(*keyed, "generation", "e.*"))
+        if first.isEmpty():
+            empty = state.where(F.lit(False)).select(*event, "record_type")
+            return state.drop("lengths_differ"), empty if refused is None else refused
+        refused = (first if refused is None else refused.unionByName(first)).localCheckpoint(eager=True)

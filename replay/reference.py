@@ -169,15 +169,15 @@ def _recovery_state(value: int) -> int:
     return value
 
 
-def _directories_from(old: Partition, new_replicas: Sequence[int]) -> tuple[str, ...]:
-    """``DirectoryId.createDirectoriesFrom``: a replica that stays keeps its directory, a new one is
-    UNASSIGNED."""
-    if len(old.replicas) != len(old.directories):
+def _default_to_migrating(directories: tuple[str, ...], replicas: Sequence[int]) -> tuple[str, ...]:
+    """``PartitionRegistration.defaultToMigrating``: directories that are all MIGRATING (or none) say nothing, so
+    every replica of the new assignment is MIGRATING, whatever its count; any other list is kept as it is, and
+    the registration's constructor refuses it unless it has one entry per replica."""
+    if all(directory == MIGRATING_DIR for directory in directories):
+        return (MIGRATING_DIR,) * len(replicas)
+    if len(directories) != len(replicas):
         raise Refused("the lengths for replicas and directories do not match")
-    if len(set(old.replicas)) != len(old.replicas):
-        raise Refused("duplicate broker id in the replica assignment")
-    assigned = dict(zip(old.replicas, old.directories, strict=True))
-    return tuple(assigned.get(r, UNASSIGNED_DIR) for r in new_replicas)
+    return directories
 
 
 def _partition_record(image: Image, d: dict[str, Any]) -> tuple[str, int]:
@@ -186,21 +186,22 @@ def _partition_record(image: Image, d: dict[str, Any]) -> tuple[str, int]:
         raise Refused(f"partition of an unknown topic {tid}")
     replicas = _ints(d["replicas"])
     directories = _uuids(d.get("directories"))
-    if directories and len(directories) != len(replicas):
+    if directories and len(directories) != len(replicas):  # checkDirectories
         raise Refused(f"{len(directories)} directories for {len(replicas)} replicas")
     image.partitions[(tid, pid)] = Partition(
         topic_id=tid, partition_id=pid, replicas=replicas, isr=_ints(d["isr"]),
         removing_replicas=_ints(d.get("removingReplicas")), adding_replicas=_ints(d.get("addingReplicas")),
         leader=d["leader"], leader_recovery_state=_recovery_state(d.get("leaderRecoveryState", 0)),
         leader_epoch=d["leaderEpoch"], partition_epoch=d["partitionEpoch"],
-        directories=directories or (MIGRATING_DIR,) * len(replicas),  # defaultToMigrating
+        directories=_default_to_migrating(directories, replicas),
         eligible_leader_replicas=_ints(d.get("eligibleLeaderReplicas")),
         last_known_elr=_ints(d.get("lastKnownElr")))
     return tid, pid
 
 
 def _partition_change(image: Image, d: dict[str, Any]) -> tuple[str, int]:
-    """``PartitionRegistration.merge``."""
+    """``PartitionRegistration.merge`` as released in Kafka 3.9 and 4.x (checked against both by
+    tests/test_kafka_referee.py)."""
     tid, pid = uuid_to_str(d["topicId"]), d["partitionId"]
     if tid not in image.topics:
         raise Refused(f"change of a partition of an unknown topic {tid}")
@@ -208,20 +209,13 @@ def _partition_change(image: Image, d: dict[str, Any]) -> tuple[str, int]:
     if old is None:
         raise Refused(f"change of an unknown partition {tid}:{pid}")
     new_replicas = d.get("replicas")
-    record_dirs = _uuids(d.get("directories"))
-    if new_replicas is not None and record_dirs and len(new_replicas) != len(record_dirs):
+    record_dirs = None if d.get("directories") is None else _uuids(d["directories"])
+    if new_replicas is not None and record_dirs and len(new_replicas) != len(record_dirs):  # checkDirectories
         raise Refused(f"{len(record_dirs)} directories for {len(new_replicas)} replicas")
-    if record_dirs:
-        directories = record_dirs
-    elif new_replicas is not None:
-        directories = _directories_from(old, new_replicas)
-    else:
-        directories = old.directories
-    if not directories:
-        directories = (MIGRATING_DIR,) * len(old.replicas)  # defaultToMigrating(.., replicas.length): the OLD count
     replicas = _ints(new_replicas) if new_replicas is not None else old.replicas
-    if directories and len(directories) != len(replicas):
-        raise Refused("the lengths for replicas and directories do not match")
+    # null directories (every record before v1, and later ones that leave them) keep the old list as it is,
+    # position by position: Kafka does not map them onto the new replicas
+    directories = _default_to_migrating(old.directories if record_dirs is None else record_dirs, replicas)
     leader, leader_epoch = old.leader, old.leader_epoch
     if d.get("leader", NO_LEADER_CHANGE) != NO_LEADER_CHANGE:
         leader, leader_epoch = d["leader"], old.leader_epoch + 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent setup: JDK 17+ for Spark, Python 3.11/3.12, .venv with the project installed editable, the
-# delta-spark/spark-avro jars.
+# delta-spark/spark-avro jars and Kafka's jars (for the Kafka-referee tests).
 # Re-runs are fast: the pip step is skipped while .venv/.installed-<sha256 of pyproject.toml> exists.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -81,5 +81,8 @@ else
 fi
 # delta-spark and spark-avro for the pinned Spark (lakehouse.jars): fetched once into a cache shared by clones;
 # without them (no repository reachable) every command runs on the delta-rs engine, so this never fails setup.
-say "$(.venv/bin/python -m lakehouse.jars fetch)"
+# Kafka's own jars (4.4.0, 3.9.2), each in a cache directory of its own, for the tests that make Kafka the
+# referee (tests/test_kafka_referee.py); without them those tests skip. One line per set; re-runs read manifests.
+while IFS= read -r line; do say "$line"; done < <(.venv/bin/python -m lakehouse.jars fetch spark kafka-4.4.0 kafka-3.9.2 \
+  || echo "jars: lakehouse.jars failed; the lake engine will be delta-rs and the Kafka-referee tests will skip")
 say "ready"

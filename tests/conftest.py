@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: one SparkSession per run, and the real KRaft logs in ../shared."""
+"""Shared pytest fixtures: one SparkSession per run, and the real KRaft logs in ../shared; the summary lines tests
+leave for the end of the run."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ from lakehouse.spark import SparkOptions, get_spark
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_MISSING = "../shared is not present beside the checkout: real-log tests need it"
+# Lines a test module leaves for the end of the run (what it compared): output of a passing test is not shown.
+SUMMARY = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    for line in config.stash.get(SUMMARY, []):
+        terminalreporter.write_line(line)
 
 
 # --- Spark ---------------------------------------------------------------------------------------

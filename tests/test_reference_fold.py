@@ -164,24 +164,38 @@ def test_leader_recovery_state() -> None:
     assert [r["leader_recovery_state"] for r in rows] == [0, 1, 1, 0]
 
 
-def test_directories_explicit_kept_unassigned_and_migrating() -> None:
+def test_directories_explicit_kept_as_they_are() -> None:
+    # Kafka 3.9 and 4.x (PartitionRegistration.merge): a change without directories keeps the old list, position
+    # by position, even when the replicas change (the controller writes directories with every new assignment)
     d = [uuid_to_str(x) for x in (D1, D2, D3)]
     rows = part_rows(history(
         topic(), partition(directories=[D1, D2, D3]),
         change(isr=[1, 2]),  # no replicas, no directories: unchanged
-        change(replicas=[3, 1, 4], isr=[3, 1]),  # replicas changed: 3 and 1 keep theirs, 4 UNASSIGNED
+        change(replicas=[3, 1, 4], isr=[3, 1]),  # replicas changed, directories not: the same list
         change(directories=[D2, D2, D1]),  # explicit
         change(replicas=[4], isr=[4], directories=[D3])))
-    assert [r["directories"] for r in rows] == [
-        d, d, [d[2], d[0], UNASSIGNED_DIR], [d[1], d[1], d[0]], [d[2]]]
+    assert [r["directories"] for r in rows] == [d, d, d, [d[1], d[1], d[0]], [d[2]]]
 
 
-def test_directories_missing_default_to_migrating() -> None:
+def test_directories_of_another_length_are_refused() -> None:
+    h = history(topic(), partition(directories=[D1, D2, D3]),
+                change(replicas=[4, 2], isr=[2]),  # 2 replicas, the 3 old directories: Kafka refuses it
+                change(replicas=[]),  # refused too
+                change(directories=[D1, D2]),  # 2 directories for 3 replicas: refused
+                change(replicas=[4, 2], directories=[D1]))  # checkDirectories
+    assert [a["offset"] for a in anomalies(h, "refused")] == [2, 3, 4, 5]
+    assert [r["directories"] for r in part_rows(h)] == [[uuid_to_str(x) for x in (D1, D2, D3)]]
+
+
+def test_directories_missing_default_to_migrating_for_the_new_replicas() -> None:
+    # defaultToMigrating: no directories (a log before JBOD, metadata.version < 3.7) are MIGRATING for every
+    # replica of the new assignment, whatever its count; an empty replica list is accepted then
     rows = part_rows(history(topic(), make_record("PartitionRecord", 0, partitionId=0, topicId=T1, replicas=[1, 2],
                                                   isr=[1, 2], leader=1, leaderEpoch=0, partitionEpoch=0),
-                             change(replicas=[2, 5], isr=[2])))
-    # MIGRATING for both, then 2 keeps its MIGRATING and the newcomer 5 is UNASSIGNED
-    assert [r["directories"] for r in rows] == [[MIGRATING_DIR] * 2, [MIGRATING_DIR, UNASSIGNED_DIR]]
+                             make_record("PartitionChangeRecord", 0, partitionId=0, topicId=T1, replicas=[2, 5, 6],
+                                         addingReplicas=[5, 6]),
+                             change(replicas=[5], directories=[]), change(replicas=[])))
+    assert [r["directories"] for r in rows] == [[MIGRATING_DIR] * 2, [MIGRATING_DIR] * 3, [MIGRATING_DIR], []]
 
 
 def test_partition_record_replaces_a_partition() -> None:

@@ -69,6 +69,15 @@ def _hand_built() -> dict[str, list[LogEntry]]:
             topic(), partition(replicas=(1, 2, 3), directories=[b"\x11" * 16, b"\x22" * 16, b"\x33" * 16]),
             change(replicas=[2, 3, 4]), change(replicas=[4, 2]), change(replicas=[4, 2, 1], directories=[
                 b"\x44" * 16, b"\x22" * 16, b"\x11" * 16]), change(replicas=[]), change(replicas=[1])),
+        "hand-directories-migrating": entries(  # a log before JBOD: MIGRATING for every replica, whatever the count
+            topic(), make_record("PartitionRecord", 0, partitionId=0, topicId=T1, replicas=[1, 2], isr=[1, 2],
+                                 leader=1, leaderEpoch=0, partitionEpoch=0),
+            make_record("PartitionChangeRecord", 0, partitionId=0, topicId=T1, replicas=[2, 5, 6],
+                        addingReplicas=[5, 6]),
+            change(replicas=[5], directories=[]), change(replicas=[]), change(replicas=[1, 2],
+                                                                             directories=[b"\x11" * 16] * 3),
+            change(replicas=[3, 4], directories=[b"\x11" * 16, b"\x22" * 16]), change(replicas=[3]),
+            change(replicas=[4, 3], isr=[4])),
         "hand-topics": entries(
             topic(T1, "orders"), partition(T1), partition(T1, 1), make_record("RemoveTopicRecord", 0, topicId=T1),
             change(T1, isr=[1]), topic(T2, "orders"), partition(T2), topic(T2, "orders-renamed"), change(T2, isr=[2]),

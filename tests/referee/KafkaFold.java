@@ -1,0 +1,417 @@
+/*
+ * Kafka's own fold of a KRaft metadata log directory, the referee of kraft-replay's reference fold.
+ *
+ * Usage: java -cp <this dir>:<Kafka's jars> KafkaFold <__cluster_metadata-0 dir> [offset,offset,...]
+ *
+ * It does what a broker's MetadataLoader does, with Kafka's own classes: the latest *.checkpoint snapshot (if
+ * any) replayed into a delta over the empty image, then every *.log batch after it through Kafka's
+ * MetadataBatchLoader (MetadataDelta.replay per record, transactions as KIP-868 defines them), publishing after
+ * every batch, the finest granularity MetadataLoader ever publishes at. For every published image (or only those
+ * at the requested offsets) it prints one JSON line with the entities in the shape of `kraft-replay state
+ * --format json` (Kafka's camelCase field names), plus "controllers" and "features": the entities that changed
+ * since the line before (printImage). Every fault Kafka's loader reports (a record it refuses) is a
+ * {"fault": ...} line. The last line is {"end": ...} with the counts.
+ *
+ * One source for Kafka 3.9 and 4.x: the classes that moved between them (the record classes went to
+ * org.apache.kafka.common.record.internal, LogContext to ...utils.internal) and the loader's constructor and
+ * flush (4.x added a SupportedConfigChecker and an isOffsetBatchAligned flag) are reached by reflection.
+ */
+
+import java.io.BufferedWriter;
+import java.io.File;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+
+import org.apache.kafka.common.Endpoint;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.image.MetadataImage;
+import org.apache.kafka.image.TopicImage;
+import org.apache.kafka.image.loader.MetadataBatchLoader;
+import org.apache.kafka.metadata.BrokerRegistration;
+import org.apache.kafka.metadata.ControllerRegistration;
+import org.apache.kafka.metadata.MetadataRecordSerde;
+import org.apache.kafka.metadata.PartitionRegistration;
+import org.apache.kafka.metadata.VersionRange;
+import org.apache.kafka.raft.Batch;
+import org.apache.kafka.raft.LeaderAndEpoch;
+import org.apache.kafka.server.common.ApiMessageAndVersion;
+import org.apache.kafka.server.fault.FaultHandler;
+
+public final class KafkaFold {
+    private static Writer out;
+    private static Set<Long> wanted;  // null: every published image
+    private static long published;
+    private static long faults;
+    private static long currentOffset = -1;
+
+    /** Kafka 3.9 keeps the record classes in o.a.k.common.record, 4.x in its .internal subpackage. */
+    private static Class<?> firstClass(String... names) throws ClassNotFoundException {
+        for (String name : names) {
+            try {
+                return Class.forName(name);
+            } catch (ClassNotFoundException e) {
+                // the other Kafka version's name
+            }
+        }
+        throw new ClassNotFoundException(String.join(" or ", names));
+    }
+
+    private static Class<?> recordClass(String simple) throws ClassNotFoundException {
+        return firstClass("org.apache.kafka.common.record.internal." + simple, "org.apache.kafka.common.record." + simple);
+    }
+
+    /** One batch of a segment or snapshot file, decoded with Kafka's FileRecords and MetadataRecordSerde. */
+    private record FileBatch(long baseOffset, long lastOffset, int epoch, long appendTime, int size, boolean control,
+                             List<ApiMessageAndVersion> records) { }
+
+    private static List<FileBatch> readBatches(File file) throws Exception {
+        Class<?> fileRecords = recordClass("FileRecords");
+        Class<?> recordBatch = recordClass("RecordBatch");
+        Method value = recordClass("Record").getMethod("value");
+        Method isControl = recordBatch.getMethod("isControlBatch");
+        Method baseOffset = recordBatch.getMethod("baseOffset");
+        Method lastOffset = recordBatch.getMethod("lastOffset");
+        Method epoch = recordBatch.getMethod("partitionLeaderEpoch");
+        Method maxTimestamp = recordBatch.getMethod("maxTimestamp");
+        Method sizeInBytes = recordBatch.getMethod("sizeInBytes");
+        Object records = fileRecords.getMethod("open", File.class).invoke(null, file);
+        List<FileBatch> batches = new ArrayList<>();
+        try {
+            for (Object batch : (Iterable<?>) fileRecords.getMethod("batches").invoke(records)) {
+                boolean control = (Boolean) isControl.invoke(batch);
+                List<ApiMessageAndVersion> messages = new ArrayList<>();
+                if (!control) {
+                    for (Object record : (Iterable<?>) batch) {
+                        ByteBuffer buffer = (ByteBuffer) value.invoke(record);
+                        messages.add(MetadataRecordSerde.INSTANCE.read(new ByteBufferAccessor(buffer), buffer.remaining()));
+                    }
+                }
+                batches.add(new FileBatch((Long) baseOffset.invoke(batch), (Long) lastOffset.invoke(batch),
+                    (Integer) epoch.invoke(batch), (Long) maxTimestamp.invoke(batch), (Integer) sizeInBytes.invoke(batch),
+                    control, messages));
+            }
+        } finally {
+            ((AutoCloseable) records).close();
+        }
+        return batches;
+    }
+
+    /** Kafka's MetadataBatchLoader, built through whichever constructor this Kafka has. */
+    private static MetadataBatchLoader newLoader(FaultHandler faultHandler, MetadataBatchLoader.MetadataUpdater updater)
+            throws Exception {
+        Object logContext = firstClass("org.apache.kafka.common.utils.internals.LogContext",
+            "org.apache.kafka.common.utils.LogContext").getConstructor().newInstance();
+        for (Constructor<?> constructor : MetadataBatchLoader.class.getConstructors()) {
+            Class<?>[] types = constructor.getParameterTypes();
+            if (types.length == 4) {
+                return (MetadataBatchLoader) constructor.newInstance(logContext, Time.SYSTEM, faultHandler, updater);
+            }
+            if (types.length == 5) {  // 4.x: a SupportedConfigChecker; every config is supported here
+                Object checker = Proxy.newProxyInstance(types[4].getClassLoader(), new Class<?>[] {types[4]},
+                    (proxy, method, args) -> method.getName().equals("isSupported") ? Boolean.TRUE : null);
+                return (MetadataBatchLoader) constructor.newInstance(logContext, Time.SYSTEM, faultHandler, updater,
+                    checker);
+            }
+        }
+        throw new IllegalStateException("no known MetadataBatchLoader constructor");
+    }
+
+    /** maybeFlushBatches(leaderAndEpoch) in 3.9, (leaderAndEpoch, isOffsetBatchAligned) in 4.x. */
+    private static void flush(MetadataBatchLoader loader) throws Exception {
+        for (Method method : MetadataBatchLoader.class.getMethods()) {
+            if (method.getName().equals("maybeFlushBatches")) {
+                if (method.getParameterCount() == 1) {
+                    method.invoke(loader, LeaderAndEpoch.UNKNOWN);
+                } else {
+                    method.invoke(loader, LeaderAndEpoch.UNKNOWN, true);
+                }
+                return;
+            }
+        }
+        throw new IllegalStateException("no maybeFlushBatches");
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) {
+            System.err.println("usage: KafkaFold <__cluster_metadata-0 directory> [offset,offset,...]");
+            System.exit(2);
+        }
+        File dir = new File(args[0]);
+        if (args.length > 1 && !args[1].isEmpty()) {
+            wanted = new HashSet<>();
+            for (String offset : args[1].split(",")) {
+                wanted.add(Long.parseLong(offset.trim()));
+            }
+        }
+        out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
+        FaultHandler faultHandler = (message, cause) -> {
+            faults++;
+            try {
+                out.write("{\"fault\":" + str(message + (cause == null ? "" : ": " + cause)) + ",\"offset\":"
+                    + currentOffset + "}\n");
+            } catch (java.io.IOException e) {
+                throw new RuntimeException(e);
+            }
+            return new RuntimeException(message, cause);
+        };
+        MetadataBatchLoader loader = newLoader(faultHandler, (delta, image, manifest) -> {
+            long offset = manifest.provenance().lastContainedOffset();
+            published++;
+            if (wanted == null || wanted.contains(offset)) {
+                try {
+                    printImage(offset, image);
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            }
+        });
+
+        String[] names = dir.list();
+        Arrays.sort(names);
+        long snapshotEnd = -1;
+        String snapshot = null;
+        List<String> segments = new ArrayList<>();
+        for (String name : names) {
+            if (name.matches("\\d{20}-\\d{10}\\.checkpoint")) {
+                long end = Long.parseLong(name.substring(0, 20));
+                if (end > snapshotEnd) {
+                    snapshotEnd = end;
+                    snapshot = name;
+                }
+            } else if (name.matches("\\d{20}\\.log")) {
+                segments.add(name);
+            }
+        }
+        long records = 0;
+        long batches = 0;
+        if (snapshot != null) {
+            // MetadataLoader.loadSnapshot: every record into a delta over the empty image, published at end - 1.
+            // Through the batch loader from an empty image it is that, without MetadataProvenance's
+            // version-specific constructor.
+            for (FileBatch batch : readBatches(new File(dir, snapshot))) {
+                if (batch.control()) {
+                    continue;
+                }
+                currentOffset = snapshotEnd - 1;
+                loader.loadBatch(Batch.data(snapshotEnd - 1 - batch.records().size() + 1, batch.epoch(),
+                    batch.appendTime(), batch.size(), batch.records()), LeaderAndEpoch.UNKNOWN);
+                records += batch.records().size();
+            }
+            flush(loader);
+        }
+        for (String segment : segments) {
+            for (FileBatch batch : readBatches(new File(dir, segment))) {
+                if (batch.control() || batch.baseOffset() < snapshotEnd) {
+                    continue;  // control batches hold no metadata; a snapshot already holds what precedes it
+                }
+                currentOffset = batch.baseOffset();
+                loader.loadBatch(Batch.data(batch.baseOffset(), batch.epoch(), batch.appendTime(), batch.size(),
+                    batch.records()), LeaderAndEpoch.UNKNOWN);
+                currentOffset = batch.lastOffset();
+                flush(loader);
+                records += batch.records().size();
+                batches++;
+            }
+        }
+        out.write("{\"end\":true,\"snapshotEndOffset\":" + snapshotEnd + ",\"batches\":" + batches + ",\"records\":"
+            + records + ",\"published\":" + published + ",\"faults\":" + faults + "}\n");
+        out.flush();
+    }
+
+    // --- the image, in the JSON shape of `kraft-replay state --format json` --------------------------------
+
+    /** Each section's entities as last printed: key -> JSON. */
+    private static final Map<String, Map<String, String>> PRINTED = new TreeMap<>();
+    /** The partition registration (and topic name) each printed partition line was made from. */
+    private static final Map<String, Object> SEEN = new HashMap<>();
+
+    /**
+     * One line per published image: the features, and of brokers, controllers, topics and partitions only the
+     * entities that differ from the image printed before (the first line has them all), plus the keys gone
+     * since ("gone"). A reader applies the lines in order to have every image; printing whole images at every
+     * batch end would make the output quadratic.
+     */
+    private static void printImage(long offset, MetadataImage image) throws Exception {
+        Map<String, Map<String, String>> now = new TreeMap<>();
+        Map<String, String> brokers = new TreeMap<>();
+        for (BrokerRegistration broker : image.cluster().brokers().values()) {
+            brokers.put(String.valueOf(broker.id()), "{\"brokerId\":" + broker.id()
+                + ",\"brokerEpoch\":" + broker.epoch()
+                + ",\"incarnationId\":" + str(broker.incarnationId().toString())
+                + ",\"fenced\":" + broker.fenced()
+                + ",\"inControlledShutdown\":" + broker.inControlledShutdown()
+                + ",\"rack\":" + broker.rack().map(KafkaFold::str).orElse("null")
+                + ",\"endPoints\":" + endpoints(broker.listeners())
+                + ",\"features\":" + versionRanges(broker.supportedFeatures())
+                + ",\"logDirs\":" + uuids(broker.directories())
+                + ",\"isMigratingZkBroker\":" + migratingZkBroker(broker) + "}");
+        }
+        now.put("brokers", brokers);
+        Map<String, String> controllers = new TreeMap<>();
+        for (ControllerRegistration controller : image.cluster().controllers().values()) {
+            controllers.put(String.valueOf(controller.id()), "{\"controllerId\":" + controller.id()
+                + ",\"incarnationId\":" + str(controller.incarnationId().toString())
+                + ",\"zkMigrationReady\":" + controller.zkMigrationReady()
+                + ",\"endPoints\":" + endpoints(controller.listeners())
+                + ",\"features\":" + versionRanges(controller.supportedFeatures()) + "}");
+        }
+        now.put("controllers", controllers);
+        Map<String, String> topics = new TreeMap<>();
+        Map<String, String> partitions = new TreeMap<>();
+        for (TopicImage topic : image.topics().topicsById().values()) {
+            String id = str(topic.id().toString());
+            String name = str(topic.name());
+            topics.put(id, "{\"topicId\":" + id + ",\"name\":" + name + "}");
+            for (Map.Entry<Integer, PartitionRegistration> entry : topic.partitions().entrySet()) {
+                PartitionRegistration p = entry.getValue();
+                String key = "[" + id + "," + entry.getKey() + "]";
+                // An image shares every registration a delta left alone: the same object prints the same line.
+                if (SEEN.get(key) == p && SEEN.get("name " + key) == topic.name()) {
+                    partitions.put(key, PRINTED.get("partitions").get(key));
+                    continue;
+                }
+                SEEN.put(key, p);
+                SEEN.put("name " + key, topic.name());
+                partitions.put(key, "{\"topicId\":" + id
+                    + ",\"topicName\":" + name
+                    + ",\"partitionId\":" + entry.getKey()
+                    + ",\"leader\":" + p.leader
+                    + ",\"leaderEpoch\":" + p.leaderEpoch
+                    + ",\"partitionEpoch\":" + p.partitionEpoch
+                    + ",\"replicas\":" + ints(p.replicas)
+                    + ",\"isr\":" + ints(p.isr)
+                    + ",\"addingReplicas\":" + ints(p.addingReplicas)
+                    + ",\"removingReplicas\":" + ints(p.removingReplicas)
+                    + ",\"eligibleLeaderReplicas\":" + ints(p.elr)
+                    + ",\"lastKnownElr\":" + ints(p.lastKnownElr)
+                    + ",\"leaderRecoveryState\":" + p.leaderRecoveryState.value()
+                    + ",\"directories\":" + uuids(Arrays.asList(p.directories)) + "}");
+            }
+        }
+        now.put("topics", topics);
+        now.put("partitions", partitions);
+
+        StringBuilder b = new StringBuilder(1024);
+        b.append("{\"offset\":").append(offset).append(",\"features\":{");
+        Map<String, Short> features = new TreeMap<>(image.features().finalizedVersions());
+        Object mv = image.features().getClass().getMethod("metadataVersion").invoke(image.features());
+        if (mv instanceof Optional<?> optional) {  // 4.x: absent until a FeatureLevelRecord sets it
+            mv = optional.orElse(null);
+        }
+        if (mv != null) {
+            features.put("metadata.version", (Short) mv.getClass().getMethod("featureLevel").invoke(mv));
+        }
+        String sep = "";
+        for (Map.Entry<String, Short> feature : features.entrySet()) {
+            b.append(sep).append(str(feature.getKey())).append(':').append(feature.getValue());
+            sep = ",";
+        }
+        b.append('}');
+        StringBuilder gone = new StringBuilder();
+        for (Map.Entry<String, Map<String, String>> section : now.entrySet()) {
+            Map<String, String> before = PRINTED.getOrDefault(section.getKey(), Map.of());
+            b.append(",\"").append(section.getKey()).append("\":[");
+            sep = "";
+            for (Map.Entry<String, String> entity : section.getValue().entrySet()) {
+                if (!entity.getValue().equals(before.get(entity.getKey()))) {
+                    b.append(sep).append(entity.getValue());
+                    sep = ",";
+                }
+            }
+            b.append(']');
+            gone.append(gone.length() == 0 ? "" : ",").append('"').append(section.getKey()).append("\":[");
+            sep = "";
+            for (String key : before.keySet()) {
+                if (!section.getValue().containsKey(key)) {
+                    gone.append(sep).append(key);
+                    sep = ",";
+                }
+            }
+            gone.append(']');
+        }
+        b.append(",\"gone\":{").append(gone).append("}}\n");
+        PRINTED.putAll(now);
+        out.write(b.toString());
+    }
+
+    private static String ints(int[] values) {
+        return Arrays.toString(values).replace(" ", "");
+    }
+
+    /** BrokerRegistration.isMigratingZkBroker() exists only while Kafka had ZooKeeper migration (up to 3.9). */
+    private static boolean migratingZkBroker(BrokerRegistration broker) {
+        try {
+            return (Boolean) BrokerRegistration.class.getMethod("isMigratingZkBroker").invoke(broker);
+        } catch (ReflectiveOperationException e) {
+            return false;
+        }
+    }
+
+    private static String endpoints(Map<String, Endpoint> listeners) {
+        StringBuilder b = new StringBuilder("[");
+        String sep = "";
+        for (Map.Entry<String, Endpoint> e : new TreeMap<>(listeners).entrySet()) {
+            Endpoint endpoint = e.getValue();
+            b.append(sep).append("{\"name\":").append(str(e.getKey()))
+                .append(",\"host\":").append(str(endpoint.host()))
+                .append(",\"port\":").append(endpoint.port())
+                .append(",\"securityProtocol\":").append(endpoint.securityProtocol().id)
+                .append('}');
+            sep = ",";
+        }
+        return b.append(']').toString();
+    }
+
+    private static String versionRanges(Map<String, VersionRange> features) {
+        StringBuilder b = new StringBuilder("[");
+        String sep = "";
+        for (Map.Entry<String, VersionRange> e : new TreeMap<>(features).entrySet()) {
+            b.append(sep).append("{\"name\":").append(str(e.getKey()))
+                .append(",\"minSupportedVersion\":").append(e.getValue().min())
+                .append(",\"maxSupportedVersion\":").append(e.getValue().max())
+                .append('}');
+            sep = ",";
+        }
+        return b.append(']').toString();
+    }
+
+    private static String uuids(List<Uuid> ids) {
+        StringBuilder b = new StringBuilder("[");
+        String sep = "";
+        for (Uuid id : ids) {
+            b.append(sep).append(str(id.toString()));
+            sep = ",";
+        }
+        return b.append(']').toString();
+    }
+
+    private static String str(String s) {
+        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                b.append('\\').append(c);
+            } else if (c < 0x20) {
+                b.append(String.format("\\u%04x", (int) c));
+            } else {
+                b.append(c);
+            }
+        }
+        return b.append('"').toString();
+    }
+}

@@ -1,0 +1,231 @@
+"""Kafka as the referee: Kafka's own metadata fold (``KafkaFold.java``, compiled here against Kafka's jars) and
+our reference fold, as images in one JSON shape, compared field by field.
+
+Kafka publishes a metadata image only after whole record batches (``MetadataBatchLoader``), and, when a
+metadata transaction begins mid-batch, just before its ``BeginTransactionRecord``. Our reference fold has an
+image after every record (``replay.reference.image_at``). So the two are compared at every offset Kafka
+publishes: after every batch, the only states a broker ever saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lakehouse.jars import Jars, installed, jars_dir, kafka_jars, missing_reason
+from records.model import LogEntry, MetadataRecord
+from replay.query import BROKER_FIELDS, PARTITION_FIELDS
+from replay.reference import Image, broker_values, controller_values, fold, partition_values
+
+SOURCE = Path(__file__).with_name("KafkaFold.java")
+# The controllers in Kafka's camelCase (``state --format json`` has brokers, topics and partitions: replay.query).
+CONTROLLER_FIELDS = (("controller_id", "controllerId"), ("incarnation_id", "incarnationId"),
+                     ("zk_migration_ready", "zkMigrationReady"), ("endpoints", "endPoints"), ("features", "features"))
+NESTED = {"security_protocol": "securityProtocol", "min_supported_version": "minSupportedVersion",
+          "max_supported_version": "maxSupportedVersion"}
+# Kafka 3.9's FeaturesImage says metadata.version 3.0-IV1 (level 1, MINIMUM_KRAFT_VERSION) for a log that never
+# set it; 4.x says nothing (Optional.empty). Our image, like 4.x, holds only what a FeatureLevelRecord said.
+DEFAULT_METADATA_VERSION_39 = 1
+
+
+class RefereeUnavailable(Exception):
+    """No Kafka jars, java or javac here: the tests skip with this reason."""
+
+
+def kafka_classpath(version: str) -> Jars:
+    """Kafka's jars from the cache ``python -m lakehouse.jars fetch kafka-<version>`` fills."""
+    jar_set = kafka_jars(version)
+    jars = installed(jar_set=jar_set)
+    if jars is None:
+        raise RefereeUnavailable(missing_reason(jars_dir(jar_set), jar_set))
+    return jars
+
+
+def compiled(version: str) -> Path:
+    """The directory holding ``KafkaFold.class`` built against Kafka ``version``: compiled once per source and
+    version into the cache beside the jars, by ``javac`` (no build tool: one file, Kafka's jars on the path)."""
+    jars = kafka_classpath(version)
+    for tool in ("java", "javac"):
+        if shutil.which(tool) is None:
+            raise RefereeUnavailable(f"{tool} not found (a JDK 17+ compiles tests/referee/KafkaFold.java)")
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    target = jars.directory.parent / "referee" / f"kafka-{version}-{digest}"
+    if (target / "KafkaFold.class").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as work:
+        result = subprocess.run(["javac", "-nowarn", "-cp", jars.classpath, "-d", work, str(SOURCE)],
+                                capture_output=True, text=True, timeout=300, check=False)
+        if result.returncode != 0:
+            raise AssertionError(f"KafkaFold.java does not compile against Kafka {version}:\n{result.stderr}")
+        try:
+            os.rename(work, target)  # atomic: a concurrent run finds a complete directory or none
+        except OSError:
+            if not (target / "KafkaFold.class").is_file():
+                raise
+    return target
+
+
+@dataclass
+class KafkaRun:
+    """What Kafka's fold printed: at every offset it published, the features and the entities that changed
+    (``KafkaFold.printImage``); the faults; the counts."""
+
+    changes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] = field(default_factory=dict)
+
+
+def kafka_fold(version: str, log_dir: Path, offsets: Iterable[int] | None = None) -> KafkaRun:
+    """Run Kafka ``version``'s fold over ``log_dir`` (a ``__cluster_metadata-0`` directory)."""
+    classes = compiled(version)
+    cp = os.pathsep.join([str(classes), kafka_classpath(version).classpath])
+    args = ["java", "-cp", cp, "KafkaFold", str(log_dir)]
+    if offsets is not None:
+        args.append(",".join(str(o) for o in sorted(set(offsets))))
+    result = subprocess.run(args, capture_output=True, text=True, timeout=900, check=False)
+    if result.returncode != 0:
+        raise AssertionError(f"Kafka {version}'s fold of {log_dir} failed:\n{result.stderr[-3000:]}")
+    run = KafkaRun()
+    for line in result.stdout.splitlines():
+        item = json.loads(line)
+        if "fault" in item:
+            run.faults.append(item)
+        elif "end" in item:
+            run.end = item
+        else:
+            run.changes[item.pop("offset")] = item
+    assert run.end, f"Kafka {version}'s fold of {log_dir} printed no end line"
+    return run
+
+
+def _camel(values: dict[str, Any], fields: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    out = {}
+    for snake, camel in fields:
+        value = values[snake]
+        if snake in ("endpoints", "features"):  # Kafka keeps listeners and features in maps: by name
+            value = sorted(({NESTED.get(k, k): v for k, v in item.items()} for item in value),
+                           key=lambda item: item["name"])
+        out[camel] = value
+    return out
+
+
+# The key of each entity in both images, and how our image gives the entity in Kafka's shape.
+KEYS: dict[str, tuple[str, ...]] = {"brokers": ("brokerId",), "controllers": ("controllerId",),
+                                    "topics": ("topicId",), "partitions": ("topicId", "partitionId")}
+
+
+def entity_json(image: Image, section: str, key: Any) -> dict[str, Any] | None:
+    """One entity of our image in the shape KafkaFold prints (that of ``kraft-replay state --format json``)."""
+    if section == "brokers":
+        broker = image.brokers.get(key)
+        return None if broker is None else _camel(broker_values(broker), BROKER_FIELDS)
+    if section == "controllers":
+        controller = image.controllers.get(key)
+        return None if controller is None else _camel(controller_values(controller), CONTROLLER_FIELDS)
+    if section == "topics":
+        name = image.topics.get(key)
+        return None if name is None else {"topicId": key, "name": name}
+    partition = image.partitions.get(key)
+    return None if partition is None else _camel(partition_values(image, partition), PARTITION_FIELDS)
+
+
+def _features(version: str, kafka: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
+    """Kafka's features less what is only a representation of the same state (DEFAULT_METADATA_VERSION_39)."""
+    if (version.startswith("3.") and "metadata.version" not in ours
+            and kafka.get("metadata.version") == DEFAULT_METADATA_VERSION_39):
+        return {k: v for k, v in kafka.items() if k != "metadata.version"}
+    return kafka
+
+
+@dataclass
+class Comparison:
+    """How much was compared, and what differed (offset -> problems)."""
+
+    offsets: int = 0
+    records: int = 0
+    mismatches: dict[int, list[str]] = field(default_factory=dict)
+
+
+def _walk(entries: list[LogEntry], offsets: list[int], visit: Callable[[int, Image, dict[str, set[Any]]], None],
+          base_snapshot: tuple[int, Sequence[MetadataRecord]] | None) -> None:
+    """``visit(offset, image, touched)`` at each of ``offsets`` (ascending): our live image there, and the keys
+    our fold touched since the offset before, in one pass: when the fold pulls an entry it has applied every
+    entry before it and nothing of it, so the image is the one at the offsets below the entry's."""
+    done = 0
+    image = Image()
+    touched: dict[str, set[Any]] = {section: set() for section in KEYS}
+
+    def take() -> None:
+        nonlocal done, touched
+        visit(offsets[done], image, touched)
+        touched = {section: set() for section in KEYS}
+        done += 1
+
+    def feed() -> Iterator[LogEntry]:
+        for entry in entries:
+            while done < len(offsets) and offsets[done] < entry.offset:
+                take()
+            yield entry
+
+    for commit in fold(feed(), base_snapshot):
+        image = commit.image
+        changes = commit.changes
+        for section, keys in (("brokers", changes.brokers), ("controllers", changes.controllers),
+                              ("topics", changes.topics), ("partitions", changes.partitions)):
+            touched[section].update(keys)
+    while done < len(offsets):
+        take()
+
+
+def compare(version: str, log_dir: Path, entries: list[LogEntry],
+            base_snapshot: tuple[int, Sequence[MetadataRecord]] | None = None) -> tuple[Comparison, KafkaRun]:
+    """Kafka's image and ours at every offset Kafka published for ``log_dir`` (whose records are ``entries``;
+    ``base_snapshot`` the end offset and records of its latest ``.checkpoint``, if it has one).
+
+    Both images are compared whole at the first offset; after it, every entity either side changed since the
+    offset before (the rest is equal on both sides as it was) and the features."""
+    run = kafka_fold(version, log_dir)
+    result = Comparison(records=sum(1 for e in entries if not e.is_control))
+    theirs: dict[str, dict[Any, dict[str, Any]]] = {section: {} for section in KEYS}
+
+    def check(offset: int, image: Image, touched: dict[str, set[Any]]) -> None:
+        change = run.changes[offset]
+        problems = []
+        features = _features(version, change["features"], image.features)
+        if features != dict(sorted(image.features.items())):
+            problems.append(f"features: kafka {features} ours {dict(sorted(image.features.items()))}")
+        for section, key_fields in KEYS.items():
+            keys = set(touched[section])
+            for item in change[section]:
+                key = item[key_fields[0]] if len(key_fields) == 1 else tuple(item[k] for k in key_fields)
+                theirs[section][key] = item
+                keys.add(key)
+            for gone in change["gone"][section]:
+                key = tuple(gone) if isinstance(gone, list) else gone
+                theirs[section].pop(key, None)
+                keys.add(key)
+            for key in sorted(keys, key=repr):
+                a, b = theirs[section].get(key), entity_json(image, section, key)
+                if a is None and b is None:
+                    continue
+                if a is None or b is None:
+                    problems.append(f"{section} {key}: only in {'ours' if a is None else 'kafka'}")
+                elif a != b:
+                    fields = [f"{name}: kafka {a[name]!r} ours {b.get(name)!r}" for name in a
+                              if a[name] != b.get(name)]
+                    problems.append(f"{section} {key}: {'; '.join(fields)}")
+        result.offsets += 1
+        if problems:
+            result.mismatches[offset] = problems
+
+    _walk(entries, sorted(run.changes), check, base_snapshot)
+    return result, run

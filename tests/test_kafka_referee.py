@@ -1,0 +1,286 @@
+"""Kafka itself as the referee: Kafka's own metadata fold (its ``MetadataBatchLoader``, ``MetadataDelta`` and
+``MetadataImage``, releases 4.4.0 and 3.9.2) against our reference fold, at every offset Kafka publishes an
+image (every batch end), on the real logs in ../shared, hand-built logs of every refusal and simulated logs of
+every scenario. The Spark replay is tested equal to the reference fold (tests/test_replay_vs_reference.py), so
+Kafka referees both. Kafka must accept every simulated record; where it refuses a hand-built one, we must too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakehouse.jars import KAFKA_VERSIONS
+from records.kafka_json import make_record
+from records.model import LogEntry, MetadataRecord, uuid_from_str
+from records.sources import read_entries
+from records.writer import write_segments, write_snapshot
+from replay.reference import Image, image_at, reference_histories
+from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario
+from simulator.output import METADATA_DIR, write_log
+from tests.conftest import SUMMARY
+from tests.referee import KEYS, Comparison, KafkaRun, RefereeUnavailable, compare, compiled, kafka_fold
+
+pytestmark = pytest.mark.kafka
+
+REAL = ("ldi-poc", "nurlan-3broker-pre33", "gani-guru-kafka42")
+# metadata.version 4.0 (and the ELR records) is newer than Kafka 3.9 knows: its loader refuses the level
+NEWER_THAN_KAFKA_3 = "No MetadataVersion with feature level"
+# A record Kafka refuses: its replay throws, or (one record per batch) the image cannot be built after it
+REFUSED = re.compile(r"Error loading metadata log record from offset (\d+)"
+                     r"|Error generating new metadata image from metadata delta between offset -?\d+ and (\d+)")
+
+# (log name, Kafka version) -> what was compared; printed once at the end of the module
+TALLY: dict[tuple[str, str], Comparison] = {}
+
+
+@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
+def kafka(request: pytest.FixtureRequest) -> str:
+    """A Kafka version whose jars are fetched and against which KafkaFold.java compiles (else: skip, saying why)."""
+    version: str = request.param
+    try:
+        compiled(version)
+    except RefereeUnavailable as reason:
+        pytest.skip(f"Kafka {version} as referee: {reason}")
+    return version
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tally(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The counts compared, one line per Kafka version at the end of the run."""
+    yield
+    lines = request.config.stash.setdefault(SUMMARY, [])
+    for version in sorted({v for _, v in TALLY}, reverse=True):
+        done = [c for (_, v), c in TALLY.items() if v == version]
+        lines.append(f"Kafka {version} as referee: {len(done)} logs, {sum(c.offsets for c in done)} offsets (batch "
+                     f"ends) and {sum(c.records for c in done)} records compared with the reference fold, field by "
+                     "field")
+
+
+def _check(name: str, version: str, log_dir: Path, entries: list[LogEntry],
+           base_snapshot: tuple[int, Sequence[MetadataRecord]] | None = None) -> tuple[Comparison, KafkaRun]:
+    comparison, run = compare(version, log_dir, entries, base_snapshot)
+    if version.startswith("3.") and any(NEWER_THAN_KAFKA_3 in f["fault"] for f in run.faults):
+        pytest.skip(f"{name} has a metadata.version Kafka {version} does not know: {run.faults[0]['fault']}")
+    shown = [f"offset {offset}: {problem}" for offset, problems in list(comparison.mismatches.items())[:5]
+             for problem in problems[:3]]
+    assert not comparison.mismatches, (f"{name}: Kafka {version} and the reference fold differ at "
+                                       f"{len(comparison.mismatches)} of {comparison.offsets} offsets:\n"
+                                       + "\n".join(shown))
+    assert comparison.offsets > 0 and comparison.offsets == run.end["published"]
+    TALLY[(name, version)] = comparison
+    return comparison, run
+
+
+@pytest.mark.real_logs
+@pytest.mark.parametrize("name", REAL)
+def test_real_logs(kafka: str, real_log: Callable[[str], Path], name: str) -> None:
+    log_dir = real_log(name) / "__cluster_metadata-0"
+    _comparison, run = _check(f"real/{name}", kafka, log_dir, list(read_entries(log_dir)))
+    assert not run.faults, run.faults[:3]
+
+
+def test_hand_built_logs_refused_where_kafka_refuses(kafka: str, tmp_path: Path) -> None:
+    """Every refusal and transaction rule of the reference fold, one record per batch: Kafka publishes after every
+    record, and the records its loader refuses are the ones we refuse."""
+    from tests.test_replay_vs_reference import _hand_built
+
+    for name, entries in _hand_built().items():
+        log_dir = tmp_path / name
+        write_segments(entries, log_dir, max_batch_records=1)
+        back = list(read_entries(log_dir))
+        _comparison, run = _check(f"hand/{name}", kafka, log_dir, back)
+        kafka_refused = {int(m.group(1) or m.group(2)) for f in run.faults if (m := REFUSED.search(f["fault"]))}
+        ours = {a["offset"] for a in reference_histories(back, name)["replay_anomalies"] if a["kind"] == "refused"}
+        assert kafka_refused == ours, f"{name}: Kafka refused {sorted(kafka_refused)}, we {sorted(ours)}"
+
+
+def _options(mv: str, seed: int, **kw: Any) -> ScenarioOptions:
+    base: dict[str, Any] = {"brokers": 6, "topics": 3, "partitions_per_topic": 6, "replication_factor": 3,
+                            "events": 150, "seed": seed, "metadata_version": mv, "unclean": seed % 2 == 0,
+                            "elr": mv == "4.0", "max_records_per_batch": 25}
+    return ScenarioOptions(**{**base, **kw})
+
+
+SIMULATED: list[tuple[str, str, ScenarioOptions]] = [
+    *[(name, "3.9", _options("3.9", 1)) for name in SCENARIOS],
+    *[(name, "4.0", _options("4.0", 2)) for name in SCENARIOS],  # ELR records (PartitionRecord v2)
+    # old metadata versions: no directories (reassignments add MIGRATING replicas), no transactions before 3.6,
+    # Fence/UnfenceBrokerRecord and no NoOp at 3.0
+    *[(name, mv, _options(mv, 3)) for mv in ("3.0", "3.3", "3.6")
+      for name in ("random", "reassignment-under-failure", "rolling-restart")],
+    ("random-large", "3.9", _options("3.9", 7, brokers=9, topics=6, partitions_per_topic=12, events=1500,
+                                     max_records_per_batch=40)),
+    ("random-large", "4.0", _options("4.0", 8, brokers=9, topics=6, partitions_per_topic=12, events=1500,
+                                     max_records_per_batch=40)),
+]
+
+
+@pytest.mark.parametrize(("scenario", "mv", "options"), SIMULATED,
+                         ids=[f"{name}-{mv}" for name, mv, _ in SIMULATED])
+def test_simulated_logs(kafka: str, tmp_path: Path, scenario: str, mv: str, options: ScenarioOptions) -> None:
+    """Kafka's loader accepts every record the simulator writes, and its image is ours at every batch end."""
+    if kafka.startswith("3.") and mv == "4.0":
+        pytest.skip(f"metadata.version {mv} is newer than Kafka {kafka}")
+    try:
+        run = run_scenario(scenario.removesuffix("-large"), options)
+        write_log(run.entries(), tmp_path, "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    except SimulationError as exc:
+        pytest.skip(f"{scenario} does not run at metadata.version {mv}: {exc}")
+    log_dir = tmp_path / METADATA_DIR
+    _comparison, kafka_run = _check(f"sim/{scenario}-{mv}", kafka, log_dir, list(read_entries(log_dir)))
+    assert not kafka_run.faults, kafka_run.faults[:3]
+
+
+def _snapshot_records(image: Image) -> list[MetadataRecord]:
+    """The records of a snapshot of ``image``, as a controller writes one (one record per entity)."""
+    def endpoints(items: tuple[tuple[str, str, int, int], ...]) -> list[dict[str, Any]]:
+        return [{"name": n, "host": h, "port": p, "securityProtocol": s} for n, h, p, s in items]
+
+    def features(items: tuple[tuple[str, int, int], ...]) -> list[dict[str, Any]]:
+        return [{"name": n, "minSupportedVersion": lo, "maxSupportedVersion": hi} for n, lo, hi in items]
+
+    records = [make_record("FeatureLevelRecord", 0, name=name, featureLevel=level)
+               for name, level in sorted(image.features.items())]
+    records += [make_record("RegisterBrokerRecord", 3, brokerId=b.broker_id, brokerEpoch=b.broker_epoch,
+                            incarnationId=uuid_from_str(b.incarnation_id), endPoints=endpoints(b.endpoints),
+                            features=features(b.features), rack=b.rack, fenced=b.fenced,
+                            inControlledShutdown=b.in_controlled_shutdown,
+                            isMigratingZkBroker=b.is_migrating_zk_broker,
+                            logDirs=[uuid_from_str(d) for d in b.log_dirs])
+                for _, b in sorted(image.brokers.items())]
+    records += [make_record("RegisterControllerRecord", 0, controllerId=c.controller_id,
+                            incarnationId=uuid_from_str(c.incarnation_id), zkMigrationReady=c.zk_migration_ready,
+                            endPoints=endpoints(c.endpoints), features=features(c.features))
+                for _, c in sorted(image.controllers.items())]
+    for tid, name in sorted(image.topics.items()):
+        records.append(make_record("TopicRecord", 0, name=name, topicId=uuid_from_str(tid)))
+        records += [make_record("PartitionRecord", 2, partitionId=p.partition_id, topicId=uuid_from_str(tid),
+                                replicas=list(p.replicas), isr=list(p.isr),
+                                removingReplicas=list(p.removing_replicas), addingReplicas=list(p.adding_replicas),
+                                leader=p.leader, leaderRecoveryState=p.leader_recovery_state,
+                                leaderEpoch=p.leader_epoch, partitionEpoch=p.partition_epoch,
+                                directories=[uuid_from_str(d) for d in p.directories],
+                                eligibleLeaderReplicas=list(p.eligible_leader_replicas),
+                                lastKnownElr=list(p.last_known_elr))
+                    for _, p in sorted(image.topic_partitions(tid).items())]
+    return records
+
+
+@pytest.mark.parametrize("mv", ["3.9", "4.0"])
+def test_snapshot_then_log(kafka: str, tmp_path: Path, mv: str) -> None:
+    """A ``.checkpoint`` in the log directory: Kafka's loader starts from it (it replaces the image) and applies
+    the batches after it, as our fold does from a base snapshot."""
+    if kafka.startswith("3.") and mv == "4.0":
+        pytest.skip(f"metadata.version {mv} is newer than Kafka {kafka}")
+    run = run_scenario("random", _options(mv, 5, events=400))
+    write_log(run.entries(), tmp_path, "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    log_dir = tmp_path / METADATA_DIR
+    entries = list(read_entries(log_dir))
+    # the snapshot ends at a batch boundary in the middle of the log, outside any metadata transaction
+    depth, end = 0, None
+    for entry in entries:
+        if entry.offset > len(entries) // 2 and depth == 0 and entry.offset == entry.batch_base_offset:
+            end = entry.offset
+            break
+        depth += {"BeginTransactionRecord": 1, "EndTransactionRecord": -1,
+                  "AbortTransactionRecord": -1}.get(entry.type_name, 0)
+    assert end is not None
+    records = _snapshot_records(image_at(entries, end - 1))
+    write_snapshot(records, log_dir, end_offset=end, epoch=1, last_contained_log_timestamp=1_700_000_000_000)
+    comparison, kafka_run = _check(f"snapshot/random-{mv}", kafka, log_dir, entries, base_snapshot=(end, records))
+    assert not kafka_run.faults, kafka_run.faults[:3]
+    assert kafka_run.end["snapshotEndOffset"] == end and min(kafka_run.changes) == end - 1
+    assert comparison.records == len([e for e in entries if not e.is_control])
+
+
+def test_abort_followed_in_its_batch_is_a_kafka_loader_quirk_we_do_not_follow(kafka: str, tmp_path: Path) -> None:
+    """Kafka's broker-side ``MetadataBatchLoader`` discards an aborted transaction only when it flushes right
+    after the ``AbortTransactionRecord``: a record after it in the same batch turns the state back to "no
+    transaction" and the aborted records are published with it. Kafka's controller reverts them
+    (``OffsetControlManager.replay(AbortTransactionRecord)``), and so do we. A controller writes the Abort as
+    the first record of its activation batch, usually alone (the simulator too: its aborts end their batch,
+    and there the two agree). If this test fails, Kafka changed its loader: look again."""
+    from tests.test_reference_fold import change, marker, partition, topic
+
+    records = [topic(), partition(), marker("BeginTransactionRecord"), change(leader=2),
+               make_record("AbortTransactionRecord", 0, reason="controller failover"), change(isr=[1, 3])]
+    for abort_ends_its_batch in (True, False):
+        bases = [0, 0, 2, 2, 2, 5 if abort_ends_its_batch else 2]
+        entries = [LogEntry(offset=i, record=r, append_time_ms=1000 + i, batch_base_offset=b)
+                   for i, (r, b) in enumerate(zip(records, bases, strict=True))]
+        log_dir = tmp_path / f"abort-alone-{abort_ends_its_batch}"
+        write_segments(entries, log_dir)
+        comparison, run = compare(kafka, log_dir, list(read_entries(log_dir)))
+        assert not run.faults
+        if abort_ends_its_batch:
+            assert not comparison.mismatches
+        else:
+            assert list(comparison.mismatches) == [5]
+            assert "leader: kafka 2 ours 1" in comparison.mismatches[5][0]
+
+
+@pytest.fixture(scope="module")
+def replayed_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A simulated log at metadata.version 3.3 (reassignments before JBOD: MIGRATING directories) as segments,
+    ingested and replayed by Spark into a lake: (log directory, lake root)."""
+    from lakehouse.lake import Lake
+    from lakehouse.log_rows import entries_frame
+    from replay.store import run_replay
+
+    spark = request.getfixturevalue("spark")
+    root = tmp_path_factory.mktemp("referee-lake")
+    run = run_scenario("reassignment-under-failure", _options("3.3", 3, events=200))
+    write_log(run.entries(), root / "log", "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    lake = Lake(root / "lake")
+    lake.write(entries_frame(spark, read_entries(root / "log" / METADATA_DIR), None), "metadata_log", "overwrite")
+    run_replay(spark, lake)
+    return root / "log" / METADATA_DIR, root / "lake"
+
+
+@pytest.mark.spark
+def test_spark_state_is_kafkas_image(kafka: str, replayed_lake: tuple[Path, Path]) -> None:
+    """The Spark replay's ``kraft-replay state --format json`` at a few batch ends is Kafka's image there."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from kraft_replay.replay_commands import standalone_app
+
+    log_dir, lake = replayed_lake
+    run = kafka_fold(kafka, log_dir)
+    offsets = sorted(run.changes)
+    image: dict[str, dict[Any, dict[str, Any]]] = {section: {} for section in KEYS}
+    wanted: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    picks = {offsets[len(offsets) * k // 4] for k in range(1, 4)} | {offsets[-1]}
+    reassigning = False
+    for offset in offsets:
+        change = run.changes[offset]
+        for section, key_fields in KEYS.items():
+            for item in change[section]:
+                image[section][tuple(item[k] for k in key_fields)] = item
+            for gone in change["gone"][section]:
+                image[section].pop(tuple(gone) if isinstance(gone, list) else (gone,), None)
+        # also the first batch end with a reassignment under way (more replicas than the replication factor)
+        first_reassigning = not reassigning and any(len(p["replicas"]) > 3 for p in image["partitions"].values())
+        reassigning = reassigning or first_reassigning
+        if offset in picks or first_reassigning:
+            wanted[offset] = {section: [v for _, v in sorted(image[section].items())]
+                              for section in ("brokers", "topics", "partitions")}
+    assert reassigning and len(wanted) >= 4
+    for offset, expected in wanted.items():
+        result = CliRunner().invoke(standalone_app(), ["state", "--offset", str(offset), "--format", "json",
+                                                       "--lake", str(lake)])
+        assert result.exit_code == 0, result.output
+        state = json.loads(result.stdout)
+        for b in state["brokers"]:
+            for name in ("endPoints", "features"):
+                b[name] = sorted(b[name], key=lambda item: item["name"])
+        for section, key_fields in KEYS.items():
+            if section in expected:
+                got = sorted(state[section], key=lambda item, k=key_fields: tuple(item[f] for f in k))
+                assert got == expected[section], f"{section} at offset {offset}"
