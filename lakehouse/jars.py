@@ -68,8 +68,20 @@ def kafka_jars(version: str) -> JarSet:
         drop_spark_own=False, label=f"Kafka {version}")
 
 
+def kafka_tools_jars(version: str) -> JarSet:
+    """Kafka's command-line tools (``kafka-tools``: ``DumpLogSegments`` moved there from ``kafka_2.13`` in 4.0)
+    with everything they run with: the tests compare ``kafka-dump-log --cluster-metadata-decoder`` with ours."""
+    return JarSet(
+        name=f"kafka-tools-{version}", packages=(f"org.apache.kafka:kafka-tools:{version}",),
+        required=tuple(f"{artifact}-{version}.jar" for artifact in ("kafka-tools", "kafka-metadata", "kafka-clients")),
+        drop_spark_own=False, label=f"Kafka {version} tools")
+
+
+# Kafka releases whose DumpLogSegments lives in kafka-tools (3.x has it in kafka_2.13, as kafka.tools.DumpLogSegments)
+KAFKA_TOOLS_VERSIONS = tuple(v for v in KAFKA_VERSIONS if not v.startswith("3."))
 JAR_SETS: dict[str, JarSet] = {SPARK_JARS.name: SPARK_JARS, "spark": SPARK_JARS,
-                               **{f"kafka-{v}": kafka_jars(v) for v in KAFKA_VERSIONS}}
+                               **{f"kafka-{v}": kafka_jars(v) for v in KAFKA_VERSIONS},
+                               **{f"kafka-tools-{v}": kafka_tools_jars(v) for v in KAFKA_TOOLS_VERSIONS}}
 
 
 class JarsUnavailableError(RuntimeError):

@@ -82,7 +82,8 @@ fi
 # delta-spark and spark-avro for the pinned Spark (lakehouse.jars): fetched once into a cache shared by clones;
 # without them (no repository reachable) every command runs on the delta-rs engine, so this never fails setup.
 # Kafka's own jars (4.4.0, 3.9.2), each in a cache directory of its own, for the tests that make Kafka the
-# referee (tests/test_kafka_referee.py); without them those tests skip. One line per set; re-runs read manifests.
-while IFS= read -r line; do say "$line"; done < <(.venv/bin/python -m lakehouse.jars fetch spark kafka-4.4.0 kafka-3.9.2 \
+# referee (tests/test_kafka_referee.py) and Kafka 4.4's tools (kafka-tools: DumpLogSegments, tests/test_kafka_dump_log.py);
+# without them those tests skip. One line per set; re-runs read manifests.
+while IFS= read -r line; do say "$line"; done < <(.venv/bin/python -m lakehouse.jars fetch spark kafka-4.4.0 kafka-3.9.2 kafka-tools-4.4.0 \
   || echo "jars: lakehouse.jars failed; the lake engine will be delta-rs and the Kafka-referee tests will skip")
 say "ready"
