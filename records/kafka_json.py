@@ -11,7 +11,9 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import math
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from records.definitions import FieldDef, MessageDef, StructDef, by_json_type_name, definitions
@@ -148,6 +150,54 @@ def make_record(type_name: str, version: int, /, **fields: Any) -> MetadataRecor
     return MetadataRecord(message.name, version, data)
 
 
+def java_double(value: float) -> str:
+    """Java's ``Double.toString``, which Kafka's JSON converters (Jackson) print a float64 field with: ``1.048576E7``
+    where Python says ``10485760.0``, ``1.0E-4`` for ``0.0001``; plain decimals from 10^-3 to 10^7. (Non-finite
+    values keep Python's spelling: Kafka quotes them, ``"NaN"``, which no metadata record holds.)"""
+    if not math.isfinite(value):
+        return repr(value)
+    magnitude = abs(value)
+    if magnitude == 0.0 or 1e-3 <= magnitude < 1e7:
+        return repr(value)  # Python's shortest repr is the same fixed notation in this range
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{len(text) - 1 + exponent}"
+
+
+def _records_with_floats() -> frozenset[str]:
+    """The ``type`` of every record with a float64 field somewhere (ClientQuotaRecord's value)."""
+    def has_float(sdef: StructDef) -> bool:
+        return any(f.element_type == "float64" or (f.struct is not None and has_float(f.struct)) for f in sdef.fields)
+
+    return frozenset(m.json_type_name for m in definitions().values() if has_float(m.body))
+
+
+_FLOAT_TYPES: frozenset[str] | None = None
+
+
+def _placeholders(obj: Any, found: list[float]) -> Any:
+    """``obj`` with every float replaced by a string naming its place in ``found``."""
+    if isinstance(obj, float):
+        found.append(obj)
+        return f"\x00float{len(found) - 1}\x00"
+    if isinstance(obj, dict):
+        return {k: _placeholders(v, found) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_placeholders(v, found) for v in obj]
+    return obj
+
+
 def dumps_compact(obj: Any) -> str:
-    """The JSON text Kafka's Jackson writer produces: no spaces, non-ASCII kept."""
+    """The JSON text Kafka's Jackson writer produces: no spaces, non-ASCII kept, and for a record (an object with
+    its ``type``) whose type holds a float64 field, the float as Java prints it (:func:`java_double`)."""
+    global _FLOAT_TYPES
+    if _FLOAT_TYPES is None:
+        _FLOAT_TYPES = _records_with_floats()
+    if isinstance(obj, dict) and obj.get("type") in _FLOAT_TYPES:
+        found: list[float] = []
+        text = json.dumps(_placeholders(obj, found), separators=(",", ":"), ensure_ascii=False)
+        for i, value in enumerate(found):
+            text = text.replace(f'"\\u0000float{i}\\u0000"', java_double(value), 1)
+        return text
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)

@@ -351,3 +351,25 @@ def test_round_trip_built_entries() -> None:
     expected = [dataclasses.replace(e, position=p) for e, p in zip(entries, positions, strict=True)]
     assert _strip_source(back) == _strip_source(expected)
     assert back[1].record["leader"] == -1 and back[2].record["value"] == 1048576.0
+
+
+@pytest.mark.parametrize(("value", "java"), [
+    (10_485_760.0, "1.048576E7"), (1e7, "1.0E7"), (9_999_999.0, "9999999.0"), (1.5, "1.5"), (0.001, "0.001"),
+    (0.0001, "1.0E-4"), (-2.5e-7, "-2.5E-7"), (0.0, "0.0"), (1.7976931348623157e308, "1.7976931348623157E308")])
+def test_float_fields_print_as_kafka_does(value: float, java: str) -> None:
+    """Kafka's JSON converters print a float64 (ClientQuotaRecord's value) with Java's Double.toString, as
+    kafka-dump-log 4.4.0 and 3.9.2 showed (tests/test_kafka_dump_log.py); the text reads back to the same value."""
+    import json
+
+    from records.jsonl import entry_to_line, line_to_entry
+    from records.kafka_json import java_double
+
+    assert java_double(value) == java
+    entry = LogEntry(3, make_record("ClientQuotaRecord", 0, entity=[{"entityType": "user", "entityName": "x"}],
+                                    key="producer_byte_rate", value=value, remove=False))
+    line = entry_to_line(entry)
+    assert f'"value":{java},' in line
+    assert line_to_entry(json.loads(line)).record == entry.record
+    dumped = "\n".join(format_dump_log([entry]))
+    assert f'"value":{java},' in dumped
+    assert [e.record for e in read_dump_log(io.StringIO(dumped), "x.txt")] == [entry.record]
