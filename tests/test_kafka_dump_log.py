@@ -23,8 +23,9 @@ from typer.testing import CliRunner
 from kraft_replay.cli import app
 from lakehouse.jars import KAFKA_VERSIONS
 from records.batch import Compression, RecordBatch, iter_batches
+from records.definitions import StructDef, by_json_type_name, definitions
 from records.dumplog import SkippedRecord, format_dump_log, read_dump_log
-from records.kafka_json import dumps_compact, make_record
+from records.kafka_json import dumps_compact, make_record, record_to_json
 from records.model import LogEntry, uuid_from_str
 from records.sources import read_entries
 from records.writer import encode_entries_batch, group_batches, snapshot_file_name, write_segments, write_snapshot
@@ -32,17 +33,40 @@ from replay.reference import image_at
 from simulator import ScenarioOptions, SimulationError, run_scenario
 from tests.conftest import SUMMARY
 from tests.referee import RefereeUnavailable
-from tests.referee.dump_log import KafkaBatch, KafkaFile, KafkaRecord, dump_log_classpath, kafka_dump_log, parse_dump
+from tests.referee.dump_log import (
+    KafkaBatch,
+    KafkaFile,
+    KafkaRecord,
+    dump_log_classpath,
+    kafka_dump_log,
+    kafka_record_versions,
+    parse_dump,
+)
 
 pytestmark = pytest.mark.kafka
 
 REAL = ("ldi-poc", "nurlan-3broker-pre33", "gani-guru-kafka42")
 CODECS = {Compression.NONE: "none", Compression.GZIP: "gzip", Compression.SNAPPY: "snappy", Compression.LZ4: "lz4",
           Compression.ZSTD: "zstd"}
-# Records newer than Kafka 3.9 knows: its MetadataRecordSerde refuses them and the tool prints "Error at …"
-NEWER_THAN_KAFKA_39 = {("CLEAR_ELR_RECORD", 0)}
 
 TALLY: dict[str, Counts] = {}
+
+
+@dataclass
+class KafkaDumps:
+    """One Kafka release's dump of every file."""
+
+    version: str
+    texts: dict[Path, str]  # file -> what the tool printed for it
+    failed: dict[Path, str]  # file -> why the tool failed on it
+    known: dict[str, int]  # metadata record class -> the highest version this release knows
+
+    def newer(self, line: dict[str, Any]) -> bool:
+        """A record of a type or version this Kafka does not know: it prints "Error at …" (an unknown type, or a
+        version whose bytes it cannot read) or what it could read (without the fields it does not know)."""
+        message = by_json_type_name().get(line["type"])
+        return (message is not None and not message.is_control
+                and line["version"] > self.known.get(message.name, -1))
 
 
 @dataclass
@@ -54,6 +78,7 @@ class Counts:
     records: int = 0
     parsed_back: int = 0
     without_content: dict[str, int] = field(default_factory=dict)  # why Kafka printed no content -> records
+    newer: dict[str, int] = field(default_factory=dict)  # records newer than the Kafka release -> how many
 
 
 # --- the files --------------------------------------------------------------------------------------------------
@@ -111,6 +136,38 @@ def _control_records() -> tuple[list[LogEntry], list[LogEntry]]:
     return log, snap
 
 
+_SAMPLES: dict[str, Any] = {"int8": 7, "int16": 300, "int32": 70_000, "int64": 1_700_000_000_123, "uint16": 9093,
+                            "bool": True, "string": "s-\u00e9\u4e2d", "uuid": bytes(range(16)),
+                            "bytes": b"\x00\xffab", "float64": 10_485_760.0}
+
+
+def _sample(struct: StructDef, version: int, fill: bool) -> dict[str, Any]:
+    """Every field of ``struct`` at ``version`` set away from its default (tagged ones too), or (``fill`` False)
+    every nullable field null and the rest left to their defaults."""
+    out: dict[str, Any] = {}
+    for f in struct.fields_in(version):
+        if not fill:
+            if f.nullable_in(version):
+                out[f.json_name] = None
+            continue
+        value = (_sample(f.struct, version, fill) if f.struct is not None
+                 else _SAMPLES[f.element_type] if f.element_type != "float64" or not f.is_array else 1.5)
+        if f.json_name == "version":
+            continue  # a control record's own version field: make_record sets it
+        out[f.json_name] = [value, value] if f.is_array else value
+    return out
+
+
+def _every_record() -> list[LogEntry]:
+    """Every metadata record type at every version the definitions hold: once with every field (tagged ones too)
+    away from its default, once with nullable fields null and the rest at their defaults."""
+    records = [make_record(m.name, v, **_sample(m.body, v, fill))
+               for m in sorted(definitions().values(), key=lambda m: m.name) if not m.is_control
+               for v in m.versions for fill in (True, False)]
+    return [LogEntry(offset=i, record=r, raft_leader_epoch=4, append_time_ms=1_700_000_000_000 + i)
+            for i, r in enumerate(records)]
+
+
 def _simulate(root: Path) -> list[Path]:
     """The simulated logs' segments and snapshots."""
     from tests.test_kafka_referee import _snapshot_records
@@ -128,6 +185,7 @@ def _simulate(root: Path) -> list[Path]:
             files.append(write_snapshot(_snapshot_records(image_at(entries, end - 1)), root / name, end_offset=end,
                                         epoch=3, last_contained_log_timestamp=1_700_000_000_000, compression=codec,
                                         max_batch_records=20))
+    files += write_segments(_every_record(), root / "every-record", max_batch_records=5)
     log, snap = _control_records()
     files += write_segments(log, root / "control-records")
     path = root / "control-records" / snapshot_file_name(6, 2)
@@ -151,15 +209,15 @@ def files(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Pa
 
 
 @pytest.fixture(scope="module", params=KAFKA_VERSIONS)
-def kafka_dumps(request: pytest.FixtureRequest, files: list[Path]) -> tuple[str, dict[Path, str], dict[Path, str]]:
-    """(Kafka version, its dump text of each file, the files it failed on); skip, saying why, without java or
-    Kafka's jars."""
+def kafka_dumps(request: pytest.FixtureRequest, files: list[Path]) -> KafkaDumps:
+    """One Kafka release's dump of every file; skip, saying why, without java or Kafka's jars."""
     version: str = request.param
     try:
         dump_log_classpath(version)
     except RefereeUnavailable as reason:
         pytest.skip(f"Kafka {version}'s kafka-dump-log: {reason}")
-    return version, *kafka_dump_log(version, files)
+    texts, failed = kafka_dump_log(version, files)
+    return KafkaDumps(version, texts, failed, kafka_record_versions(version))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -170,7 +228,8 @@ def tally(request: pytest.FixtureRequest) -> Iterator[None]:
     for version, c in sorted(TALLY.items(), reverse=True):
         lines.append(f"Kafka {version}'s kafka-dump-log: {c.files} files, {c.batches} batches, {c.records} records "
                      f"compared record by record with kraft-replay dump; {c.parsed_back} read back from Kafka's "
-                     f"text by records.dumplog; printed without content: {c.without_content or 'none'}")
+                     f"text by records.dumplog; printed without content: {c.without_content or 'none'}; newer than "
+                     f"that Kafka knows (compared on place, type and version): {c.newer or 'none'}")
 
 
 # --- our side ---------------------------------------------------------------------------------------------------
@@ -236,8 +295,9 @@ def _compare_record(kafka: KafkaRecord, ours: dict[str, Any], batch: KafkaBatch,
     return problems
 
 
-def _compare_file(version: str, path: Path, kafka: KafkaFile, counts: Counts) -> list[str]:
+def _compare_file(dumps: KafkaDumps, path: Path, kafka: KafkaFile, counts: Counts) -> list[str]:
     """Kafka's dump of one file against ``kraft-replay dump`` and our decoder's batches: the problems found."""
+    version = dumps.version
     problems: list[str] = []
     ours = {line["offset"]: line for line in _our_dump(path)}
     batches = _our_batches(path)
@@ -249,7 +309,8 @@ def _compare_file(version: str, path: Path, kafka: KafkaFile, counts: Counts) ->
         problems.append(f"kafka found invalid bytes: {kafka.trailer}")
     if len(batches) != len(kafka.batches):
         problems.append(f"batches: kafka {len(kafka.batches)} ours {len(batches)}")
-    seen = set()
+    seen: set[int] = set()
+    newer: set[int] = set()  # records newer than this Kafka: it prints what it can of them
     for kb, ob in zip(kafka.batches, batches, strict=False):
         expected = _expected_batch(ob)
         if kb.fields != expected:
@@ -266,11 +327,17 @@ def _compare_file(version: str, path: Path, kafka: KafkaFile, counts: Counts) ->
                 continue
             if br.offset != kr.offset or br.timestamp != kr.timestamp:
                 problems.append(f"offset {kr.offset}: our decoder has offset {br.offset} at time {br.timestamp}")
-            if kr.kind == "error":
-                why = f"undecodable by Kafka {version}: {line['type']} v{line['version']}"
-                counts.without_content[why] = counts.without_content.get(why, 0) + 1
-                if not version.startswith("3.") or (line["type"], line["version"]) not in NEWER_THAN_KAFKA_39:
+            if dumps.newer(line):
+                why = f"{line['type']} v{line['version']}, newer than Kafka {version} knows"
+                counts.newer[why] = counts.newer.get(why, 0) + 1
+                printed = (kr.type, kr.json["version"]) if kr.kind == "payload" and kr.json else None
+                if printed not in (None, (line["type"], line["version"])):
                     problems.append(f"offset {kr.offset}: Kafka {version} printed {kr.text}; ours {line}")
+                newer.add(kr.offset)
+                counts.records += 1
+                continue
+            if kr.kind == "error":
+                problems.append(f"offset {kr.offset}: Kafka {version} printed {kr.text}; ours {line}")
             elif kr.kind == "control-type":
                 why = f"{kr.type} without content"
                 counts.without_content[why] = counts.without_content.get(why, 0) + 1
@@ -282,10 +349,12 @@ def _compare_file(version: str, path: Path, kafka: KafkaFile, counts: Counts) ->
         problems.append(f"offsets only in kraft-replay dump: {extra[:10]}")
     uncompressed = all(b.compression is Compression.NONE for b in batches)
     # records.dumplog writes Kafka's text too (fixtures without a Kafka install): the same lines, but for the
-    # records this Kafka could not decode (it does not know which records a Kafka release knows)
-    error = " payload: Error at "
-    theirs = [line for line in kafka.lines if error not in line]
-    mine = [line for line, kafka_line in zip(ours_text, kafka.lines, strict=False) if error not in kafka_line]
+    # records newer than this Kafka (records.dumplog does not know which records a Kafka release knows)
+    def shown(line: str) -> bool:
+        return not line.startswith("| offset: ") or int(line.split()[2]) not in newer
+
+    theirs = [line for line in kafka.lines if shown(line)]
+    mine = [line for line in ours_text if shown(line)]
     if uncompressed and not problems and kafka.batches and (mine != theirs or len(ours_text) != len(kafka.lines)):
         diff = next(((a, b) for a, b in zip(mine, theirs, strict=False) if a != b),
                     (f"{len(ours_text)} lines", f"{len(kafka.lines)} lines"))
@@ -298,20 +367,21 @@ def _compare_file(version: str, path: Path, kafka: KafkaFile, counts: Counts) ->
 # --- the tests --------------------------------------------------------------------------------------------------
 
 
-def test_record_by_record(kafka_dumps: tuple[str, dict[Path, str], dict[Path, str]]) -> None:
-    """Kafka's kafka-dump-log and kraft-replay dump agree on every batch and record of every file."""
-    version, dumps, failed = kafka_dumps
+def test_record_by_record(kafka_dumps: KafkaDumps) -> None:
+    """Kafka's kafka-dump-log and kraft-replay dump agree on every batch and record of every file (on a record
+    newer than the Kafka release, only on its place, type and version: that Kafka cannot print the rest)."""
+    version = kafka_dumps.version
     counts = TALLY.setdefault(version, Counts())
-    problems: dict[Path, list[str]] = {path: [f"Kafka's tool failed: {why}"] for path, why in failed.items()}
-    for path, text in dumps.items():
-        found = _compare_file(version, path, parse_dump(text), counts)
+    problems = {path: [f"Kafka's tool failed: {why}"] for path, why in kafka_dumps.failed.items()}
+    for path, text in kafka_dumps.texts.items():
+        found = _compare_file(kafka_dumps, path, parse_dump(text), counts)
         if found:
             problems[path] = found
     print(f"Kafka {version}: {counts.files} files, {counts.batches} batches, {counts.records} records compared; "
-          f"without content: {counts.without_content}")
+          f"without content: {counts.without_content}; newer than Kafka knows: {counts.newer}")
     shown = [f"{path}: {p}" for path, found in problems.items() for p in found[:5]]
     assert not problems, f"Kafka {version}'s kafka-dump-log and kraft-replay dump differ:\n" + "\n".join(shown[:60])
-    assert counts.files == len(dumps) and counts.records > 0
+    assert counts.files == len(kafka_dumps.texts) and counts.records > 0
 
 
 def _key(entry: LogEntry) -> tuple[Any, ...]:
@@ -319,26 +389,36 @@ def _key(entry: LogEntry) -> tuple[Any, ...]:
             entry.batch_base_offset, entry.raft_leader_epoch, entry.append_time_ms, entry.position, entry.is_control)
 
 
-def test_dump_log_parser_reads_kafkas_text(kafka_dumps: tuple[str, dict[Path, str], dict[Path, str]]) -> None:
+def test_dump_log_parser_reads_kafkas_text(kafka_dumps: KafkaDumps) -> None:
     """records.dumplog on Kafka's actual text gives back exactly the entries our segment decoder gives; a record
-    Kafka printed without content (LeaderChange before 4.1, a record newer than the tool) is listed as skipped."""
-    version, dumps, _failed = kafka_dumps
+    Kafka printed without content (LeaderChange before 4.1, a type it does not know) is listed as skipped, and a
+    record newer than the Kafka release is what that Kafka printed of it."""
+    version = kafka_dumps.version
     counts = TALLY.setdefault(version, Counts())
     problems = []
-    for path, text in dumps.items():
+    for path, text in kafka_dumps.texts.items():
         skipped: list[SkippedRecord] = []
-        back = list(read_dump_log(io.StringIO(text), f"kafka-{version}-dump.txt", skip_unparsable=True,
-                                  skipped=skipped))
-        decoded = list(read_entries(path))
-        kafka = parse_dump(text)
-        no_content = {r.offset for b in kafka.batches for r in b.records if r.kind in ("error", "control-type")}
-        expected = [_key(e) for e in decoded if e.offset not in no_content]
-        got = [_key(e) for e in back]
-        if got != expected:
-            diff = next(((a, b) for a, b in zip(got, expected, strict=False) if a != b), (len(got), len(expected)))
-            problems.append(f"{path}: records.dumplog gives {diff[0]}, the decoder {diff[1]}")
+        back = {e.offset: e for e in read_dump_log(io.StringIO(text), f"kafka-{version}-dump.txt",
+                                                   skip_unparsable=True, skipped=skipped)}
+        printed = {r.offset: r for b in parse_dump(text).batches for r in b.records}
+        no_content = {offset for offset, r in printed.items() if r.kind in ("error", "control-type")}
+        for entry in read_entries(path):
+            got = back.pop(entry.offset, None)
+            if entry.offset in no_content:
+                continue
+            if got is None:
+                problems.append(f"{path}: offset {entry.offset}: records.dumplog gives nothing")
+            elif kafka_dumps.newer({"type": record_to_json(entry.record)["type"], "version": entry.version}):
+                if _key(got)[:3] + _key(got)[4:] != _key(entry)[:3] + _key(entry)[4:] \
+                        or record_to_json(got.record) != printed[entry.offset].json:
+                    problems.append(f"{path}: offset {entry.offset}: records.dumplog gives {got}, Kafka printed "
+                                    f"{printed[entry.offset].text}")
+            elif _key(got) != _key(entry):
+                problems.append(f"{path}: records.dumplog gives {_key(got)}, the decoder {_key(entry)}")
+            counts.parsed_back += got is not None
+        if back:
+            problems.append(f"{path}: records.dumplog gives offsets the decoder does not: {sorted(back)[:10]}")
         if {s.offset for s in skipped} != no_content:
             problems.append(f"{path}: skipped {sorted(s.offset for s in skipped)}, Kafka printed no content for "
                             f"{sorted(no_content)}")
-        counts.parsed_back += len(back)
     assert not problems, "\n".join(problems[:20])

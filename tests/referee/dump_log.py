@@ -91,6 +91,31 @@ def kafka_dump_log(version: str, files: Sequence[Path]) -> tuple[dict[Path, str]
     return dumps, failed
 
 
+def kafka_record_versions(version: str) -> dict[str, int]:
+    """The highest version of each metadata record Kafka ``version`` knows (``HIGHEST_SUPPORTED_VERSION`` of its
+    generated classes, read with ``javap``); a record type missing here is one it does not know at all."""
+    from records.definitions import definitions
+
+    if shutil.which("javap") is None:
+        raise RefereeUnavailable("javap not found (a JDK 17+ reads which record versions a Kafka release knows)")
+    names = sorted(m.name for m in definitions().values() if not m.is_control)
+    result = subprocess.run(["javap", "-constants", "-cp", dump_log_classpath(version),
+                             *[f"org.apache.kafka.common.metadata.{n}" for n in names]],
+                            capture_output=True, text=True, timeout=300, check=False)
+    known: dict[str, int] = {}
+    current = None
+    for line in result.stdout.splitlines():
+        declared = re.match(r"public class org\.apache\.kafka\.common\.metadata\.(\w+) ", line)
+        if declared:
+            current = declared[1]
+        highest = re.search(r"static final short HIGHEST_SUPPORTED_VERSION = (\d+);", line)
+        if highest and current is not None:
+            known[current] = int(highest[1])
+            current = None
+    assert known, f"javap found no metadata record classes in Kafka {version}'s jars: {result.stderr[-500:]}"
+    return known
+
+
 @dataclass
 class KafkaRecord:
     """One record line: its metadata and what the tool printed of its content."""
