@@ -2,6 +2,7 @@
  * Kafka's own fold of a KRaft metadata log directory, the referee of kraft-replay's reference fold.
  *
  * Usage: java -cp <this dir>:<Kafka's jars> KafkaFold <__cluster_metadata-0 dir> [offset,offset,...]
+ *        java -cp <this dir>:<Kafka's jars> KafkaFold <__cluster_metadata-0 dir> --end [--flush=batch|end]
  *
  * It does what a broker's MetadataLoader does, with Kafka's own classes: the latest *.checkpoint snapshot (if
  * any) replayed into a delta over the empty image, then every *.log batch after it through Kafka's
@@ -15,6 +16,11 @@
  * One source for Kafka 3.9 and 4.x: the classes that moved between them (the record classes went to
  * org.apache.kafka.common.record.internal, LogContext to ...utils.internal) and the loader's constructor and
  * flush (4.x added a SupportedConfigChecker and an isOffsetBatchAligned flag) are reached by reflection.
+ *
+ * --end (bench/bench_kafka_fold.py): the same fold to the end of the log, printing no image, only the end line with
+ * the wall time of the fold, the final image's size and the JVM heap (peak, and in use after a full GC, which is
+ * what the final image holds). --flush=end publishes once at the end of each file instead of after every batch
+ * (a broker catching up publishes after each commit it reads, somewhere in between).
  */
 
 import java.io.BufferedWriter;
@@ -80,7 +86,12 @@ public final class KafkaFold {
     private record FileBatch(long baseOffset, long lastOffset, int epoch, long appendTime, int size, boolean control,
                              List<ApiMessageAndVersion> records) { }
 
-    private static List<FileBatch> readBatches(File file) throws Exception {
+    private interface BatchVisitor {
+        void visit(FileBatch batch) throws Exception;
+    }
+
+    /** Each batch of the file in turn, so that memory holds one batch of a segment, not the whole segment. */
+    private static void forEachBatch(File file, BatchVisitor visitor) throws Exception {
         Class<?> fileRecords = recordClass("FileRecords");
         Class<?> recordBatch = recordClass("RecordBatch");
         Method value = recordClass("Record").getMethod("value");
@@ -91,7 +102,6 @@ public final class KafkaFold {
         Method maxTimestamp = recordBatch.getMethod("maxTimestamp");
         Method sizeInBytes = recordBatch.getMethod("sizeInBytes");
         Object records = fileRecords.getMethod("open", File.class).invoke(null, file);
-        List<FileBatch> batches = new ArrayList<>();
         try {
             for (Object batch : (Iterable<?>) fileRecords.getMethod("batches").invoke(records)) {
                 boolean control = (Boolean) isControl.invoke(batch);
@@ -102,14 +112,13 @@ public final class KafkaFold {
                         messages.add(MetadataRecordSerde.INSTANCE.read(new ByteBufferAccessor(buffer), buffer.remaining()));
                     }
                 }
-                batches.add(new FileBatch((Long) baseOffset.invoke(batch), (Long) lastOffset.invoke(batch),
+                visitor.visit(new FileBatch((Long) baseOffset.invoke(batch), (Long) lastOffset.invoke(batch),
                     (Integer) epoch.invoke(batch), (Long) maxTimestamp.invoke(batch), (Integer) sizeInBytes.invoke(batch),
                     control, messages));
             }
         } finally {
             ((AutoCloseable) records).close();
         }
-        return batches;
     }
 
     /** Kafka's MetadataBatchLoader, built through whichever constructor this Kafka has. */
@@ -153,7 +162,11 @@ public final class KafkaFold {
             System.exit(2);
         }
         File dir = new File(args[0]);
-        if (args.length > 1 && !args[1].isEmpty()) {
+        boolean endOnly = Arrays.asList(args).contains("--end");
+        boolean flushEveryBatch = !Arrays.asList(args).contains("--flush=end");
+        if (endOnly) {
+            wanted = new HashSet<>();  // publish as ever, print no image
+        } else if (args.length > 1 && !args[1].isEmpty()) {
             wanted = new HashSet<>();
             for (String offset : args[1].split(",")) {
                 wanted.add(Long.parseLong(offset.trim()));
@@ -173,6 +186,7 @@ public final class KafkaFold {
         MetadataBatchLoader loader = newLoader(faultHandler, (delta, image, manifest) -> {
             long offset = manifest.provenance().lastContainedOffset();
             published++;
+            lastImage = image;
             if (wanted == null || wanted.contains(offset)) {
                 try {
                     printImage(offset, image);
@@ -198,40 +212,89 @@ public final class KafkaFold {
                 segments.add(name);
             }
         }
-        long records = 0;
-        long batches = 0;
+        long started = System.nanoTime();
+        long[] counts = new long[2];  // records, batches
+        final long end = snapshotEnd;
         if (snapshot != null) {
             // MetadataLoader.loadSnapshot: every record into a delta over the empty image, published at end - 1.
             // Through the batch loader from an empty image it is that, without MetadataProvenance's
             // version-specific constructor.
-            for (FileBatch batch : readBatches(new File(dir, snapshot))) {
+            forEachBatch(new File(dir, snapshot), batch -> {
                 if (batch.control()) {
-                    continue;
+                    return;
                 }
-                currentOffset = snapshotEnd - 1;
-                loader.loadBatch(Batch.data(snapshotEnd - 1 - batch.records().size() + 1, batch.epoch(),
+                currentOffset = end - 1;
+                loader.loadBatch(Batch.data(end - 1 - batch.records().size() + 1, batch.epoch(),
                     batch.appendTime(), batch.size(), batch.records()), LeaderAndEpoch.UNKNOWN);
-                records += batch.records().size();
-            }
+                counts[0] += batch.records().size();
+            });
             flush(loader);
         }
         for (String segment : segments) {
-            for (FileBatch batch : readBatches(new File(dir, segment))) {
-                if (batch.control() || batch.baseOffset() < snapshotEnd) {
-                    continue;  // control batches hold no metadata; a snapshot already holds what precedes it
+            forEachBatch(new File(dir, segment), batch -> {
+                if (batch.control() || batch.baseOffset() < end) {
+                    return;  // control batches hold no metadata; a snapshot already holds what precedes it
                 }
                 currentOffset = batch.baseOffset();
                 loader.loadBatch(Batch.data(batch.baseOffset(), batch.epoch(), batch.appendTime(), batch.size(),
                     batch.records()), LeaderAndEpoch.UNKNOWN);
                 currentOffset = batch.lastOffset();
+                if (flushEveryBatch) {
+                    flush(loader);
+                }
+                counts[0] += batch.records().size();
+                counts[1]++;
+            });
+            if (!flushEveryBatch) {
                 flush(loader);
-                records += batch.records().size();
-                batches++;
             }
         }
-        out.write("{\"end\":true,\"snapshotEndOffset\":" + snapshotEnd + ",\"batches\":" + batches + ",\"records\":"
-            + records + ",\"published\":" + published + ",\"faults\":" + faults + "}\n");
+        long elapsedNs = System.nanoTime() - started;
+        StringBuilder b = new StringBuilder("{\"end\":true,\"snapshotEndOffset\":" + snapshotEnd + ",\"batches\":"
+            + counts[1] + ",\"records\":" + counts[0] + ",\"published\":" + published + ",\"faults\":" + faults);
+        if (endOnly) {
+            b.append(",\"seconds\":").append(elapsedNs / 1e9).append(",\"flush\":")
+                .append(str(flushEveryBatch ? "batch" : "end")).append(summary(lastImage)).append(heap());
+        }
+        out.write(b.append("}\n").toString());
         out.flush();
+    }
+
+    /** The last image published (the end of the log). */
+    private static MetadataImage lastImage;
+
+    /** The final image's size: what the fold built. */
+    private static String summary(MetadataImage image) {
+        if (image == null) {
+            return ",\"brokers\":0,\"topics\":0,\"partitions\":0";
+        }
+        long partitions = 0;
+        for (TopicImage topic : image.topics().topicsById().values()) {
+            partitions += topic.partitions().size();
+        }
+        return ",\"brokers\":" + image.cluster().brokers().size() + ",\"topics\":"
+            + image.topics().topicsById().size() + ",\"partitions\":" + partitions + ",\"lastOffset\":"
+            + image.provenance().lastContainedOffset();
+    }
+
+    /** The heap at its peak during the fold (all heap pools), in use after a full GC (what the image holds), and
+     * the maximum the JVM may take, in bytes; and the time the collectors took. */
+    private static String heap() {
+        long peak = 0;
+        for (java.lang.management.MemoryPoolMXBean pool : java.lang.management.ManagementFactory.getMemoryPoolMXBeans()) {
+            if (pool.getType() == java.lang.management.MemoryType.HEAP) {
+                peak += pool.getPeakUsage().getUsed();
+            }
+        }
+        long gcMs = 0;
+        for (java.lang.management.GarbageCollectorMXBean gc
+                : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
+            gcMs += Math.max(0, gc.getCollectionTime());
+        }
+        System.gc();
+        Runtime runtime = Runtime.getRuntime();
+        return ",\"heapPeakBytes\":" + peak + ",\"heapAfterGcBytes\":" + (runtime.totalMemory() - runtime.freeMemory())
+            + ",\"heapMaxBytes\":" + runtime.maxMemory() + ",\"gcMillis\":" + gcMs;
     }
 
     // --- the image, in the JSON shape of `kraft-replay state --format json` --------------------------------
