@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import platform
 import random
@@ -28,6 +27,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from bench.logs import simulated_log, sizes_of
 from lakehouse.ingest import ingest
 from lakehouse.lake import Lake
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, SparkOptions, get_spark
@@ -36,7 +36,6 @@ from replay.derived import DERIVED_TABLES
 from replay.query import history, state_at
 from replay.reference import image_at
 from replay.store import ANOMALIES, DERIVING, HISTORY_TABLES, run_replay
-from simulator import ScenarioOptions, run_scenario, write_log
 
 
 def _timed(action):  # type: ignore[no-untyped-def]
@@ -75,24 +74,8 @@ def main() -> None:
                         help="keep the log segments of an earlier run with the same sizes (only the lake is rebuilt)")
     args = parser.parse_args()
 
-    sizes = {"records": args.records, "brokers": args.brokers, "topics": args.topics,
-             "partitions_per_topic": args.partitions_per_topic, "seed": 11}
-    sizes_file = args.out / "sizes.json"
-    earlier = json.loads(sizes_file.read_text()) if sizes_file.exists() else {}
-    if args.reuse_logs and earlier.get("sizes") == sizes:
-        count, more = earlier["count"], earlier["more"]
-    else:
-        if args.out.exists():
-            shutil.rmtree(args.out)
-        options = ScenarioOptions(brokers=args.brokers, topics=args.topics,
-                                  partitions_per_topic=args.partitions_per_topic, events=10**9, seed=11)
-        run = run_scenario("random", options)
-        generated = run.entries()
-        count, _ = write_log(itertools.islice(generated, args.records), args.out / "log", "segments",
-                             cluster_id=run.sim.cluster_id, node_id=3000)
-        more, _ = write_log(itertools.islice(generated, max(1, args.records // 100)), args.out / "more", "segments",
-                            cluster_id=run.sim.cluster_id, node_id=3000)
-        sizes_file.write_text(json.dumps({"sizes": sizes, "count": count, "more": more}))
+    sizes = sizes_of(args.records, args.brokers, args.topics, args.partitions_per_topic)
+    count, more = simulated_log(args.out, sizes, reuse=args.reuse_logs)
     spark = get_spark(SparkOptions())
     for engine in args.engines.split(","):
         _measure(spark, args, Lake(args.out / "lake" / engine, engine=engine), count, more)

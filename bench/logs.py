@@ -1,0 +1,52 @@
+"""The simulated logs the benchmarks share: one layout under ``--out`` so that a log generated once (10 M records
+take a while) serves every benchmark that folds or replays it.
+
+``OUT/log/__cluster_metadata-0`` holds N records of the ``random`` scenario, ``OUT/more/...`` the next 1 % (for
+an incremental replay), ``OUT/sizes.json`` the sizes they were made with and the counts written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from pathlib import Path
+
+from simulator import ScenarioOptions, run_scenario, write_log
+
+SEED = 11
+
+
+class LogMismatchError(Exception):
+    """``--out`` holds a log of other sizes, which the caller chose not to replace."""
+
+
+def sizes_of(records: int, brokers: int, topics: int, partitions_per_topic: int) -> dict[str, int]:
+    return {"records": records, "brokers": brokers, "topics": topics, "partitions_per_topic": partitions_per_topic,
+            "seed": SEED}
+
+
+def simulated_log(out: Path, sizes: dict[str, int], *, reuse: bool, replace: bool = True) -> tuple[int, int]:
+    """(records in ``OUT/log``, records in ``OUT/more``): the log of ``sizes``, reused when ``reuse`` and ``OUT``
+    holds one of the same sizes, else generated anew. ``replace`` False: never delete an ``OUT`` that exists (it
+    may hold another log and a lake built from it), raise :class:`LogMismatchError` instead."""
+    sizes_file = out / "sizes.json"
+    earlier = json.loads(sizes_file.read_text()) if sizes_file.exists() else {}
+    if reuse and earlier.get("sizes") == sizes:
+        return earlier["count"], earlier["more"]
+    if out.exists():
+        if not replace:
+            raise LogMismatchError(
+                f"{out} exists and holds {earlier.get('sizes', 'no benchmark log')}, not {sizes}: pass --reuse-logs "
+                "with the sizes it was made with, or another --out")
+        shutil.rmtree(out)
+    options = ScenarioOptions(brokers=sizes["brokers"], topics=sizes["topics"],
+                              partitions_per_topic=sizes["partitions_per_topic"], events=10**9, seed=sizes["seed"])
+    run = run_scenario("random", options)
+    generated = run.entries()
+    count, _ = write_log(itertools.islice(generated, sizes["records"]), out / "log", "segments",
+                         cluster_id=run.sim.cluster_id, node_id=3000)
+    more, _ = write_log(itertools.islice(generated, max(1, sizes["records"] // 100)), out / "more", "segments",
+                        cluster_id=run.sim.cluster_id, node_id=3000)
+    sizes_file.write_text(json.dumps({"sizes": sizes, "count": count, "more": more}))
+    return count, more
