@@ -2,7 +2,7 @@
  * Kafka's own fold of a KRaft metadata log directory, the referee of kraft-replay's reference fold.
  *
  * Usage: java -cp <this dir>:<Kafka's jars> KafkaFold <__cluster_metadata-0 dir> [offset,offset,...]
- *        java -cp <this dir>:<Kafka's jars> KafkaFold <__cluster_metadata-0 dir> --end [--flush=batch|end]
+ *        java -cp <this dir>:<Kafka's jars> KafkaFold <__cluster_metadata-0 dir> --end
  *
  * It does what a broker's MetadataLoader does, with Kafka's own classes: the latest *.checkpoint snapshot (if
  * any) replayed into a delta over the empty image, then every *.log batch after it through Kafka's
@@ -19,8 +19,9 @@
  *
  * --end (bench/bench_kafka_fold.py): the same fold to the end of the log, printing no image, only the end line with
  * the wall time of the fold, the final image's size and the JVM heap (peak, and in use after a full GC, which is
- * what the final image holds). --flush=end publishes once at the end of each file instead of after every batch
- * (a broker catching up publishes after each commit it reads, somewhere in between).
+ * what the final image holds). It still publishes after every batch: the loader discards an aborted metadata
+ * transaction only when it flushes right after the AbortTransactionRecord, so a fold that flushed only at the end
+ * would publish the aborted records (at 200k simulated records: 34,506 partitions instead of 4,512).
  */
 
 import java.io.BufferedWriter;
@@ -163,7 +164,6 @@ public final class KafkaFold {
         }
         File dir = new File(args[0]);
         boolean endOnly = Arrays.asList(args).contains("--end");
-        boolean flushEveryBatch = !Arrays.asList(args).contains("--flush=end");
         if (endOnly) {
             wanted = new HashSet<>();  // publish as ever, print no image
         } else if (args.length > 1 && !args[1].isEmpty()) {
@@ -239,22 +239,16 @@ public final class KafkaFold {
                 loader.loadBatch(Batch.data(batch.baseOffset(), batch.epoch(), batch.appendTime(), batch.size(),
                     batch.records()), LeaderAndEpoch.UNKNOWN);
                 currentOffset = batch.lastOffset();
-                if (flushEveryBatch) {
-                    flush(loader);
-                }
+                flush(loader);
                 counts[0] += batch.records().size();
                 counts[1]++;
             });
-            if (!flushEveryBatch) {
-                flush(loader);
-            }
         }
         long elapsedNs = System.nanoTime() - started;
         StringBuilder b = new StringBuilder("{\"end\":true,\"snapshotEndOffset\":" + snapshotEnd + ",\"batches\":"
             + counts[1] + ",\"records\":" + counts[0] + ",\"published\":" + published + ",\"faults\":" + faults);
         if (endOnly) {
-            b.append(",\"seconds\":").append(elapsedNs / 1e9).append(",\"flush\":")
-                .append(str(flushEveryBatch ? "batch" : "end")).append(summary(lastImage)).append(heap());
+            b.append(",\"seconds\":").append(elapsedNs / 1e9).append(summary(lastImage)).append(heap());
         }
         out.write(b.append("}\n").toString());
         out.flush();
