@@ -31,7 +31,7 @@ from records.sources import read_entries
 from records.writer import encode_entries_batch, group_batches, snapshot_file_name, write_segments, write_snapshot
 from replay.reference import image_at
 from simulator import ScenarioOptions, SimulationError, run_scenario
-from tests.conftest import SUMMARY
+from tests.conftest import REPO_ROOT, SUMMARY
 from tests.referee import RefereeUnavailable
 from tests.referee.dump_log import (
     KafkaBatch,
@@ -197,11 +197,12 @@ def _simulate(root: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def files(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Every ``*.log`` and ``*.checkpoint`` of the real logs, then of the simulated ones."""
+def files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Every ``*.log`` and ``*.checkpoint`` of the real logs (those present in ../shared), then of the simulated
+    ones."""
     real: list[Path] = []
     for name in REAL:
-        root = shared_dir / "data" / "real" / name
+        root = REPO_ROOT.parent / "shared" / "data" / "real" / name
         if root.is_dir():
             real += sorted(root.glob("*.checkpoint")) + sorted(root.glob("__cluster_metadata-0/*.log"))
             real += sorted(root.glob("__cluster_metadata-0/*.checkpoint"))
@@ -214,10 +215,11 @@ def kafka_dumps(request: pytest.FixtureRequest, files: list[Path]) -> KafkaDumps
     version: str = request.param
     try:
         dump_log_classpath(version)
+        known = kafka_record_versions(version)
     except RefereeUnavailable as reason:
         pytest.skip(f"Kafka {version}'s kafka-dump-log: {reason}")
     texts, failed = kafka_dump_log(version, files)
-    return KafkaDumps(version, texts, failed, kafka_record_versions(version))
+    return KafkaDumps(version, texts, failed, known)
 
 
 @pytest.fixture(scope="module", autouse=True)
