@@ -284,3 +284,33 @@ def test_spark_state_is_kafkas_image(kafka: str, replayed_lake: tuple[Path, Path
             if section in expected:
                 got = sorted(state[section], key=lambda item, k=key_fields: tuple(item[f] for f in k))
                 assert got == expected[section], f"{section} at offset {offset}"
+
+
+def test_fold_to_the_end_as_the_benchmark_runs_it(kafka: str, tmp_path: Path) -> None:
+    """``KafkaFold --end`` (bench/bench_kafka_fold.py) folds as the referee does and prints only its end: the same
+    counts and final image as the reference fold, the time and the heap."""
+    import json
+    import os
+    import subprocess
+
+    from replay.reference import fold
+    from tests.referee import kafka_classpath
+
+    run = run_scenario("random", _options("3.9", 11, events=300))
+    write_log(run.entries(), tmp_path, "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    log_dir = tmp_path / METADATA_DIR
+    classpath = os.pathsep.join([str(compiled(kafka)), kafka_classpath(kafka).classpath])
+    result = subprocess.run(["java", "-cp", classpath, "KafkaFold", str(log_dir), "--end"], capture_output=True,
+                            text=True, timeout=300, check=True)
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 1, lines[:3]
+    end = lines[0]
+    entries = list(read_entries(log_dir))
+    image = Image()
+    for commit in fold(iter(entries), None):
+        image = commit.image
+    assert (end["brokers"], end["topics"], end["partitions"]) == (len(image.brokers), len(image.topics),
+                                                                 len(image.partitions))
+    assert end["records"] == sum(1 for e in entries if not e.is_control) and end["faults"] == 0
+    assert end["lastOffset"] == entries[-1].offset and end["published"] == kafka_fold(kafka, log_dir).end["published"]
+    assert end["seconds"] > 0 and 0 < end["heapAfterGcBytes"] <= end["heapMaxBytes"] and end["heapPeakBytes"] > 0
