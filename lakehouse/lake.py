@@ -152,7 +152,18 @@ class Lake:
         return f"{self.root}/{name}"
 
     def table_exists(self, name: str) -> bool:
-        return DeltaTable.is_deltatable(self.path(name))
+        """A Delta table with at least one commit. A ``_delta_log`` without one (a create killed before its
+        first commit: delta-spark makes the directory, and ``_staged_commits`` in it, first) is no table."""
+        return DeltaTable.is_deltatable(self.path(name)) and self._has_commit(name)
+
+    def _has_commit(self, name: str) -> bool:
+        filesystem, base = arrow_filesystem(self.path(name))
+        try:
+            infos = filesystem.get_file_info(pafs.FileSelector(f"{base}/_delta_log", allow_not_found=True))
+        except OSError:
+            return False
+        return any(info.type == pafs.FileType.File and info.base_name.endswith((".json", ".parquet"))
+                   and not info.base_name.startswith(".") for info in infos)
 
     def table_names(self) -> list[str]:
         """Tables present under the root (any Delta table, not only the ingest's)."""
@@ -203,7 +214,10 @@ class Lake:
                                     for f in from_arrow_schema(schema).fields)
                 spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{self.path(name)}` ({columns}) USING delta "
                           f"TBLPROPERTIES ('delta.checkpointInterval' = '{CHECKPOINT_EVERY}')")
-                return
+                if self.table_exists(name):
+                    return
+                # Delta's IF NOT EXISTS takes a ``_delta_log`` left by a killed create for a table and does
+                # nothing: version 0 then comes from delta-rs (the next commits are delta-spark's again).
             DeltaTable.create(self.path(name), Schema.from_arrow(schema), mode="ignore",
                               configuration={"delta.checkpointInterval": str(CHECKPOINT_EVERY)})
         except Exception:

@@ -196,7 +196,10 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
         builder = SparkSession.builder.remote(remote).appName(options.app_name)
         for key, value in _session_conf(options, local=False).items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
+        spark = builder.getOrCreate()
+        if options.announce:
+            announce_engine(spark)
+        return spark
 
     active = SparkSession.getActiveSession()
     if active is not None and options.master is None:

@@ -91,6 +91,21 @@ def test_either_engine_continues_what_the_other_wrote(spark: SparkSession, tmp_p
     assert txns[1]["version"] > txns[0]["version"]
 
 
+def test_a_create_killed_before_its_first_commit_is_no_table(spark: SparkSession, tmp_path: Path) -> None:
+    """kill -9 between delta-spark's ``mkdir _delta_log/_staged_commits`` and its first commit leaves a log
+    directory Delta's ``CREATE TABLE IF NOT EXISTS`` takes for a table: the next ingest still creates and fills
+    it."""
+    lake = Lake(tmp_path / "lake", engine=DELTA_SPARK)
+    (Path(lake.path(METADATA_LOG)) / "_delta_log" / "_staged_commits").mkdir(parents=True)
+    assert not lake.table_exists(METADATA_LOG)
+    entries = simulated()
+    added = ingest(spark, lake, write_jsonl_file(tmp_path / "a.jsonl", entries), IngestOptions(cluster_id=CLUSTER))
+    assert added.records_added == len(entries)
+    assert lake.table_exists(METADATA_LOG)
+    assert DeltaTable(lake.path(METADATA_LOG)).version() == 1  # version 0 the empty table, 1 the rows
+    assert lake.read(spark, METADATA_LOG).count() == len(entries)
+
+
 def test_delta_spark_commits_name_their_engine_and_keep_a_change_data_feed(spark: SparkSession,
                                                                              tmp_path: Path) -> None:
     lake = Lake(tmp_path / "lake")

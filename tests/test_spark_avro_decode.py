@@ -110,7 +110,7 @@ def test_struct_types_are_derived_from_the_avro_schemas() -> None:
         "struct<brokerId:int,isMigratingZkBroker:boolean,incarnationId:string,brokerEpoch:bigint,"
         "endPoints:array<struct<name:string,host:string,port:int,securityProtocol:int>>,"
         "features:array<struct<name:string,minSupportedVersion:int,maxSupportedVersion:int>>,rack:string,"
-        "fenced:boolean,inControlledShutdown:boolean,logDirs:array<string>>")
+        "fenced:boolean,inControlledShutdown:boolean,logDirs:array<string>,cordonedLogDirs:array<string>>")
     for record_type in definitions():
         assert "_unknownTaggedFields" not in shapes.json_type(record_type).simpleString()
     # a projection keeps a named type that only a dropped field defined (Uuid, defined by topicId)

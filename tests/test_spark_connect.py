@@ -174,8 +174,8 @@ def test_ingest_replay_incremental_state_and_report_through_spark_connect(connec
         assert infos, name
         assert all(("Delta-Lake/" in info) == (engine == DELTA_SPARK) for info in infos), (name, infos)
 
-    # Spark SQL by table name through the server: time travel to the first replay's version of the table.
-    first_replay = _cli("sql", "SELECT count(*) AS n FROM partition_history VERSION AS OF 1", "--lake", lake,
+    # Spark SQL by table name through the server: time travel to version 0, the first replay's.
+    first_replay = _cli("sql", "SELECT count(*) AS n FROM partition_history VERSION AS OF 0", "--lake", lake,
                         "--format", "json", *remote, cwd=tmp_path)
     if engine == DELTA_SPARK:
         assert first_replay.returncode == 0, first_replay.stderr
