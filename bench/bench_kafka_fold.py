@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.logs import LogMismatchError, simulated_log, sizes_of
+from bench.logs import LogMismatchError, add_log_arguments, simulated_log, sizes_of
 from lakehouse.jars import KAFKA_VERSIONS
 from tests.referee import RefereeUnavailable, compiled, kafka_classpath
 
@@ -64,13 +64,7 @@ def _mib(value: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--brokers", type=int, default=100)
-    parser.add_argument("--topics", type=int, default=100)
-    parser.add_argument("--partitions-per-topic", type=int, default=20)
-    parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-replay"))
-    parser.add_argument("--reuse-logs", action="store_true",
-                        help="fold the log an earlier run (this one or bench.bench_replay) made with the same sizes")
+    add_log_arguments(parser)
     parser.add_argument("--kafka", default=",".join(KAFKA_VERSIONS),
                         help=f"Kafka versions whose fold to time, comma-separated (default {','.join(KAFKA_VERSIONS)})")
     parser.add_argument("--heap", default="4g", help="the JVM's -Xmx (default 4g)")

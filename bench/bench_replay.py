@@ -27,7 +27,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from bench.logs import simulated_log, sizes_of
+from bench.logs import add_log_arguments, simulated_log, sizes_of
 from lakehouse.ingest import ingest
 from lakehouse.lake import Lake
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, SparkOptions, get_spark
@@ -60,18 +60,12 @@ class StageClock:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--brokers", type=int, default=100)
-    parser.add_argument("--topics", type=int, default=100)
-    parser.add_argument("--partitions-per-topic", type=int, default=20)
+    add_log_arguments(parser)
     parser.add_argument("--queries", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-replay"))
     parser.add_argument("--verify", action="store_true",
                         help="afterwards, a full replay of the same log must leave every table as the incremental did")
     parser.add_argument("--engines", default=f"{DELTA_SPARK},{DELTA_RS}",
                         help="the lake engines to measure, one after the other on the same log, comma-separated")
-    parser.add_argument("--reuse-logs", action="store_true",
-                        help="keep the log segments of an earlier run with the same sizes (only the lake is rebuilt)")
     args = parser.parse_args()
 
     sizes = sizes_of(args.records, args.brokers, args.topics, args.partitions_per_topic)

@@ -7,6 +7,7 @@ an incremental replay), ``OUT/sizes.json`` the sizes they were made with and the
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import shutil
@@ -19,6 +20,17 @@ SEED = 11
 
 class LogMismatchError(Exception):
     """``--out`` holds a log of other sizes, which the caller chose not to replace."""
+
+
+def add_log_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that name a shared log: its sizes, ``--out`` and ``--reuse-logs``."""
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--brokers", type=int, default=100)
+    parser.add_argument("--topics", type=int, default=100)
+    parser.add_argument("--partitions-per-topic", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-replay"))
+    parser.add_argument("--reuse-logs", action="store_true",
+                        help="use the log segments an earlier run (of any benchmark) made with the same sizes")
 
 
 def sizes_of(records: int, brokers: int, topics: int, partitions_per_topic: int) -> dict[str, int]:
