@@ -54,9 +54,6 @@ SPARK_JARS = JarSet(
     required=(f"delta-spark_{SCALA_BINARY}-{DELTA_VERSION}.jar", f"delta-storage-{DELTA_VERSION}.jar",
               f"spark-avro_{SCALA_BINARY}-{SPARK_VERSION}.jar"),
     drop_spark_own=True, label=f"delta-spark {DELTA_VERSION}, spark-avro {SPARK_VERSION}", env=JARS_ENV)
-# Kept for the callers that name the lake engine's jars directly.
-PACKAGES = SPARK_JARS.packages
-REQUIRED = SPARK_JARS.required
 
 
 def kafka_jars(version: str) -> JarSet:

@@ -154,9 +154,6 @@ class Lake:
     def table_exists(self, name: str) -> bool:
         """A Delta table with at least one commit. A ``_delta_log`` without one (a create killed before its
         first commit: delta-spark makes the directory, and ``_staged_commits`` in it, first) is no table."""
-        return DeltaTable.is_deltatable(self.path(name)) and self._has_commit(name)
-
-    def _has_commit(self, name: str) -> bool:
         filesystem, base = arrow_filesystem(self.path(name))
         try:
             infos = filesystem.get_file_info(pafs.FileSelector(f"{base}/_delta_log", allow_not_found=True))

@@ -39,7 +39,6 @@ BASE_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "re
 
 # Kafka's DirectoryId constants (since apache/kafka#14858, before 3.7.0), as Kafka prints Uuids.
 MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid(0, 0)
-UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAQ"  # Uuid(0, 1)
 
 
 def visible(log: DataFrame, shapes: RecordShapes) -> DataFrame:

@@ -202,10 +202,10 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     applied = ~F.col("malformed") & ((F.col("kind") == "create")
                                      | (F.col("kind").isin(*CHANGES) & (F.col("generation_kind") == "create")))
     # Both refusals of a change in one scan of the stream: malformed, or no live partition to apply it to.
+    lengths_refused = F.concat(F.lit("PartitionChangeRecord of "), partition, F.lit(": "), F.lit(LENGTHS))
     refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.when(F.col("malformed"), F.concat(F.lit("PartitionChangeRecord of "), partition, F.lit(": "),
-                                            F.lit(LENGTHS)))
+        F.when(F.col("malformed"), lengths_refused)
         .otherwise(F.concat(F.lit("PartitionChangeRecord of unknown partition "), partition)).alias("reason"))
     tombstones = stream.where(F.col("kind") == "delete")
     live_events = stream.where(applied)
@@ -214,7 +214,7 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     state, refused_by_state = _states(live_events, keyed)
     refused_changes = refused_changes.unionByName(refused_by_state.select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.concat(F.lit("PartitionChangeRecord of "), partition, F.lit(": "), F.lit(LENGTHS)).alias("reason")))
+        lengths_refused.alias("reason")))
     where = F.concat_ws("", F.lit("partition "), F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
     # Both invariant checks in one scan of the states: each version gives zero, one or two reasons.
     leader_outside = F.when((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader")), F.concat_ws(

@@ -30,9 +30,9 @@ from records.model import LogEntry, uuid_from_str
 from records.sources import read_entries
 from records.writer import encode_entries_batch, group_batches, snapshot_file_name, write_segments, write_snapshot
 from replay.reference import image_at
-from simulator import ScenarioOptions, SimulationError, run_scenario
+from simulator import SimulationError, run_scenario
 from tests.conftest import REPO_ROOT, SUMMARY
-from tests.referee import RefereeUnavailable
+from tests.referee import RefereeUnavailable, scenario_options
 from tests.referee.dump_log import (
     KafkaBatch,
     KafkaFile,
@@ -82,13 +82,6 @@ class Counts:
 
 
 # --- the files --------------------------------------------------------------------------------------------------
-
-
-def _options(mv: str, seed: int, **kw: Any) -> ScenarioOptions:
-    base: dict[str, Any] = {"brokers": 5, "topics": 3, "partitions_per_topic": 4, "replication_factor": 3,
-                            "events": 80, "seed": seed, "metadata_version": mv, "unclean": seed % 2 == 0,
-                            "elr": mv == "4.0", "max_records_per_batch": 25}
-    return ScenarioOptions(**{**base, **kw})
 
 
 # (directory name, scenario, metadata.version, seed, compression, segment bytes)
@@ -175,7 +168,8 @@ def _simulate(root: Path) -> list[Path]:
     files: list[Path] = []
     for name, scenario, mv, seed, codec, segment_bytes in SIMULATED:
         try:
-            entries = list(run_scenario(scenario, _options(mv, seed)).entries())
+            options = scenario_options(mv, seed, brokers=5, partitions_per_topic=4, events=80)
+            entries = list(run_scenario(scenario, options).entries())
         except SimulationError:  # a scenario that needs a newer metadata.version: the others cover it
             continue
         files += write_segments(entries, root / name, compression=codec, segment_bytes=segment_bytes)

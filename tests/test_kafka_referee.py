@@ -23,7 +23,16 @@ from replay.reference import Image, image_at, reference_histories
 from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario
 from simulator.output import METADATA_DIR, write_log
 from tests.conftest import SUMMARY
-from tests.referee import KEYS, Comparison, KafkaRun, RefereeUnavailable, compare, compiled, kafka_fold
+from tests.referee import (
+    KEYS,
+    Comparison,
+    KafkaRun,
+    RefereeUnavailable,
+    compare,
+    compiled,
+    kafka_fold,
+    scenario_options,
+)
 from tests.referee.dump_log import kafka_record_versions
 
 pytestmark = pytest.mark.kafka
@@ -116,23 +125,16 @@ def _newer_than(entries: list[LogEntry], known: dict[str, int]) -> list[str]:
                    and known.get(e.record.type_name, -1) < e.record.version})
 
 
-def _options(mv: str, seed: int, **kw: Any) -> ScenarioOptions:
-    base: dict[str, Any] = {"brokers": 6, "topics": 3, "partitions_per_topic": 6, "replication_factor": 3,
-                            "events": 150, "seed": seed, "metadata_version": mv, "unclean": seed % 2 == 0,
-                            "elr": mv == "4.0", "max_records_per_batch": 25}
-    return ScenarioOptions(**{**base, **kw})
-
-
 SIMULATED: list[tuple[str, str, ScenarioOptions]] = [
-    *[(name, "3.9", _options("3.9", 1)) for name in SCENARIOS],
-    *[(name, "4.0", _options("4.0", 2)) for name in SCENARIOS],  # ELR records (PartitionRecord v2)
+    *[(name, "3.9", scenario_options("3.9", 1)) for name in SCENARIOS],
+    *[(name, "4.0", scenario_options("4.0", 2)) for name in SCENARIOS],  # ELR records (PartitionRecord v2)
     # old metadata versions: no directories (reassignments add MIGRATING replicas), no transactions before 3.6,
     # Fence/UnfenceBrokerRecord and no NoOp at 3.0
-    *[(name, mv, _options(mv, 3)) for mv in ("3.0", "3.3", "3.6")
+    *[(name, mv, scenario_options(mv, 3)) for mv in ("3.0", "3.3", "3.6")
       for name in ("random", "reassignment-under-failure", "rolling-restart")],
-    ("random-large", "3.9", _options("3.9", 7, brokers=9, topics=6, partitions_per_topic=12, events=1500,
+    ("random-large", "3.9", scenario_options("3.9", 7, brokers=9, topics=6, partitions_per_topic=12, events=1500,
                                      max_records_per_batch=40)),
-    ("random-large", "4.0", _options("4.0", 8, brokers=9, topics=6, partitions_per_topic=12, events=1500,
+    ("random-large", "4.0", scenario_options("4.0", 8, brokers=9, topics=6, partitions_per_topic=12, events=1500,
                                      max_records_per_batch=40)),
 ]
 
@@ -195,7 +197,7 @@ def test_snapshot_then_log(kafka: str, tmp_path: Path, mv: str) -> None:
     the batches after it, as our fold does from a base snapshot."""
     if kafka.startswith("3.") and mv == "4.0":
         pytest.skip(f"metadata.version {mv} is newer than Kafka {kafka}")
-    run = run_scenario("random", _options(mv, 5, events=400))
+    run = run_scenario("random", scenario_options(mv, 5, events=400))
     write_log(run.entries(), tmp_path, "segments", cluster_id=run.sim.cluster_id, node_id=3000)
     log_dir = tmp_path / METADATA_DIR
     entries = list(read_entries(log_dir))
@@ -252,7 +254,7 @@ def replayed_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
 
     spark = request.getfixturevalue("spark")
     root = tmp_path_factory.mktemp("referee-lake")
-    run = run_scenario("reassignment-under-failure", _options("3.3", 3, events=200))
+    run = run_scenario("reassignment-under-failure", scenario_options("3.3", 3, events=200))
     write_log(run.entries(), root / "log", "segments", cluster_id=run.sim.cluster_id, node_id=3000)
     lake = Lake(root / "lake")
     lake.write(entries_frame(spark, read_entries(root / "log" / METADATA_DIR), None), "metadata_log", "overwrite")
@@ -314,7 +316,7 @@ def test_fold_to_the_end_as_the_benchmark_runs_it(kafka: str, tmp_path: Path) ->
     from replay.reference import fold
     from tests.referee import kafka_classpath
 
-    run = run_scenario("random", _options("3.9", 11, events=300))
+    run = run_scenario("random", scenario_options("3.9", 11, events=300))
     write_log(run.entries(), tmp_path, "segments", cluster_id=run.sim.cluster_id, node_id=3000)
     log_dir = tmp_path / METADATA_DIR
     classpath = os.pathsep.join([str(compiled(kafka)), kafka_classpath(kafka).classpath])

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakehouse.jars import Jars, installed, jars_dir, kafka_jars, missing_reason
+from lakehouse.jars import Jars, JarSet, installed, kafka_jars, missing_reason
 from records.model import LogEntry, MetadataRecord
 from replay.query import BROKER_FIELDS, PARTITION_FIELDS
 from replay.reference import Image, broker_values, controller_values, fold, partition_values
+from simulator import ScenarioOptions
 
 SOURCE = Path(__file__).with_name("KafkaFold.java")
 # The controllers in Kafka's camelCase (``state --format json`` has brokers, topics and partitions: replay.query).
@@ -40,13 +41,27 @@ class RefereeUnavailable(Exception):
     """No Kafka jars, java or javac here: the tests skip with this reason."""
 
 
-def kafka_classpath(version: str) -> Jars:
-    """Kafka's jars from the cache ``python -m lakehouse.jars fetch kafka-<version>`` fills."""
-    jar_set = kafka_jars(version)
+def fetched(jar_set: JarSet) -> Jars:
+    """A jar set from the cache ``python -m lakehouse.jars fetch <set>`` fills (else RefereeUnavailable, saying
+    how to get it)."""
     jars = installed(jar_set=jar_set)
     if jars is None:
-        raise RefereeUnavailable(missing_reason(jars_dir(jar_set), jar_set))
+        raise RefereeUnavailable(missing_reason(jar_set=jar_set))
     return jars
+
+
+def kafka_classpath(version: str) -> Jars:
+    """Kafka's jars (``kafka-<version>``)."""
+    return fetched(kafka_jars(version))
+
+
+def scenario_options(mv: str, seed: int, **sizes: Any) -> ScenarioOptions:
+    """A small simulated cluster at metadata.version ``mv`` for Kafka to judge: ELR from 4.0, unclean elections
+    allowed on even seeds, batches of up to 25 records; ``sizes`` override the cluster's size."""
+    base: dict[str, Any] = {"brokers": 6, "topics": 3, "partitions_per_topic": 6, "replication_factor": 3,
+                            "events": 150, "seed": seed, "metadata_version": mv, "unclean": seed % 2 == 0,
+                            "elr": mv == "4.0", "max_records_per_batch": 25}
+    return ScenarioOptions(**{**base, **sizes})
 
 
 def compiled(version: str) -> Path:

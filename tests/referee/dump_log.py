@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakehouse.jars import installed, jars_dir, kafka_tools_jars, missing_reason
-from tests.referee import RefereeUnavailable, kafka_classpath
+from lakehouse.jars import kafka_tools_jars
+from tests.referee import RefereeUnavailable, fetched, kafka_classpath
 
 # What DumpLogSegments prints before a control record's JSON (its ControlRecordType name is in the second column).
 CONTROL_LABELS = {"LeaderChange": "LEADER_CHANGE", "SnapshotHeader": "SNAPSHOT_HEADER",
@@ -45,11 +45,7 @@ def dump_log_classpath(version: str) -> str:
         raise RefereeUnavailable("java not found (Kafka's DumpLogSegments runs on a JRE 17+)")
     if tool_class(version).startswith("kafka."):
         return kafka_classpath(version).classpath
-    jar_set = kafka_tools_jars(version)
-    jars = installed(jar_set=jar_set)
-    if jars is None:
-        raise RefereeUnavailable(missing_reason(jars_dir(jar_set), jar_set))
-    return jars.classpath
+    return fetched(kafka_tools_jars(version)).classpath
 
 
 def _run(version: str, paths: Sequence[Path]) -> subprocess.CompletedProcess[str]:
