@@ -47,6 +47,7 @@ TOPICS: dict[str, tuple[int, int, dict[str, str]]] = {
 NOT_REPLAYED = {"ConfigRecord": 6, "AccessControlEntryRecord": 3, "RemoveAccessControlEntryRecord": 1,
                 "UserScramCredentialRecord": 4, "RemoveUserScramCredentialRecord": 1, "ClientQuotaRecord": 2}
 TALLY: dict[str, list[str]] = {}
+TRIM_TIMEOUT = 90.0
 T = TypeVar("T")
 
 
@@ -115,6 +116,11 @@ def _retry(call: Callable[[], T]) -> T:
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
+
+
+def first_segment_of(log_dir: Path) -> int:
+    """The base offset of the first segment left: 0 until Kafka deleted segments behind a snapshot."""
+    return min(int(p.name[:20]) for p in log_dir.glob("*.log"))
 
 
 def _timed(script: Script, name: str, started: float) -> None:
@@ -326,6 +332,15 @@ def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         cluster.start_all()
         result = run_script(cluster)
         t = time.monotonic()
+        # Kafka's raft client cleans the metadata log once a minute (a fixed 60 s): wait for the controller's first
+        # segments to go, so that its log, the lake and the replay start from a snapshot
+        try:
+            wait_for("the controller's log trimmed behind a snapshot",
+                     lambda: first_segment_of(cluster.controller.metadata_log) > 0, timeout=TRIM_TIMEOUT, every=1)
+        except AssertionError as timeout:
+            result.notes.append(str(timeout))
+        result.steps["wait for the controller's log to be trimmed"] = round(time.monotonic() - t, 1)
+        t = time.monotonic()
         cluster.stop(CONTROLLER_ID)
         for broker_id in BROKER_IDS:
             cluster.kill(broker_id)
@@ -430,10 +445,6 @@ def test_kafka_fold_is_reference_fold_on_every_node(script: Script, tmp_path: Pa
         f"(a) Kafka's fold = reference fold on {len(compared)} logs: "
         f"{sum(c.offsets for _, c, _ in compared)} batch ends, {sum(c.records for _, c, _ in compared)} records; "
         + "; ".join(f"{label}: {c.offsets} batch ends to offset {last}" for label, c, last in compared))
-
-
-def first_segment_of(log_dir: Path) -> int:
-    return min(int(p.name[:20]) for p in log_dir.glob("*.log"))
 
 
 # --- (b) ingest, replay, state: Kafka's image at the last offset ------------------------------------------------
