@@ -471,17 +471,32 @@ def _cli(*args: str) -> str:
     return result.stdout
 
 
-@pytest.mark.spark
-def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Script, spark: Any, tmp_path: Path) -> None:
-    cluster = script.cluster
-    lake = tmp_path / "lake"
+@dataclass
+class Replayed:
+    """What the lake of one node's log answered, and what it held."""
+
+    node_id: int
+    state: dict[str, Any]
+    entries: list[LogEntry]
+    records: int
+    snapshots: int
+    seconds: float
+
+
+def _replay_node(spark: Any, cluster: KafkaCluster, node_id: int, lake: Path) -> Replayed:
+    """``ingest`` the node's data directory into ``lake``, ``replay``, ``state --format json`` at the last offset:
+    Kafka's image there (brokers, topics, partitions, field by field). The lake holds every record of the log,
+    each decoded exactly (also those not folded into state yet), and the node's snapshots; nothing rejected."""
+    from lakehouse.lake import Lake
+
+    node = cluster.nodes[node_id]
     t = time.monotonic()
-    _cli("ingest", str(cluster.controller.data), "--lake", str(lake))
+    _cli("ingest", str(node.data), "--lake", str(lake))
     _cli("replay", "--lake", str(lake))
-    entries = list(read_entries(cluster.controller.metadata_log))
+    entries = list(read_entries(node.metadata_log))
     state = _state_json(lake, "--offset", str(entries[-1].offset))
     took = time.monotonic() - t
-    last, kafka = kafka_image(cluster.version, cluster.controller.metadata_log)
+    last, kafka = kafka_image(cluster.version, node.metadata_log)
     assert state["offset"] == entries[-1].offset == last, (state["offset"], entries[-1].offset, last)
     for b in state["brokers"]:
         for name in ("endPoints", "features"):
@@ -489,11 +504,7 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
     for section in ("brokers", "topics", "partitions"):
         key_fields = KEYS[section]
         got = {tuple(item[k] for k in key_fields): item for item in state[section]}
-        assert got == kafka[section], f"{section} at offset {last}: ours {got} kafka {kafka[section]}"
-
-    # the lake holds every record of the log, each decoded exactly (also those not folded into state yet), and the
-    # controller's snapshots; nothing was rejected
-    from lakehouse.lake import Lake
+        assert got == kafka[section], f"node {node_id}: {section} at offset {last}: ours {got} kafka {kafka[section]}"
 
     stored = Lake(lake)
     rows = stored.read(spark, "metadata_log").groupBy("record_type", "read_mode").count().collect()
@@ -504,6 +515,17 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
     assert snapshots >= 1
     if stored.table_exists("ingest_rejects"):
         assert stored.read(spark, "ingest_rejects").count() == 0
+    return Replayed(node_id, state, entries, sum(in_lake.values()), snapshots, took)
+
+
+@pytest.mark.spark
+def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Script, spark: Any, tmp_path: Path) -> None:
+    """(b) on the controller's log (trimmed: the replay starts from a snapshot) and on the first broker log that
+    still starts at offset 0 (the replay folds it whole); (c) on the controller's."""
+    cluster = script.cluster
+    whole = [b for b in BROKER_IDS if first_segment_of(cluster.nodes[b].metadata_log) == 0][:1]
+    done = [_replay_node(spark, cluster, node_id, tmp_path / f"lake-{node_id}") for node_id in [CONTROLLER_ID, *whole]]
+    state, entries = done[0].state, done[0].entries
 
     # (c) the live cluster's answers just before it stopped = our state at the last offset
     view = script.view
@@ -524,9 +546,10 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
                for p in state["partitions"] if names[p["topicId"]] in TOPICS}
         assert elr == view["elr"]
     TALLY.setdefault(script.version, []).append(
-        f"(b) ingest ({sum(in_lake.values())} records, {snapshots} snapshots) + replay + state of the controller's "
-        f"log (from offset {entries[0].offset}; {took:.0f} s) = Kafka's image at offset {last}: "
-        f"{len(state['brokers'])} brokers, {len(state['topics'])} topics, {len(state['partitions'])} partitions; "
+        "(b) ingest + replay + state = Kafka's image at the last offset: " + "; ".join(
+            f"node {r.node_id}'s log ({r.records} records from offset {r.entries[0].offset}, {r.snapshots} snapshots, "
+            f"{r.seconds:.0f} s) at offset {r.entries[-1].offset}: {len(r.state['brokers'])} brokers, "
+            f"{len(r.state['topics'])} topics, {len(r.state['partitions'])} partitions" for r in done) + "; "
         f"(c) = the cluster's own view: {len(theirs)} partitions (leader, leader epoch, replicas, ISR"
         f"{', ELR' if 'elr' in view else ''}), {len(view['brokers'])} unfenced brokers, "
         f"{len(view['features'])} features")
@@ -548,6 +571,7 @@ def test_records_not_replayed_are_decoded(script: Script) -> None:
     credentials and quotas are there, the topic removal too, and (4.4) the ELR the cluster reported."""
     union: dict[int, str] = {}  # offset -> record type, over the logs of all nodes (each may be trimmed)
     in_snapshots: Counter[str] = Counter()
+    first = 1 << 62
     for node_id, node in script.cluster.nodes.items():
         for path in sorted(node.metadata_log.glob("*.checkpoint")):
             for entry in read_entries(path):
@@ -556,10 +580,10 @@ def test_records_not_replayed_are_decoded(script: Script) -> None:
                     in_snapshots[entry.type_name] += 0 if entry.is_control else 1
         for entry in read_entries(node.metadata_log):
             assert not isinstance(entry.record, RawRecord), f"node {node_id}: undecoded record at {entry.offset}"
+            first = min(first, entry.offset)
             if not entry.is_control:
                 union[entry.offset] = entry.type_name
     counts = Counter(union.values())
-    first = min(union)
     if first == 0:
         for kind, least in NOT_REPLAYED.items():
             assert counts[kind] >= least, f"{kind}: {counts[kind]} < {least}"
