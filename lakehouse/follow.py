@@ -71,7 +71,12 @@ class Follower:
                           for s in layout.snapshots if s.path not in self.snapshots_seen]
         if not plan.segments and not plan.snapshots:
             return None
-        summary = ingest(self.spark, self.lake, self.directory, self.options, plan=plan)
+        try:
+            summary = ingest(self.spark, self.lake, self.directory, self.options, plan=plan)
+        except FileNotFoundError:
+            # Kafka deleted a segment or snapshot behind a newer snapshot between the listing and the read: list
+            # again next round (what was stored already is kept once by the lake's deduplication)
+            return None
         self.positions.update(ends)
         self.snapshots_seen.update(s.path for s in plan.snapshots)
         present = {s.path for s in layout.segments}

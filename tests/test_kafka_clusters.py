@@ -1,15 +1,21 @@
 """Kafka itself as the referee, on real clusters: a KRaft cluster of Kafka 4.4.0 and one of 3.9.2 (one controller,
 three brokers, each its own JVM: tests/kafka_cluster.py) go through scripted incidents over the Admin API
 (kafka-python): topics created, brokers killed and restarted, a controlled shutdown, preferred elections, a
-reassignment, topic and broker configs, a topic deleted and re-created under its name, ACLs, SCRAM users, client
-quotas, and two brokers lost at once under ``min.insync.replicas=2`` (ELR on 4.4). Then the cluster is stopped and
-every node's ``__cluster_metadata-0`` is folded three ways, which must agree:
+reassignment, topic and broker configs (a PASSWORD-type one too), a topic deleted and re-created under its name, ACLs,
+SCRAM users, client quotas, an unclean election after both replicas of a partition died, and two brokers lost at once
+under ``min.insync.replicas=2`` (ELR on 4.4), while ``ingest --follow`` archives the controller's log as it grows,
+rolls, snapshots and is trimmed. Then the cluster is stopped and every node's ``__cluster_metadata-0`` is read and
+folded, and every way must agree:
 
 (a) Kafka's own fold (tests/referee) and our reference fold at every batch end, on every node's log as Kafka left
     it (the controller's starts from a snapshot: its first segments are gone) and on the brokers' logs from offset 0;
-(b) ``kraft-replay ingest`` + ``replay`` + ``state --format json`` at the last offset and Kafka's image there;
+(b) ``kraft-replay ingest`` + ``replay`` + ``state --format json`` at the last offset and Kafka's image there, on the
+    controller's trimmed log and on the lake ``ingest --follow`` filled (every offset from 0, exactly once; its
+    election audit finds the unclean election);
 (c) the live cluster's own answers (describe topics, cluster and features), taken just before the controller
-    stopped, and our state at the last offset.
+    stopped, and our state at the last offset;
+(d) Kafka's ``kafka-dump-log --cluster-metadata-decoder`` and ``kraft-replay dump`` on every segment and snapshot of
+    every node.
 
 Configs, ACLs, SCRAM credentials and quotas are not replayed into state yet: their records must be decoded (no raw
 records) and counted.
@@ -17,8 +23,10 @@ records) and counted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -36,6 +44,7 @@ from replay.reference import Image, fold
 from tests.conftest import SUMMARY
 from tests.kafka_cluster import BROKER_IDS, CONTROLLER_ID, KafkaCluster, KafkaUnavailable, wait_for
 from tests.referee import KEYS, Comparison, RefereeUnavailable, compare, compiled, kafka_fold
+from tests.referee.dump_log import dump_log_classpath, kafka_dump_log, kafka_record_versions, parse_dump
 
 pytestmark = pytest.mark.kafka
 
@@ -46,8 +55,12 @@ TOPICS: dict[str, tuple[int, int, dict[str, str]]] = {
 # Records the replay does not fold into state yet, which the script makes Kafka write: at least this many each.
 NOT_REPLAYED = {"ConfigRecord": 6, "AccessControlEntryRecord": 3, "RemoveAccessControlEntryRecord": 1,
                 "UserScramCredentialRecord": 4, "RemoveUserScramCredentialRecord": 1, "ClientQuotaRecord": 2}
+# A PASSWORD-type dynamic broker config (ConfigDef.Type.PASSWORD): the log holds its value in the clear
+PASSWORD_CONFIG = "listener.name.plaintext.scram-sha-256.sasl.jaas.config"
+PASSWORD_VALUE = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="s3cret";'
 TALLY: dict[str, list[str]] = {}
 TRIM_TIMEOUT = 90.0
+FOLLOW_INTERVAL = 3.0  # seconds between ingest --follow rounds
 T = TypeVar("T")
 
 
@@ -63,6 +76,9 @@ class Script:
     steps: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     elr_seen: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    unclean: tuple[str, int, int] | None = None  # (topic, partition, broker elected uncleanly)
+    followed: Path | None = None  # the lake ``ingest --follow`` filled from the controller's log while it ran
+    follow_rounds: int = 0
     view: dict[str, Any] = field(default_factory=dict)
 
 
@@ -225,7 +241,8 @@ def run_script(cluster: KafkaCluster) -> Script:
         t = time.monotonic()
         _alter_configs(admin, ConfigResource(ConfigResourceType.TOPIC, ORDERS, configs={
             "retention.ms": "3600000", "min.insync.replicas": "2", "unclean.leader.election.enable": "true"}))
-        _alter_configs(admin, ConfigResource(ConfigResourceType.BROKER, "1", configs={"log.retention.ms": "7200000"}))
+        _alter_configs(admin, ConfigResource(ConfigResourceType.BROKER, "1", configs={
+            "log.retention.ms": "7200000", PASSWORD_CONFIG: PASSWORD_VALUE}))  # a PASSWORD-type config too
         # the cluster-wide default (the empty broker name; on 4.4 with ELR a ClearElrRecord for every topic too)
         _alter_configs(admin, ConfigResource(ConfigResourceType.BROKER, "", configs={
             "log.retention.ms": "86400000", "min.insync.replicas": "1"}))
@@ -263,6 +280,24 @@ def run_script(cluster: KafkaCluster) -> Script:
         _alter_quotas(admin, "alice", {"producer_byte_rate": 1048576.0, "consumer_byte_rate": 2097152.0})
         _alter_quotas(admin, "alice", {"consumer_byte_rate": None})
         _timed(script, "ACLs, SCRAM users, client quotas", t)
+
+        # an unclean election: both replicas of audit-1 (RF 2) die, the one that left the ISR first comes back
+        t = time.monotonic()
+        _alter_configs(admin, ConfigResource(ConfigResourceType.TOPIC, AUDIT, configs={
+            "unclean.leader.election.enable": "true"}))
+        leader, follower = _partitions(admin)[(AUDIT, 1)]["replicas"]
+        cluster.kill(follower)
+        wait_for(f"broker {follower} fenced", lambda: _settled(admin, without=follower))
+        cluster.kill(leader)
+        wait_for("audit-1 leaderless", lambda: _partitions(admin)[(AUDIT, 1)]["leader"] == -1)
+        cluster.start(follower)
+        # the controller elects an out-of-ISR replica of a topic that allows it as soon as that broker unfences
+        # (both releases do it by themselves; on 4.4 the ELR holds the lost leader, the ISR is empty)
+        wait_for(f"audit-1 led by {follower} (unclean)", lambda: _partitions(admin)[(AUDIT, 1)]["leader"] == follower)
+        script.unclean = (AUDIT, 1, follower)
+        cluster.start(leader)
+        wait_for(f"broker {leader} back in every ISR", lambda: _settled(admin), timeout=120)
+        _timed(script, "unclean election", t)
 
         # two brokers lost at once: payments (min.insync.replicas=2) falls below its minimum ISR; on 4.4 (ELR on
         # by default) the replicas that leave the ISR then become eligible leader replicas
@@ -317,35 +352,59 @@ def run_script(cluster: KafkaCluster) -> Script:
 # --- fixtures ---------------------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def following(spark: Any, directory: Path, lake: Path) -> Iterator[list[int]]:
+    """``kraft-replay ingest --follow`` (its loop, ``lakehouse.follow.follow``) of ``directory`` into ``lake`` in a
+    thread while the body runs; yields the list of rounds that ingested something (their record counts). Its
+    failure fails the body's caller."""
+    from lakehouse.follow import follow
+    from lakehouse.ingest import IngestOptions
+    from lakehouse.lake import Lake
+
+    stop, rounds, failures = threading.Event(), [], []
+
+    def run() -> None:
+        try:
+            follow(spark, Lake(lake), directory, IngestOptions(), interval=FOLLOW_INTERVAL, stop=stop,
+                   on_round=lambda summary: rounds.append(summary.records_added))
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=run, name=f"ingest --follow {directory}", daemon=True)
+    thread.start()
+    try:
+        yield rounds
+    finally:
+        stop.set()
+        thread.join(timeout=300)
+    if failures:
+        raise AssertionError(f"ingest --follow of {directory} failed") from failures[0]
+    assert not thread.is_alive(), "ingest --follow did not stop"
+
+
 @pytest.fixture(scope="module", params=KAFKA_VERSIONS)
-def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Script]:
+def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Iterator[Script]:
     """A cluster of one Kafka version through the incidents, then stopped (controller first: its log is the last
-    word, the brokers' logs end at the same record). The logs stay in the test's directory."""
+    word, the brokers' logs end at the same record), while ``ingest --follow`` archives the controller's log as it
+    grows, rolls, snapshots and is trimmed. The logs and the followed lake stay in the test's directory."""
     version: str = request.param
     try:
         compiled(version)
         cluster = KafkaCluster(version, tmp_path_factory.mktemp(f"kafka-{version}"))
     except (RefereeUnavailable, KafkaUnavailable) as reason:
         pytest.skip(f"Kafka {version} cluster: {reason}")
+    followed = cluster.root / "followed-lake"
     started = time.monotonic()
     try:
         cluster.format()
         cluster.start_all()
-        result = run_script(cluster)
-        t = time.monotonic()
-        # Kafka's raft client cleans the metadata log once a minute (a fixed 60 s): wait for the controller's first
-        # segments to go, so that its log, the lake and the replay start from a snapshot
-        try:
-            wait_for("the controller's log trimmed behind a snapshot",
-                     lambda: first_segment_of(cluster.controller.metadata_log) > 0, timeout=TRIM_TIMEOUT, every=1)
-        except AssertionError as timeout:
-            result.notes.append(str(timeout))
-        result.steps["wait for the controller's log to be trimmed"] = round(time.monotonic() - t, 1)
-        t = time.monotonic()
-        cluster.stop(CONTROLLER_ID)
-        for broker_id in BROKER_IDS:
-            cluster.kill(broker_id)
-        result.steps["stop"] = round(time.monotonic() - t, 1)
+        with following(spark, cluster.controller.metadata_log, followed) as rounds:
+            result = _run_and_trim(cluster)
+        # the controller has stopped: one more follower from scratch takes the tail (a restarted follower re-reads
+        # what is there, the lake keeps every record once)
+        with following(spark, cluster.controller.metadata_log, followed) as last:
+            time.sleep(FOLLOW_INTERVAL)
+        result.followed, result.follow_rounds = followed, len(rounds) + len(last)
     except BaseException:
         for node_id in cluster.nodes:
             print(f"--- node {node_id} output:\n{cluster.output(node_id)}")
@@ -357,6 +416,26 @@ def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
                     "total": round(time.monotonic() - started, 1)}
     TALLY.setdefault(version, []).append(f"steps (s): {result.steps}")
     yield result
+
+
+def _run_and_trim(cluster: KafkaCluster) -> Script:
+    """The script, then (the cleaner) the controller's log trimmed behind a snapshot, then every node stopped."""
+    result = run_script(cluster)
+    t = time.monotonic()
+    # Kafka's raft client cleans the metadata log once a minute (a fixed 60 s): wait for the controller's first
+    # segments to go, so that its log, the lake and the replay start from a snapshot
+    try:
+        wait_for("the controller's log trimmed behind a snapshot",
+                 lambda: first_segment_of(cluster.controller.metadata_log) > 0, timeout=TRIM_TIMEOUT, every=1)
+    except AssertionError as timeout:
+        result.notes.append(str(timeout))
+    result.steps["wait for the controller's log to be trimmed"] = round(time.monotonic() - t, 1)
+    t = time.monotonic()
+    cluster.stop(CONTROLLER_ID)
+    for broker_id in BROKER_IDS:
+        cluster.kill(broker_id)
+    result.steps["stop"] = round(time.monotonic() - t, 1)
+    return result
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -471,6 +550,18 @@ def _cli(*args: str) -> str:
     return result.stdout
 
 
+def assert_kafkas_image(state: dict[str, Any], kafka: dict[str, dict[Any, dict[str, Any]]], what: str) -> None:
+    """``state --format json``'s brokers, topics and partitions are Kafka's image, entity by entity."""
+    for b in state["brokers"]:
+        for name in ("endPoints", "features"):
+            b[name] = sorted(b[name], key=lambda item: item["name"])
+    for section in ("brokers", "topics", "partitions"):
+        key_fields = KEYS[section]
+        got = {tuple(item[k] for k in key_fields): item for item in state[section]}
+        assert got == kafka[section], (f"{what}: {section} at offset {state['offset']}: ours {got} "
+                                       f"kafka {kafka[section]}")
+
+
 @dataclass
 class Replayed:
     """What the lake of one node's log answered, and what it held."""
@@ -498,13 +589,7 @@ def _replay_node(spark: Any, cluster: KafkaCluster, node_id: int, lake: Path) ->
     took = time.monotonic() - t
     last, kafka = kafka_image(cluster.version, node.metadata_log)
     assert state["offset"] == entries[-1].offset == last, (state["offset"], entries[-1].offset, last)
-    for b in state["brokers"]:
-        for name in ("endPoints", "features"):
-            b[name] = sorted(b[name], key=lambda item: item["name"])
-    for section in ("brokers", "topics", "partitions"):
-        key_fields = KEYS[section]
-        got = {tuple(item[k] for k in key_fields): item for item in state[section]}
-        assert got == kafka[section], f"node {node_id}: {section} at offset {last}: ours {got} kafka {kafka[section]}"
+    assert_kafkas_image(state, kafka, f"node {node_id}'s lake")
 
     stored = Lake(lake)
     rows = stored.read(spark, "metadata_log").groupBy("record_type", "read_mode").count().collect()
@@ -520,11 +605,10 @@ def _replay_node(spark: Any, cluster: KafkaCluster, node_id: int, lake: Path) ->
 
 @pytest.mark.spark
 def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Script, spark: Any, tmp_path: Path) -> None:
-    """(b) on the controller's log (trimmed: the replay starts from a snapshot) and on the first broker log that
-    still starts at offset 0 (the replay folds it whole); (c) on the controller's."""
+    """(b) and (c) on the controller's log as Kafka left it (trimmed: the replay starts from a snapshot; the lake
+    ``ingest --follow`` filled while the cluster ran holds it from offset 0 and is replayed by the follow test)."""
     cluster = script.cluster
-    whole = [b for b in BROKER_IDS if first_segment_of(cluster.nodes[b].metadata_log) == 0][:1]
-    done = [_replay_node(spark, cluster, node_id, tmp_path / f"lake-{node_id}") for node_id in [CONTROLLER_ID, *whole]]
+    done = [_replay_node(spark, cluster, CONTROLLER_ID, tmp_path / f"lake-{CONTROLLER_ID}")]
     state, entries = done[0].state, done[0].entries
 
     # (c) the live cluster's answers just before it stopped = our state at the last offset
@@ -555,12 +639,107 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
         f"{len(view['features'])} features")
 
 
+def _unclean_election(spark: Any, script: Script, lake: Path) -> str:
+    """The election audit of ``lake`` (its log from offset 0): one ``unclean`` election of the script's partition,
+    of the broker the cluster showed, from outside the ISR, into leader recovery (Kafka's
+    LeaderRecoveryState.RECOVERING, 1), as the lake's PartitionChangeRecord there says."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.lake import Lake
+
+    assert script.unclean is not None
+    topic, partition, broker = script.unclean
+    rows = (Lake(lake).read(spark, "elections")
+            .where((F.col("topic_name") == topic) & (F.col("partition_id") == partition)
+                   & (F.col("leader") == broker) & (F.col("previous_leader") == -1)).collect())
+    assert [r["election_type"] for r in rows] == ["unclean"], rows
+    row = rows[0]
+    assert broker not in row["previous_isr"] and row["isr"] == [broker] and row["leader_recovery_state"] == 1, row
+    assert not row["deviation"], row
+    record = Lake(lake).read(spark, "metadata_log").where(F.col("offset") == row["offset"]).first()
+    assert record is not None and record["record_type"] == "PartitionChangeRecord", record
+    assert json.loads(record["payload_json"])["leaderRecoveryState"] == 1, record["payload_json"]
+    return (f"{topic}-{partition} led by broker {broker} at offset {row['offset']} (previous ISR "
+            f"{row['previous_isr']})")
+
+
 def _kafka_uuid(value: str) -> str:
     """kafka-python gives topic ids as ``uuid.UUID``; Kafka (and the replay) print them base64 URL-safe."""
     import base64
     import uuid
 
     return base64.urlsafe_b64encode(uuid.UUID(value).bytes).decode().rstrip("=")
+
+
+# --- ingest --follow while the cluster ran ----------------------------------------------------------------------
+
+
+@pytest.mark.spark
+def test_ingest_follow_kept_every_record_the_controller_wrote(script: Script, spark: Any) -> None:
+    """``ingest --follow`` of the controller's log while the cluster ran (segments rolled, snapshots taken, old
+    segments deleted behind them) holds every offset from 0 to the end exactly once, each the record every node's
+    log has there; its replay is Kafka's image at the end, and its election audit finds the script's unclean
+    election (which the trimmed log no longer holds)."""
+    from lakehouse.lake import Lake
+
+    assert script.followed is not None
+    cluster = script.cluster
+    rows = Lake(script.followed).read(spark, "metadata_log").select("offset", "record_type", "read_mode").collect()
+    offsets = sorted(r["offset"] for r in rows)
+    end = list(read_entries(cluster.controller.metadata_log))
+    assert offsets == list(range(end[-1].offset + 1)), (offsets[:5], offsets[-5:], len(offsets))
+    assert {r["read_mode"] for r in rows} == {"exact"}
+    entries: dict[int, LogEntry] = {}
+    for node in cluster.nodes.values():  # every node's log, each from where it starts now
+        entries.update({e.offset: e for e in read_entries(node.metadata_log)})
+    followed = {r["offset"]: r["record_type"] for r in rows}
+    assert {o: e.type_name for o, e in entries.items()} == {o: followed[o] for o in entries}
+    deleted = first_segment_of(cluster.controller.metadata_log)
+
+    _cli("replay", "--lake", str(script.followed))
+    state = _state_json(script.followed, "--offset", str(end[-1].offset))
+    last, kafka = kafka_image(cluster.version, cluster.controller.metadata_log)
+    assert state["offset"] == last
+    assert_kafkas_image(state, kafka, "the followed lake")
+    unclean = _unclean_election(spark, script, script.followed)
+    TALLY.setdefault(script.version, []).append(
+        f"ingest --follow of the controller's log: {script.follow_rounds} rounds, {len(offsets)} records (offsets "
+        f"0..{offsets[-1]}; the controller's log now starts at {deleted}); its replay = Kafka's image at offset "
+        f"{last}; unclean election audited: {unclean}")
+
+
+# --- record by record: Kafka's kafka-dump-log ------------------------------------------------------------------
+
+
+def test_kafka_dump_log_is_kraft_replay_dump_on_every_file(script: Script) -> None:
+    """Every segment and snapshot of every node, through the cluster's own release of ``kafka-dump-log
+    --cluster-metadata-decoder`` and through ``kraft-replay dump``: every batch and record field the same."""
+    from tests.test_kafka_dump_log import Counts, KafkaDumps, compare_file
+
+    version = script.version
+    files = [path for node in script.cluster.nodes.values()
+             for path in sorted(node.metadata_log.glob("*.log")) + sorted(node.metadata_log.glob("*.checkpoint"))]
+    try:
+        dump_log_classpath(version)
+        known = kafka_record_versions(version)
+    except RefereeUnavailable as reason:
+        pytest.skip(f"Kafka {version}'s kafka-dump-log: {reason}")
+    texts, failed = kafka_dump_log(version, files)
+    dumps, counts = KafkaDumps(version, texts, failed, known), Counts()
+    problems = {path: [f"Kafka's tool failed: {why}"] for path, why in failed.items()}
+    for path, text in texts.items():
+        found = compare_file(dumps, path, parse_dump(text), counts)
+        if found:
+            problems[path] = found
+    shown = [f"{path}: {p}" for path, found in problems.items() for p in found[:5]]
+    assert not problems, f"Kafka {version}'s kafka-dump-log and kraft-replay dump differ:\n" + "\n".join(shown[:40])
+    assert counts.files == len(files) > 0 and counts.records > 0 and not counts.newer
+    # kafka-dump-log redacts nothing: the PASSWORD-type config's value is in its text as in the log
+    assert any(PASSWORD_VALUE.replace('"', '\\"') in text for text in texts.values())
+    TALLY.setdefault(version, []).append(
+        f"kafka-dump-log = kraft-replay dump on {counts.files} files of {len(script.cluster.nodes)} nodes: "
+        f"{counts.batches} batches, {counts.records} records; printed without content: "
+        f"{counts.without_content or 'none'}")
 
 
 # --- records not replayed into state yet ------------------------------------------------------------------------

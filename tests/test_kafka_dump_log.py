@@ -291,7 +291,7 @@ def _compare_record(kafka: KafkaRecord, ours: dict[str, Any], batch: KafkaBatch,
     return problems
 
 
-def _compare_file(dumps: KafkaDumps, path: Path, kafka: KafkaFile, counts: Counts) -> list[str]:
+def compare_file(dumps: KafkaDumps, path: Path, kafka: KafkaFile, counts: Counts) -> list[str]:
     """Kafka's dump of one file against ``kraft-replay dump`` and our decoder's batches: the problems found."""
     version = dumps.version
     problems: list[str] = []
@@ -370,7 +370,7 @@ def test_record_by_record(kafka_dumps: KafkaDumps) -> None:
     counts = TALLY.setdefault(version, Counts())
     problems = {path: [f"Kafka's tool failed: {why}"] for path, why in kafka_dumps.failed.items()}
     for path, text in kafka_dumps.texts.items():
-        found = _compare_file(kafka_dumps, path, parse_dump(text), counts)
+        found = compare_file(kafka_dumps, path, parse_dump(text), counts)
         if found:
             problems[path] = found
     print(f"Kafka {version}: {counts.files} files, {counts.batches} batches, {counts.records} records compared; "
