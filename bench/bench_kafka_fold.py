@@ -62,6 +62,27 @@ def _mib(value: float) -> str:
     return f"{value / (1 << 20):,.0f}"
 
 
+HEADER = ("| Kafka | records | batches | images published | fold s | records/s | MB/s | JVM wall s | "
+          "heap peak MiB | heap after GC MiB | GC s | JVM peak RSS MiB | final image |")
+
+
+def timed_row(version: str, log_dir: Path, *, heap: str, size: int) -> dict[str, Any] | None:
+    """Fold ``log_dir`` (``size`` bytes of segments) with Kafka ``version`` and print its row under ``HEADER``:
+    its end line, or None when that Kafka cannot run here (the row says why)."""
+    try:
+        end, wall, rss = fold(version, log_dir, heap=heap)
+    except RefereeUnavailable as reason:
+        print(f"| {version} | skipped: {reason} |")
+        return None
+    seconds = end["seconds"]
+    print(f"| {version} | {end['records']:,} | {end['batches']:,} | {end['published']:,} | {seconds:.1f} | "
+          f"{end['records'] / seconds:,.0f} | {size / 1e6 / seconds:.1f} | {wall:.1f} | "
+          f"{_mib(end['heapPeakBytes'])} | {_mib(end['heapAfterGcBytes'])} | {end['gcMillis'] / 1000:.1f} | "
+          f"{_mib(rss)} | {end['brokers']} brokers, {end['topics']} topics, {end['partitions']} partitions "
+          f"at offset {end['lastOffset']} |")
+    return end
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_log_arguments(parser)
@@ -82,22 +103,12 @@ def main() -> None:
     size = sum(p.stat().st_size for p in log_dir.glob("*.log"))
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, {os.cpu_count()} cores; "
           f"log {log_dir} ({count:,} records, {size / 1e6:,.1f} MB); -Xmx{args.heap}; an image after every batch")
-    print("| Kafka | records | batches | images published | fold s | records/s | MB/s | JVM wall s | "
-          "heap peak MiB | heap after GC MiB | GC s | JVM peak RSS MiB | final image |")
+    print(HEADER)
     ends: list[dict[str, Any]] = []
     for version in args.kafka.split(","):
-        try:
-            end, wall, rss = fold(version, log_dir, heap=args.heap)
-        except RefereeUnavailable as reason:
-            print(f"| {version} | skipped: {reason} |")
-            continue
-        seconds = end["seconds"]
-        print(f"| {version} | {end['records']:,} | {end['batches']:,} | {end['published']:,} | {seconds:.1f} | "
-              f"{end['records'] / seconds:,.0f} | {size / 1e6 / seconds:.1f} | {wall:.1f} | "
-              f"{_mib(end['heapPeakBytes'])} | {_mib(end['heapAfterGcBytes'])} | {end['gcMillis'] / 1000:.1f} | "
-              f"{_mib(rss)} | {end['brokers']} brokers, {end['topics']} topics, {end['partitions']} partitions "
-              f"at offset {end['lastOffset']} |")
-        ends.append(end)
+        end = timed_row(version, log_dir, heap=args.heap, size=size)
+        if end is not None:
+            ends.append(end)
     if args.check:
         _check(log_dir, ends)
 

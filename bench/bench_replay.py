@@ -9,7 +9,9 @@ full-cluster state at random offsets (warm, timed) → one partition's history (
 naive alternative: re-folding the log from offset 0 for one query (``replay.reference.image_at``,
 streamed from the segments), reported as a ratio to the warm state query. ``--verify``: then copy the lake,
 replay it again with ``--full`` and compare every table with the incremental's, row for row. ``--engines``:
-each lake engine in turn (delta-spark, delta-rs by default), each on a fresh lake, in one run.
+each lake engine in turn (delta-spark, delta-rs by default), each on a fresh lake, in one run. ``--kafka 4.4.0``:
+then Kafka's own fold of the same N records to their end (``bench.bench_kafka_fold``), in the same run, and one
+table with Kafka's fold, our full replay and our state query side by side.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from bench import bench_kafka_fold as kafka_fold
 from bench.logs import add_log_arguments, simulated_log, sizes_of
 from lakehouse.ingest import ingest
+from lakehouse.jars import KAFKA_VERSIONS
 from lakehouse.lake import Lake
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, SparkOptions, get_spark
 from records.sources import read_entries
@@ -66,17 +70,38 @@ def main() -> None:
                         help="afterwards, a full replay of the same log must leave every table as the incremental did")
     parser.add_argument("--engines", default=f"{DELTA_SPARK},{DELTA_RS}",
                         help="the lake engines to measure, one after the other on the same log, comma-separated")
+    parser.add_argument("--kafka", default="",
+                        help="Kafka versions whose own fold of the log to time afterwards, comma-separated (e.g. "
+                             f"{KAFKA_VERSIONS[0]}; default none)")
+    parser.add_argument("--kafka-heap", default="4g", help="the Kafka fold's -Xmx (default 4g)")
     args = parser.parse_args()
 
     sizes = sizes_of(args.records, args.brokers, args.topics, args.partitions_per_topic)
     count, more = simulated_log(args.out, sizes, reuse=args.reuse_logs)
     spark = get_spark(SparkOptions())
-    for engine in args.engines.split(","):
-        _measure(spark, args, Lake(args.out / "lake" / engine, engine=engine), count, more)
+    ours = {engine: _measure(spark, args, Lake(args.out / "lake" / engine, engine=engine), count, more)
+            for engine in args.engines.split(",")}
+    if args.kafka:
+        _beside_kafka(args, count, ours)
 
 
-def _measure(spark: SparkSession, args: argparse.Namespace, lake: Lake, count: int, more: int) -> None:
-    """Ingest, full replay, incremental replay and the queries on one engine's fresh lake."""
+def _beside_kafka(args: argparse.Namespace, count: int, ours: dict[str, tuple[float, float]]) -> None:
+    """Kafka's own fold of the first ``count`` records, then Kafka's and ours side by side."""
+    log_dir = args.out / "log" / "__cluster_metadata-0"
+    size = sum(p.stat().st_size for p in log_dir.glob("*.log"))
+    print(kafka_fold.HEADER)
+    folds = {version: kafka_fold.timed_row(version, log_dir, heap=args.kafka_heap, size=size)
+             for version in args.kafka.split(",")}
+    print("| records | " + " | ".join(f"Kafka {v} fold to the end s" for v in folds)
+          + " | " + " | ".join(f"{e} full replay s | {e} state at offset s" for e in ours) + " |")
+    print(f"| {count:,} | " + " | ".join("skipped" if end is None else f"{end['seconds']:.1f}"
+                                         for end in folds.values())
+          + " | " + " | ".join(f"{replay_s:.1f} | {state_s:.2f}" for replay_s, state_s in ours.values()) + " |")
+
+
+def _measure(spark: SparkSession, args: argparse.Namespace, lake: Lake, count: int, more: int) -> tuple[float, float]:
+    """Ingest, full replay, incremental replay and the queries on one engine's fresh lake: (the full replay's
+    seconds, the median warm state query's)."""
     shutil.rmtree(lake.root, ignore_errors=True)
     _, ingest_s = _timed(lambda: ingest(spark, lake, args.out / "log"))
     stages = StageClock()
@@ -127,6 +152,7 @@ def _measure(spark: SparkSession, args: argparse.Namespace, lake: Lake, count: i
           f"{lake.read(spark, 'partition_history').where(F.col('valid_to_offset').isNull()).count()} current")
     if args.verify:
         _verify(spark, lake)
+    return replay_s, warm_state
 
 
 def _verify(spark: SparkSession, lake: Lake) -> None:
