@@ -102,6 +102,7 @@ class KafkaCluster:
 
     version: str
     root: Path
+    release_version: str | None = None  # the metadata.version to format with (StorageTool's --release-version)
     cluster_id: str = field(default_factory=random_cluster_id)
     nodes: dict[int, Node] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
@@ -171,7 +172,8 @@ class KafkaCluster:
                 node.directory.mkdir(parents=True, exist_ok=True)
                 node.properties.write_text("".join(f"{k}={v}\n" for k, v in self._settings(node).items()))
                 tools[node.node_id] = subprocess.Popen(
-                    self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(node.properties)),
+                    self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(node.properties),
+                               *(("--release-version", self.release_version) if self.release_version else ())),
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=node.directory,
                     start_new_session=True)
             for node_id, tool in tools.items():

@@ -60,6 +60,9 @@ PASSWORD_CONFIG = "listener.name.plaintext.scram-sha-256.sasl.jaas.config"
 PASSWORD_VALUE = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="s3cret";'
 TALLY: dict[str, list[str]] = {}
 TRIM_TIMEOUT = 90.0
+# Each cluster starts at an older metadata.version (its log's first records are written in that version's record
+# versions: no directories, no ELR) and the script upgrades every feature to the newest its brokers support.
+FORMATTED_AT = {"4.4.0": "3.9", "3.9.2": "3.3"}
 FOLLOW_INTERVAL = 3.0  # seconds between ingest --follow rounds
 T = TypeVar("T")
 
@@ -77,6 +80,7 @@ class Script:
     notes: list[str] = field(default_factory=list)
     elr_seen: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     unclean: tuple[str, int, int] | None = None  # (topic, partition, broker elected uncleanly)
+    upgraded: dict[str, tuple[int, int]] = field(default_factory=dict)  # feature -> (level before, after)
     followed: Path | None = None  # the lake ``ingest --follow`` filled from the controller's log while it ran
     follow_rounds: int = 0
     view: dict[str, Any] = field(default_factory=dict)
@@ -142,6 +146,20 @@ def first_segment_of(log_dir: Path) -> int:
 
 def _timed(script: Script, name: str, started: float) -> None:
     script.steps[name] = round(time.monotonic() - started, 1)
+
+
+def _upgrade_features(admin: Any) -> dict[str, tuple[int, int]]:
+    """UpdateFeatures (``kafka-features upgrade``): every feature the brokers support beyond its finalized level, up
+    to their newest, but ``kraft.version`` (a static quorum cannot change it); waits until the brokers report it."""
+    supported = {name: f for name, f in admin.describe_features().items() if name != "kraft.version"}
+    before = {name: f.get("finalized", (0, 0))[1] for name, f in supported.items()}
+    target = {name: f["supported"][1] for name, f in supported.items() if f["supported"][1] > before[name]}
+    assert "metadata.version" in target, supported
+    result = _retry(admin, lambda: admin.update_features(target))
+    assert all(r == "OK" for r in result.values()), result
+    wait_for(f"features upgraded to {target}", lambda: all(
+        admin.describe_features().get(name, {}).get("finalized", (0, 0))[1] == level for name, level in target.items()))
+    return {name: (before[name], level) for name, level in target.items()}
 
 
 def _alter_quotas(admin: Any, user: str, ops: dict[str, float | None]) -> None:
@@ -217,6 +235,10 @@ def run_script(cluster: KafkaCluster) -> Script:
         wait_for("preferred leaders", lambda: all(p["leader"] == p["replicas"][0]
                                                   for p in _partitions(admin).values()))
         _timed(script, "preferred election", t)
+
+        t = time.monotonic()
+        script.upgraded = _upgrade_features(admin)
+        _timed(script, "feature upgrade", t)
 
         t = time.monotonic()
         code = cluster.stop(3)
@@ -390,7 +412,7 @@ def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     version: str = request.param
     try:
         compiled(version)
-        cluster = KafkaCluster(version, tmp_path_factory.mktemp(f"kafka-{version}"))
+        cluster = KafkaCluster(version, tmp_path_factory.mktemp(f"kafka-{version}"), FORMATTED_AT[version])
     except (RefereeUnavailable, KafkaUnavailable) as reason:
         pytest.skip(f"Kafka {version} cluster: {reason}")
     followed = cluster.root / "followed-lake"
@@ -702,10 +724,16 @@ def test_ingest_follow_kept_every_record_the_controller_wrote(script: Script, sp
     assert state["offset"] == last
     assert_kafkas_image(state, kafka, "the followed lake")
     unclean = _unclean_election(spark, script, script.followed)
+    # the feature upgrade, as the followed lake's feature_history has it: each upgraded feature's level before, then
+    # after (the levels the cluster reported)
+    history = Lake(script.followed).read(spark, "feature_history").orderBy("valid_from_offset").collect()
+    for name, (before, after) in script.upgraded.items():
+        levels = [r["level"] for r in history if r["feature"] == name]
+        assert levels == ([before] if before else []) + [after], (name, levels, script.upgraded)
     TALLY.setdefault(script.version, []).append(
         f"ingest --follow of the controller's log: {script.follow_rounds} rounds, {len(offsets)} records (offsets "
         f"0..{offsets[-1]}; the controller's log now starts at {deleted}); its replay = Kafka's image at offset "
-        f"{last}; unclean election audited: {unclean}")
+        f"{last}; unclean election audited: {unclean}; features upgraded (level before, after): {script.upgraded}")
 
 
 # --- record by record: Kafka's kafka-dump-log ------------------------------------------------------------------
