@@ -18,9 +18,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from records.kafka_constants import ABORT, BEGIN, END
 from replay.shapes import PAYLOAD_COLUMNS, RecordShapes
 
-BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"
 TXN_BUCKET = 1 << 16  # offsets per bucket of the transaction range join; transactions are short
 # A transaction still open at the end of the log hides what follows its Begin; a real controller
 # closes or aborts a transaction long before 4M further offsets, so that is as far as it reaches.
@@ -36,9 +36,6 @@ STATE_TYPES: tuple[str, ...] = (
 SEQ = "seq"
 LOG_COLUMNS = ("cluster_id", "offset", "append_time_ms", "record_type")
 BASE_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", *PAYLOAD_COLUMNS, SEQ)
-
-# Kafka's DirectoryId constants (since apache/kafka#14858, before 3.7.0), as Kafka prints Uuids.
-MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid(0, 0)
 
 
 def visible(log: DataFrame, shapes: RecordShapes) -> DataFrame:

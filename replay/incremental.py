@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from records.kafka_constants import BEGIN
 from replay.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
-from replay.events import BASE_COLUMNS, BEGIN, transaction_markers
+from replay.events import BASE_COLUMNS, transaction_markers
 from replay.partitions import CLEAR_ELR
 from replay.replicas import replica_history
 from replay.shapes import RecordShapes, record_shapes

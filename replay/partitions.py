@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from replay.events import MIGRATING_DIR, last_non_null, ordered, parsed, running
+from records.kafka_constants import LENGTHS, MIGRATING_DIR, NO_LEADER_CHANGE, NO_RECOVERY_STATE_CHANGE
+from replay.events import last_non_null, ordered, parsed, running
 from replay.shapes import RecordShapes
 
 KEY = ("topic_id", "partition_id")
@@ -150,10 +151,12 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         F.col("r.addingReplicas").alias("adding_replicas"), F.col("r.removingReplicas").alias("removing_replicas"),
         F.col("r.eligibleLeaderReplicas").alias("eligible_leader_replicas"),
         F.col("r.lastKnownElr").alias("last_known_elr"),
-        # leader -2 (absent from Kafka's JSON) = no change; anything else sets it and bumps the epoch
-        F.when(F.col("r.leader").isNotNull() & (F.col("r.leader") != -2), F.col("r.leader")).alias("leader"),
+        # NO_LEADER_CHANGE (also absent from Kafka's JSON) = no change; anything else sets it and bumps the epoch
+        F.when(F.col("r.leader").isNotNull() & (F.col("r.leader") != NO_LEADER_CHANGE),
+               F.col("r.leader")).alias("leader"),
         F.lit(None).cast("int").alias("base_leader_epoch"), F.lit(None).cast("int").alias("base_partition_epoch"),
-        F.when(F.col("r.leaderRecoveryState").isNotNull() & (F.col("r.leaderRecoveryState") != -1),
+        F.when(F.col("r.leaderRecoveryState").isNotNull()
+               & (F.col("r.leaderRecoveryState") != NO_RECOVERY_STATE_CHANGE),
                F.col("r.leaderRecoveryState")).alias("leader_recovery_state"),
         F.col("r.directories").alias("record_dirs"))  # null: unchanged; [] is a list, of no directories
 
@@ -234,7 +237,6 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     return PartitionsResult(states, anomalies)
 
 
-LENGTHS = "the lengths for replicas and directories do not match"
 
 
 def _mismatched_directories() -> Column:

@@ -13,8 +13,7 @@ no cleverness, one Python dict per entity kind, Kafka's rules applied in log ord
   ``broker_history``, ... , ``replay_anomalies``) with the columns of the Spark replay.
 - ``image_at`` is the state after every record up to and including an offset, for spot checks.
 
-Directory ids follow Kafka's released ``DirectoryId`` (3.7.0 and later, apache/kafka#14858):
-MIGRATING is Uuid(0, 0), UNASSIGNED Uuid(0, 1), LOST Uuid(0, 2).
+Kafka's constants (no leader, directory ids, transaction markers) are ``records.kafka_constants``'.
 """
 
 from __future__ import annotations
@@ -23,18 +22,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from records.kafka_constants import (
+    ABORT,
+    BEGIN,
+    END,
+    LENGTHS,
+    MIGRATING_DIR,
+    NO_LEADER_CHANGE,
+    NO_RECOVERY_STATE_CHANGE,
+    RECOVERY_STATES,
+)
 from records.model import LogEntry, MetadataRecord, RawRecord, uuid_to_str
-
-MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAA"  # DirectoryId.MIGRATING = Uuid(0, 0)
-UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAQ"  # DirectoryId.UNASSIGNED = Uuid(0, 1)
-LOST_DIR = "AAAAAAAAAAAAAAAAAAAAAg"  # DirectoryId.LOST = Uuid(0, 2)
-
-NO_LEADER = -1
-NO_LEADER_CHANGE = -2
-NO_RECOVERY_STATE_CHANGE = -1
-RECOVERY_STATES = (0, 1)  # RECOVERED, RECOVERING
-
-BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"
 
 TABLES = ("partition_history", "broker_history", "topic_history", "feature_history", "controller_history",
           "replica_history", "replay_anomalies")
@@ -176,7 +174,7 @@ def _default_to_migrating(directories: tuple[str, ...], replicas: Sequence[int])
     if all(directory == MIGRATING_DIR for directory in directories):
         return (MIGRATING_DIR,) * len(replicas)
     if len(directories) != len(replicas):
-        raise Refused("the lengths for replicas and directories do not match")
+        raise Refused(LENGTHS)
     return directories
 
 

@@ -2,8 +2,6 @@
 with Kafka's records, batches and rules, plus the facts (offsets of every injected incident)."""
 
 from simulator.controller import (
-    NO_LEADER,
-    NO_LEADER_CHANGE,
     ControllerSimulator,
     Election,
     SimConfig,
@@ -15,8 +13,6 @@ from simulator.scenarios import SCENARIOS, ScenarioOptions, ScenarioRun, run_sce
 from simulator.versions import MetadataVersion
 
 __all__ = [
-    "NO_LEADER",
-    "NO_LEADER_CHANGE",
     "SCENARIOS",
     "ControllerSimulator",
     "Election",

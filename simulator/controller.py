@@ -16,8 +16,9 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
+from records.kafka_constants import NO_LEADER, NO_LEADER_CHANGE, UNASSIGNED_DIR
 from records.kafka_json import make_record
-from records.model import LogEntry, MetadataRecord, uuid_to_str
+from records.model import LogEntry, MetadataRecord, uuid_from_str, uuid_to_str
 from simulator.facts import (
     BrokerFenced,
     BrokerRegistered,
@@ -35,9 +36,7 @@ from simulator.facts import (
 )
 from simulator.versions import MetadataVersion
 
-NO_LEADER = -1
-NO_LEADER_CHANGE = -2
-UNASSIGNED_DIR = bytes(15) + b"\x01"  # Kafka's DirectoryId.UNASSIGNED = Uuid(0, 1) since apache/kafka#14858
+UNASSIGNED_DIR_ID = uuid_from_str(UNASSIGNED_DIR)  # the records carry directory ids as 16 bytes
 RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
 RESOURCE_BROKER = 4  # ConfigResource.Type.BROKER ("" = cluster default)
 UNCLEAN_KEY = "unclean.leader.election.enable"
@@ -420,7 +419,7 @@ class ControllerSimulator:
     def _replay_register(self, data: dict[str, Any]) -> None:
         broker_id = data["brokerId"]
         old = self.brokers.get(broker_id)
-        log_dir = data["logDirs"][0] if data.get("logDirs") else (old.log_dir if old else UNASSIGNED_DIR)
+        log_dir = data["logDirs"][0] if data.get("logDirs") else (old.log_dir if old else UNASSIGNED_DIR_ID)
         broker = Broker(broker_id, data["brokerEpoch"], data["incarnationId"], data["rack"], log_dir)
         broker.fenced = data["fenced"]
         self.brokers[broker_id] = broker
@@ -536,7 +535,7 @@ class ControllerSimulator:
 
     def _dir_of(self, broker_id: int) -> bytes:
         broker = self.brokers.get(broker_id)
-        return broker.log_dir if broker is not None else UNASSIGNED_DIR
+        return broker.log_dir if broker is not None else UNASSIGNED_DIR_ID
 
     def _min_isr(self, topic: Topic) -> int:
         value = topic.configs.get(MIN_ISR_KEY) or self.cluster_configs.get(MIN_ISR_KEY)

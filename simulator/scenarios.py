@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from records.kafka_constants import NO_LEADER
 from records.model import LogEntry
-from simulator.controller import MIN_ISR_KEY, NO_LEADER, UNCLEAN_KEY, ControllerSimulator, SimConfig, SimulationError
+from simulator.controller import MIN_ISR_KEY, UNCLEAN_KEY, ControllerSimulator, SimConfig, SimulationError
 from simulator.facts import ScenarioFacts
 
 Steps = Iterator[None]

@@ -203,10 +203,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return real + _simulate(tmp_path_factory.mktemp("dump-log"))
 
 
-@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
-def kafka_dumps(request: pytest.FixtureRequest, files: list[Path]) -> KafkaDumps:
-    """One Kafka release's dump of every file; skip, saying why, without java or Kafka's jars."""
-    version: str = request.param
+def dumps_of(version: str, files: list[Path]) -> KafkaDumps:
+    """Kafka ``version``'s dump of every file; skip, saying why, without java or Kafka's jars."""
     try:
         dump_log_classpath(version)
         known = kafka_record_versions(version)
@@ -214,6 +212,12 @@ def kafka_dumps(request: pytest.FixtureRequest, files: list[Path]) -> KafkaDumps
         pytest.skip(f"Kafka {version}'s kafka-dump-log: {reason}")
     texts, failed = kafka_dump_log(version, files)
     return KafkaDumps(version, texts, failed, known)
+
+
+@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
+def kafka_dumps(request: pytest.FixtureRequest, files: list[Path]) -> KafkaDumps:
+    """One Kafka release's dump of every file."""
+    return dumps_of(request.param, files)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -360,6 +364,18 @@ def compare_file(dumps: KafkaDumps, path: Path, kafka: KafkaFile, counts: Counts
     return problems
 
 
+def assert_same_dumps(dumps: KafkaDumps, counts: Counts) -> None:
+    """Every file of ``dumps`` as Kafka printed it and as we decode it: no difference, the tool failed on none."""
+    problems = {path: [f"Kafka's tool failed: {why}"] for path, why in dumps.failed.items()}
+    for path, text in dumps.texts.items():
+        found = compare_file(dumps, path, parse_dump(text), counts)
+        if found:
+            problems[path] = found
+    shown = [f"{path}: {p}" for path, found in problems.items() for p in found[:5]]
+    assert not problems, (f"Kafka {dumps.version}'s kafka-dump-log and kraft-replay dump differ:\n"
+                          + "\n".join(shown[:60]))
+
+
 # --- the tests --------------------------------------------------------------------------------------------------
 
 
@@ -368,15 +384,9 @@ def test_record_by_record(kafka_dumps: KafkaDumps) -> None:
     newer than the Kafka release, only on its place, type and version: that Kafka cannot print the rest)."""
     version = kafka_dumps.version
     counts = TALLY.setdefault(version, Counts())
-    problems = {path: [f"Kafka's tool failed: {why}"] for path, why in kafka_dumps.failed.items()}
-    for path, text in kafka_dumps.texts.items():
-        found = compare_file(kafka_dumps, path, parse_dump(text), counts)
-        if found:
-            problems[path] = found
+    assert_same_dumps(kafka_dumps, counts)
     print(f"Kafka {version}: {counts.files} files, {counts.batches} batches, {counts.records} records compared; "
           f"without content: {counts.without_content}; newer than Kafka knows: {counts.newer}")
-    shown = [f"{path}: {p}" for path, found in problems.items() for p in found[:5]]
-    assert not problems, f"Kafka {version}'s kafka-dump-log and kraft-replay dump differ:\n" + "\n".join(shown[:60])
     assert counts.files == len(kafka_dumps.texts) and counts.records > 0
 
 

@@ -274,17 +274,10 @@ def test_spark_state_is_kafkas_image(kafka: str, replayed_lake: tuple[Path, Path
     log_dir, lake = replayed_lake
     run = kafka_fold(kafka, log_dir)
     offsets = sorted(run.changes)
-    image: dict[str, dict[Any, dict[str, Any]]] = {section: {} for section in KEYS}
     wanted: dict[int, dict[str, list[dict[str, Any]]]] = {}
     picks = {offsets[len(offsets) * k // 4] for k in range(1, 4)} | {offsets[-1]}
     reassigning = False
-    for offset in offsets:
-        change = run.changes[offset]
-        for section, key_fields in KEYS.items():
-            for item in change[section]:
-                image[section][tuple(item[k] for k in key_fields)] = item
-            for gone in change["gone"][section]:
-                image[section].pop(tuple(gone) if isinstance(gone, list) else (gone,), None)
+    for offset, image in run.images():
         # also the first batch end with a reassignment under way (more replicas than the replication factor)
         first_reassigning = not reassigning and any(len(p["replicas"]) > 3 for p in image["partitions"].values())
         reassigning = reassigning or first_reassigning

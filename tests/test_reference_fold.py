@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 
 import simulator
+from records.kafka_constants import MIGRATING_DIR, UNASSIGNED_DIR
 from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_to_str
 from records.sources import read_entries
 from replay.reference import (
-    MIGRATING_DIR,
     TABLES,
-    UNASSIGNED_DIR,
     VERSION_COLUMNS,
     current_rows,
     image_at,

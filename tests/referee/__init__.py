@@ -98,6 +98,19 @@ class KafkaRun:
     faults: list[dict[str, Any]] = field(default_factory=list)
     end: dict[str, Any] = field(default_factory=dict)
 
+    def images(self) -> Iterator[tuple[int, dict[str, dict[Any, dict[str, Any]]]]]:
+        """Kafka's image at every offset it published, entity by entity (section -> key -> entity), built up from
+        the changes; the same dict, updated in place, each time."""
+        image: dict[str, dict[Any, dict[str, Any]]] = {section: {} for section in KEYS}
+        for offset in sorted(self.changes):
+            change = self.changes[offset]
+            for section, key_fields in KEYS.items():
+                for item in change[section]:
+                    image[section][tuple(item[k] for k in key_fields)] = item
+                for gone in change["gone"][section]:
+                    image[section].pop(tuple(gone) if isinstance(gone, list) else (gone,), None)
+            yield offset, image
+
 
 def kafka_fold(version: str, log_dir: Path, offsets: Iterable[int] | None = None) -> KafkaRun:
     """Run Kafka ``version``'s fold over ``log_dir`` (a ``__cluster_metadata-0`` directory)."""
