@@ -56,6 +56,15 @@ class Follower:
             layout = log_dir.discover(self.directory)
         except RecordsError:
             return None  # nothing there yet (or the directory is being recreated): try again later
+        try:
+            return self._take(layout)
+        except FileNotFoundError:
+            # Kafka deleted a segment or snapshot behind a newer snapshot between the listing and the read: list
+            # again next round (what was stored already is kept once by the lake's deduplication)
+            return None
+
+    def _take(self, layout: log_dir.LogLayout) -> IngestSummary | None:
+        """Ingest what ``layout`` lists beyond the positions already taken."""
         if self.cluster_id is None:
             self.cluster_id = layout.cluster_id or plan_source(self.directory, None).cluster_id
         plan = SourcePlan(self.directory, self.cluster_id)
@@ -71,12 +80,7 @@ class Follower:
                           for s in layout.snapshots if s.path not in self.snapshots_seen]
         if not plan.segments and not plan.snapshots:
             return None
-        try:
-            summary = ingest(self.spark, self.lake, self.directory, self.options, plan=plan)
-        except FileNotFoundError:
-            # Kafka deleted a segment or snapshot behind a newer snapshot between the listing and the read: list
-            # again next round (what was stored already is kept once by the lake's deduplication)
-            return None
+        summary = ingest(self.spark, self.lake, self.directory, self.options, plan=plan)
         self.positions.update(ends)
         self.snapshots_seen.update(s.path for s in plan.snapshots)
         present = {s.path for s in layout.segments}

@@ -265,6 +265,30 @@ def test_follower_takes_new_batches_of_a_growing_segment(spark: SparkSession, tm
     assert DeltaTable(lake.path(INGEST_REJECTS)).to_pyarrow_table().num_rows == 0
 
 
+def test_follower_retries_a_segment_kafka_deleted_after_the_listing(spark: SparkSession, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka deletes segments behind a snapshot at any moment: a round that listed one and finds it gone ingests
+    nothing and does not stop the follower; the next round lists again and takes the segments still there."""
+    import lakehouse.follow as follow_module
+    from records import log_dir
+
+    entries = simulated()
+    log = write_log_dir(tmp_path / "log", entries[:300], segment_bytes=8 << 10)
+    segments = sorted((log / "__cluster_metadata-0").glob("*.log"))
+    assert len(segments) >= 3
+    stale = log_dir.discover(log)
+    segments[0].unlink()  # the cleaner, between the follower's listing and its read
+    monkeypatch.setattr(follow_module.log_dir, "discover", lambda _directory: stale)
+    lake = Lake(tmp_path / "lake")
+    follower = Follower(spark, lake, log, IngestOptions())
+    assert follower.round() is None
+    monkeypatch.undo()
+    summary = follower.round()
+    first = int(segments[1].name[:20])
+    assert summary is not None and summary.records_added == 300 - first
+    assert _offsets(lake) == list(range(first, 300))
+
+
 def test_lake_commands_history_tables_optimize_vacuum(spark: SparkSession, tmp_path: Path) -> None:
     entries = simulated()
     lake = Lake(tmp_path / "lake")
