@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.logs import LogMismatchError, add_log_arguments, simulated_log, sizes_of
+from bench.logs import LogMismatchError, add_log_arguments, metadata_log, simulated_log, sizes_of
 from lakehouse.jars import KAFKA_VERSIONS
 from tests.referee import RefereeUnavailable, compiled, kafka_classpath
 
@@ -99,8 +99,7 @@ def main() -> None:
         count, _ = simulated_log(args.out, sizes, reuse=args.reuse_logs, replace=False)
     except LogMismatchError as exc:
         raise SystemExit(f"bench_kafka_fold: {exc}") from None
-    log_dir = args.out / "log" / "__cluster_metadata-0"
-    size = sum(p.stat().st_size for p in log_dir.glob("*.log"))
+    log_dir, size = metadata_log(args.out)
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, {os.cpu_count()} cores; "
           f"log {log_dir} ({count:,} records, {size / 1e6:,.1f} MB); -Xmx{args.heap}; an image after every batch")
     print(HEADER)

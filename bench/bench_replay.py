@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench import bench_kafka_fold as kafka_fold
-from bench.logs import add_log_arguments, simulated_log, sizes_of
+from bench.logs import add_log_arguments, metadata_log, simulated_log, sizes_of
 from lakehouse.ingest import ingest
 from lakehouse.jars import KAFKA_VERSIONS
 from lakehouse.lake import Lake
@@ -87,8 +87,7 @@ def main() -> None:
 
 def _beside_kafka(args: argparse.Namespace, count: int, ours: dict[str, tuple[float, float]]) -> None:
     """Kafka's own fold of the first ``count`` records, then Kafka's and ours side by side."""
-    log_dir = args.out / "log" / "__cluster_metadata-0"
-    size = sum(p.stat().st_size for p in log_dir.glob("*.log"))
+    log_dir, size = metadata_log(args.out)
     print(kafka_fold.HEADER)
     folds = {version: kafka_fold.timed_row(version, log_dir, heap=args.kafka_heap, size=size)
              for version in args.kafka.split(",")}

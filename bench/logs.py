@@ -62,3 +62,9 @@ def simulated_log(out: Path, sizes: dict[str, int], *, reuse: bool, replace: boo
                         cluster_id=run.sim.cluster_id, node_id=3000)
     sizes_file.write_text(json.dumps({"sizes": sizes, "count": count, "more": more}))
     return count, more
+
+
+def metadata_log(out: Path) -> tuple[Path, int]:
+    """``OUT/log/__cluster_metadata-0`` (the N records) and the bytes of its segments."""
+    log_dir = out / "log" / "__cluster_metadata-0"
+    return log_dir, sum(p.stat().st_size for p in log_dir.glob("*.log"))

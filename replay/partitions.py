@@ -237,8 +237,6 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     return PartitionsResult(states, anomalies)
 
 
-
-
 def _mismatched_directories() -> Column:
     """``checkDirectories``: a record that sets replicas and a non-empty directory list of another length."""
     return (F.col("replicas").isNotNull() & F.col("record_dirs").isNotNull() & (F.size("record_dirs") > 0)

@@ -13,7 +13,7 @@ no cleverness, one Python dict per entity kind, Kafka's rules applied in log ord
   ``broker_history``, ... , ``replay_anomalies``) with the columns of the Spark replay.
 - ``image_at`` is the state after every record up to and including an offset, for spot checks.
 
-Kafka's constants (no leader, directory ids, transaction markers) are ``records.kafka_constants``'.
+Kafka's constants (no leader, directory ids, transaction markers) come from ``records.kafka_constants``.
 """
 
 from __future__ import annotations

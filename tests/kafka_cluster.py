@@ -22,7 +22,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -119,9 +119,9 @@ class KafkaCluster:
     def controller(self) -> Node:
         return self.nodes[CONTROLLER_ID]
 
-    @property
-    def bootstrap(self) -> list[str]:
-        return [f"127.0.0.1:{self.nodes[b].port}" for b in BROKER_IDS]
+    def bootstrap(self, broker_ids: Iterable[int] = BROKER_IDS) -> list[str]:
+        """The listeners of ``broker_ids``, as a client's ``bootstrap.servers``."""
+        return [f"127.0.0.1:{self.nodes[b].port}" for b in broker_ids]
 
     def _settings(self, node: Node) -> dict[str, str]:
         controller = self.controller

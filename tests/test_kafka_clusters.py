@@ -3,10 +3,9 @@ three brokers, each its own JVM: tests/kafka_cluster.py) go through scripted inc
 (kafka-python): topics created, brokers killed and restarted, a controlled shutdown, preferred elections, a
 throttled reassignment, a feature upgrade, topic and broker configs (a PASSWORD-type one too), a topic deleted and
 re-created under its name, ACLs, SCRAM users, client quotas, an unclean election after both replicas of a partition
-died, and two brokers lost at once
-under ``min.insync.replicas=2`` (ELR on 4.4), while ``ingest --follow`` archives the controller's log as it grows,
-rolls, snapshots and is trimmed. Then the cluster is stopped and every node's ``__cluster_metadata-0`` is read and
-folded, and every way must agree:
+died, and two brokers lost at once under ``min.insync.replicas=2`` (ELR on 4.4), while ``ingest --follow`` archives
+the controller's log as it grows, rolls, snapshots and is trimmed. Then the cluster is stopped and every node's
+``__cluster_metadata-0`` is read and folded, and every way must agree:
 
 (a) Kafka's own fold (tests/referee) and our reference fold at every batch end, on every node's log as Kafka left
     it (the controller's starts from a snapshot: its first segments are gone) and on the brokers' logs from offset 0;
@@ -30,7 +29,7 @@ import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -148,6 +147,14 @@ def _timed(script: Script, name: str, started: float) -> None:
     script.steps[name] = round(time.monotonic() - started, 1)
 
 
+def _admin_client(cluster: KafkaCluster, broker_ids: Iterable[int]) -> Any:
+    """kafka-python's admin client, bootstrapped from ``broker_ids``."""
+    from kafka.admin import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=cluster.bootstrap(broker_ids), request_timeout_ms=20000,
+                            client_id="kraft-replay-test")
+
+
 def _upgrade_features(admin: Any) -> dict[str, tuple[int, int]]:
     """UpdateFeatures (``kafka-features upgrade``): every feature the brokers support beyond its finalized level, up
     to their newest, but ``kraft.version`` (a static quorum cannot change it); waits until the brokers report it."""
@@ -202,7 +209,6 @@ def run_script(cluster: KafkaCluster) -> Script:
         AlterConfigOp,
         ConfigResource,
         ConfigResourceType,
-        KafkaAdminClient,
         NewTopic,
         ResourcePattern,
         ResourcePatternFilter,
@@ -214,8 +220,7 @@ def run_script(cluster: KafkaCluster) -> Script:
 
     script = Script(cluster.version, cluster)
     new_kafka = not cluster.version.startswith("3.")
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000,
-                             client_id="kraft-replay-test")
+    admin = _admin_client(cluster, BROKER_IDS)
     try:
         t = time.monotonic()
         wait_for("3 brokers registered", lambda: len(admin.describe_cluster()["brokers"]) == 3)
@@ -323,12 +328,19 @@ def run_script(cluster: KafkaCluster) -> Script:
         leader, follower = _partitions(admin)[(AUDIT, 1)]["replicas"]
         cluster.kill(follower)
         wait_for(f"broker {follower} fenced", lambda: _settled(admin, without=follower))
-        cluster.kill(leader)
-        wait_for("audit-1 leaderless", lambda: _partitions(admin)[(AUDIT, 1)]["leader"] == -1)
-        cluster.start(follower)
-        # the controller elects an out-of-ISR replica of a topic that allows it as soon as that broker unfences
-        # (both releases do it by themselves; on 4.4 the ELR holds the lost leader, the ISR is empty)
-        wait_for(f"audit-1 led by {follower} (unclean)", lambda: _partitions(admin)[(AUDIT, 1)]["leader"] == follower)
+        # with one broker left, ask it alone: a client that knew the other two may find no node to ask (seen once:
+        # "No node_id provided" for 90 s)
+        alone = _admin_client(cluster, [b for b in BROKER_IDS if b not in (leader, follower)])
+        try:
+            cluster.kill(leader)
+            wait_for("audit-1 leaderless", lambda: _partitions(alone)[(AUDIT, 1)]["leader"] == -1)
+            cluster.start(follower)
+            # the controller elects an out-of-ISR replica of a topic that allows it as soon as that broker unfences
+            # (both releases do it by themselves; on 4.4 the ELR holds the lost leader, the ISR is empty)
+            wait_for(f"audit-1 led by {follower} (unclean)",
+                     lambda: _partitions(alone)[(AUDIT, 1)]["leader"] == follower)
+        finally:
+            alone.close()
         script.unclean = (AUDIT, 1, follower)
         cluster.start(leader)
         wait_for(f"broker {leader} back in every ISR", lambda: _settled(admin), timeout=120)
@@ -593,7 +605,6 @@ def assert_kafkas_image(state: dict[str, Any], kafka: dict[str, dict[Any, dict[s
 class Replayed:
     """What the lake of one node's log answered, and what it held."""
 
-    node_id: int
     state: dict[str, Any]
     entries: list[LogEntry]
     records: int
@@ -627,7 +638,7 @@ def _replay_node(spark: Any, cluster: KafkaCluster, node_id: int, lake: Path) ->
     assert snapshots >= 1
     if stored.table_exists("ingest_rejects"):
         assert stored.read(spark, "ingest_rejects").count() == 0
-    return Replayed(node_id, state, entries, sum(in_lake.values()), snapshots, took)
+    return Replayed(state, entries, sum(in_lake.values()), snapshots, took)
 
 
 @pytest.mark.spark
@@ -635,8 +646,8 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
     """(b) and (c) on the controller's log as Kafka left it (trimmed: the replay starts from a snapshot; the lake
     ``ingest --follow`` filled while the cluster ran holds it from offset 0 and is replayed by the follow test)."""
     cluster = script.cluster
-    done = [_replay_node(spark, cluster, CONTROLLER_ID, tmp_path / f"lake-{CONTROLLER_ID}")]
-    state, entries = done[0].state, done[0].entries
+    replayed = _replay_node(spark, cluster, CONTROLLER_ID, tmp_path / "lake")
+    state, entries = replayed.state, replayed.entries
 
     # (c) the live cluster's answers just before it stopped = our state at the last offset
     view = script.view
@@ -657,10 +668,10 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
                for p in state["partitions"] if names[p["topicId"]] in TOPICS}
         assert elr == view["elr"]
     TALLY.setdefault(script.version, []).append(
-        "(b) ingest + replay + state = Kafka's image at the last offset: " + "; ".join(
-            f"node {r.node_id}'s log ({r.records} records from offset {r.entries[0].offset}, {r.snapshots} snapshots, "
-            f"{r.seconds:.0f} s) at offset {r.entries[-1].offset}: {len(r.state['brokers'])} brokers, "
-            f"{len(r.state['topics'])} topics, {len(r.state['partitions'])} partitions" for r in done) + "; "
+        f"(b) ingest + replay + state = Kafka's image at the last offset: the controller's log ({replayed.records} "
+        f"records from offset {entries[0].offset}, {replayed.snapshots} snapshots, {replayed.seconds:.0f} s) at "
+        f"offset {entries[-1].offset}: {len(state['brokers'])} brokers, {len(state['topics'])} topics, "
+        f"{len(state['partitions'])} partitions; "
         f"(c) = the cluster's own view: {len(theirs)} partitions (leader, leader epoch, replicas, ISR"
         f"{', ELR' if 'elr' in view else ''}), {len(view['brokers'])} unfenced brokers, "
         f"{len(view['features'])} features")
