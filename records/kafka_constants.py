@@ -18,3 +18,8 @@ BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTran
 
 # PartitionRegistration's constructor refuses a registration whose directories do not match its replicas
 LENGTHS = "the lengths for replicas and directories do not match"
+
+# BrokerRegistrationChangeRecord's codes: BrokerRegistrationFencingChange and
+# BrokerRegistrationInControlledShutdownChange (their ``value()``); Kafka refuses any other code
+FENCE, NONE, UNFENCE = 1, 0, -1  # BrokerRegistrationFencingChange.FENCE, NONE, UNFENCE
+IN_CONTROLLED_SHUTDOWN = 1  # BrokerRegistrationInControlledShutdownChange.IN_CONTROLLED_SHUTDOWN (NONE is 0)
