@@ -1,0 +1,107 @@
+"""The simulated controller's options and registrations (brokers, topics, partitions), and its record maker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+from typing import Any
+
+from records.kafka_constants import NO_LEADER, UNASSIGNED_DIR
+from records.kafka_json import make_record
+from records.model import MetadataRecord, uuid_from_str, uuid_to_str
+
+UNASSIGNED_DIR_ID = uuid_from_str(UNASSIGNED_DIR)  # the records carry directory ids as 16 bytes
+RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
+RESOURCE_BROKER = 4  # ConfigResource.Type.BROKER ("" = cluster default)
+
+
+class SimulationError(ValueError):
+    """An operation Kafka's controller would reject (unknown broker, not enough brokers, ...)."""
+
+
+class Election(Enum):
+    """PartitionChangeBuilder.Election."""
+
+    PREFERRED = "preferred"
+    ONLINE = "online"
+    UNCLEAN = "unclean"
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Options of one simulated cluster; the same config always gives the same log."""
+
+    metadata_version: str = "3.9"
+    seed: int = 0
+    unclean: bool = False  # cluster default unclean.leader.election.enable (written as a ConfigRecord)
+    elr: bool = False  # eligible leader replicas (KIP-966); needs metadata version 4.0
+    min_insync_replicas: int = 1  # cluster default min.insync.replicas (Kafka's default is 1)
+    controller_ids: tuple[int, ...] = (3000, 3001, 3002)
+    start_time_ms: int = 1_700_000_000_000
+    noop_interval_ms: int = 500  # metadata.max.idle.interval.ms
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    max_records_per_batch: int = 10000  # QuorumController's MAX_RECORDS_PER_BATCH
+    cluster_id: str | None = None
+
+
+@cache
+def _defaults(type_name: str, version: int) -> tuple[tuple[str, Any], ...]:
+    return tuple(make_record(type_name, version).data.items())
+
+
+def record(type_name: str, version: int, /, **fields: Any) -> MetadataRecord:
+    """A record from cached Kafka defaults plus fields; fields the version lacks are dropped."""
+    data = dict(_defaults(type_name, version))
+    for name, value in fields.items():
+        if name in data:
+            data[name] = value
+    return MetadataRecord(type_name, version, data)
+
+
+class Broker:
+    __slots__ = ("broker_id", "cs", "epoch", "fenced", "incarnation", "log_dir", "rack")
+
+    def __init__(self, broker_id: int, epoch: int, incarnation: bytes, rack: str | None,
+                 log_dir: bytes) -> None:
+        self.broker_id = broker_id
+        self.epoch = epoch
+        self.incarnation = incarnation
+        self.rack = rack
+        self.fenced = True
+        self.cs = False
+        self.log_dir = log_dir
+
+
+class Partition:
+    """A partition registration (PartitionRegistration), the fields the records carry."""
+
+    __slots__ = ("adding", "dirs", "elr", "isr", "key", "leader", "leader_epoch", "lke", "lrs",
+                 "partition_epoch", "pid", "removing", "replicas", "topic")
+
+    def __init__(self, key: int, topic: Topic, pid: int) -> None:
+        self.key = key
+        self.topic = topic
+        self.pid = pid
+        self.replicas: list[int] = []
+        self.isr: list[int] = []
+        self.removing: list[int] = []
+        self.adding: list[int] = []
+        self.leader = NO_LEADER
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.lrs = 0
+        self.elr: list[int] = []
+        self.lke: list[int] = []
+        self.dirs: list[bytes] = []
+
+
+class Topic:
+    __slots__ = ("configs", "name", "partitions", "topic_id", "topic_id_str")
+
+    def __init__(self, name: str, topic_id: bytes) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.topic_id_str = uuid_to_str(topic_id)
+        self.partitions: list[int] = []  # partition keys by partition id
+        self.configs: dict[str, str] = {}
