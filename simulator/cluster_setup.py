@@ -1,0 +1,58 @@
+"""What every scenario shares: its options, the cluster it starts from, and its step type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from simulator.controller import ControllerSimulator, SimConfig, SimulationError
+
+Steps = Iterator[None]
+
+
+@dataclass(frozen=True)
+class ScenarioOptions:
+    """Cluster size and switches shared by every scenario."""
+
+    brokers: int = 6
+    topics: int = 3
+    partitions_per_topic: int = 6
+    replication_factor: int = 3
+    events: int = 200
+    seed: int = 0
+    metadata_version: str = "3.9"
+    unclean: bool = False
+    elr: bool = False
+    racks: int = 3
+    max_records_per_batch: int = 10000
+
+    def sim_config(self) -> SimConfig:
+        return SimConfig(metadata_version=self.metadata_version, seed=self.seed, unclean=self.unclean,
+                         elr=self.elr, max_records_per_batch=self.max_records_per_batch)
+
+
+def rack_of(broker_id: int, racks: int) -> str:
+    return f"rack-{(broker_id - 1) % max(racks, 1)}"
+
+
+def setup_cluster(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+    """Brokers 1..N register (spread over racks) and unfence, then topics topic-0.. are created."""
+    if o.brokers < o.replication_factor:
+        raise SimulationError(f"{o.brokers} brokers cannot host replication factor {o.replication_factor}")
+    for b in range(1, o.brokers + 1):
+        sim.register_broker(b, rack=rack_of(b, o.racks))
+        yield
+    sim.tick(1000)
+    for b in range(1, o.brokers + 1):
+        sim.unfence(b)
+        yield
+    for t in range(o.topics):
+        sim.create_topic(f"topic-{t}", o.partitions_per_topic, o.replication_factor)
+        sim.tick(sim.rng.randint(10, 200))
+        yield
+
+
+def require_cluster(o: ScenarioOptions, brokers: int, scenario: str) -> None:
+    if o.brokers < brokers or o.topics < 1 or o.partitions_per_topic < 1:
+        raise SimulationError(f"scenario {scenario!r} needs at least {brokers} brokers and one topic "
+                              "with a partition")
