@@ -63,7 +63,7 @@ class ClusterControlManager:
             first = record("UnfenceBrokerRecord", 0, id=broker_id, epoch=broker.epoch)
         records = [first]
         marks: dict[int, str] = {}
-        self._leader_and_isr_updates(NO_LEADER, broker_id, self.leaderless, records, marks)
+        self._generate_leader_and_isr_updates(NO_LEADER, broker_id, self.leaderless, records, marks)
         base = self._commit(records, marks)
         self.facts.unfenced.append(BrokerUnfenced(base, broker_id, broker.epoch))
         return base
@@ -77,7 +77,7 @@ class ClusterControlManager:
         self._latency()
         records: list[MetadataRecord] = []
         marks: dict[int, str] = {}
-        self._leader_and_isr_updates(broker_id, NO_LEADER, self.isr_index.get(broker_id, ()), records, marks)
+        self._generate_leader_and_isr_updates(broker_id, NO_LEADER, self.isr_index.get(broker_id, ()), records, marks)
         records.append(self._fence_record(broker))
         base = self._commit(records, marks)
         offset = base + len(records) - 1
@@ -99,13 +99,13 @@ class ClusterControlManager:
             raise SimulationError(f"broker {broker_id} is fenced")
         self._latency()
         records: list[MetadataRecord] = []
-        if self.mv.controlled_shutdown_state and not broker.cs:
+        if self.mv.controlled_shutdown_state and not broker.in_controlled_shutdown:
             records.append(record("BrokerRegistrationChangeRecord", 1, brokerId=broker_id,
                                   brokerEpoch=broker.epoch, fenced=0, inControlledShutdown=1))
         else:
             self._set_broker_state(broker_id, None, True)  # older MVs: the heartbeat manager's state
         marks: dict[int, str] = {}
-        self._leader_and_isr_updates(broker_id, NO_LEADER, self.isr_index.get(broker_id, ()), records, marks)
+        self._generate_leader_and_isr_updates(broker_id, NO_LEADER, self.isr_index.get(broker_id, ()), records, marks)
         base = self._commit(records, marks)
         if base < 0:
             base = self.next_offset
@@ -121,7 +121,7 @@ class ClusterControlManager:
         self._latency()
         records: list[MetadataRecord] = []
         marks: dict[int, str] = {}
-        self._leader_and_isr_updates(broker_id, NO_LEADER, self.isr_index.get(broker_id, ()), records, marks)
+        self._generate_leader_and_isr_updates(broker_id, NO_LEADER, self.isr_index.get(broker_id, ()), records, marks)
         records.append(record("UnregisterBrokerRecord", 0, brokerId=broker_id, brokerEpoch=broker.epoch))
         base = self._commit(records, marks)
         offset = base + len(records) - 1

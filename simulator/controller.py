@@ -70,7 +70,7 @@ class ControllerSimulator(ClusterControlManager, ReplicationControlManager, Conf
         self._by_id: dict[bytes, Topic] = {}
         self._buffer: list[LogEntry] = []
         self._open_txn: tuple[str, int] | None = None
-        self._pc_version = self.mv.partition_record_version(self.elr)
+        self._partition_change_version = self.mv.partition_record_version(self.elr)
         self._start()
 
     # ------------------------------------------------------------------ plumbing

@@ -182,7 +182,7 @@ def controlled_shutdown(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
     yield from setup_cluster(sim, o)
     led: dict[int, list[tuple[str, int]]] = {}
     for p in sim.partitions.values():
-        led.setdefault(p.leader, []).append((p.topic.name, p.pid))
+        led.setdefault(p.leader, []).append((p.topic.name, p.partition_id))
     broker = max(sorted(sim.active), key=lambda b: len(led.get(b, [])))
     shutdown = sim.controlled_shutdown(broker, complete=False)
     yield

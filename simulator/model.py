@@ -7,10 +7,11 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
-from records.kafka_constants import NO_LEADER, UNASSIGNED_DIR
+from records.kafka_constants import NO_LEADER, RECOVERY_STATES, UNASSIGNED_DIR
 from records.kafka_json import make_record
 from records.model import MetadataRecord, uuid_from_str, uuid_to_str
 
+RECOVERED, RECOVERING = RECOVERY_STATES  # LeaderRecoveryState
 UNASSIGNED_DIR_ID = uuid_from_str(UNASSIGNED_DIR)  # the records carry directory ids as 16 bytes
 RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
 RESOURCE_BROKER = 4  # ConfigResource.Type.BROKER ("" = cluster default)
@@ -60,7 +61,9 @@ def record(type_name: str, version: int, /, **fields: Any) -> MetadataRecord:
 
 
 class Broker:
-    __slots__ = ("broker_id", "cs", "epoch", "fenced", "incarnation", "log_dir", "rack")
+    """A broker registration (Kafka's ``BrokerRegistration``), the fields the controller's rules read."""
+
+    __slots__ = ("broker_id", "epoch", "fenced", "in_controlled_shutdown", "incarnation", "log_dir", "rack")
 
     def __init__(self, broker_id: int, epoch: int, incarnation: bytes, rack: str | None,
                  log_dir: bytes) -> None:
@@ -69,34 +72,36 @@ class Broker:
         self.incarnation = incarnation
         self.rack = rack
         self.fenced = True
-        self.cs = False
+        self.in_controlled_shutdown = False
         self.log_dir = log_dir
 
 
 class Partition:
     """A partition registration (PartitionRegistration), the fields the records carry."""
 
-    __slots__ = ("adding", "dirs", "elr", "isr", "key", "leader", "leader_epoch", "lke", "lrs",
-                 "partition_epoch", "pid", "removing", "replicas", "topic")
+    __slots__ = ("adding_replicas", "directories", "elr", "isr", "key", "last_known_elr", "leader", "leader_epoch",
+                 "leader_recovery_state", "partition_epoch", "partition_id", "removing_replicas", "replicas", "topic")
 
-    def __init__(self, key: int, topic: Topic, pid: int) -> None:
+    def __init__(self, key: int, topic: Topic, partition_id: int) -> None:
         self.key = key
         self.topic = topic
-        self.pid = pid
+        self.partition_id = partition_id
         self.replicas: list[int] = []
         self.isr: list[int] = []
-        self.removing: list[int] = []
-        self.adding: list[int] = []
+        self.removing_replicas: list[int] = []
+        self.adding_replicas: list[int] = []
         self.leader = NO_LEADER
         self.leader_epoch = -1
         self.partition_epoch = -1
-        self.lrs = 0
+        self.leader_recovery_state = RECOVERED
         self.elr: list[int] = []
-        self.lke: list[int] = []
-        self.dirs: list[bytes] = []
+        self.last_known_elr: list[int] = []
+        self.directories: list[bytes] = []
 
 
 class Topic:
+    """A topic registration (Kafka's ``TopicControlInfo``) with its configs."""
+
     __slots__ = ("configs", "name", "partitions", "topic_id", "topic_id_str")
 
     def __init__(self, name: str, topic_id: bytes) -> None:

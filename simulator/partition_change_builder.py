@@ -27,10 +27,10 @@ class PartitionChangeBuilder:
         whether its election was unclean. Balanced recovery (last-known-leader election) is off."""
         t_isr = p.isr if isr is None else isr
         t_rep = p.replicas if replicas is None else replicas
-        t_rem = p.removing if removing is None else removing
-        t_add = p.adding if adding is None else adding
-        t_lrs = p.lrs if lrs is None else lrs
-        t_elr, t_lke = p.elr, p.lke
+        t_rem = p.removing_replicas if removing is None else removing
+        t_add = p.adding_replicas if adding is None else adding
+        t_lrs = p.leader_recovery_state if lrs is None else lrs
+        t_elr, t_lke = p.elr, p.last_known_elr
         elr_on = self.elr
         # completeReassignmentIfNeeded
         if t_rem or t_add:
@@ -76,7 +76,7 @@ class PartitionChangeBuilder:
             rec_leader = node
             if unclean:
                 rec_isr = [node]
-                if p.lrs != 1 and self.mv.leader_recovery:
+                if p.leader_recovery_state != 1 and self.mv.leader_recovery:
                     rec_lrs = 1
         # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded
         if rec_leader == NO_LEADER_CHANGE and not all(r in t_rep for r in p.replicas):
@@ -87,7 +87,7 @@ class PartitionChangeBuilder:
             t_elr, t_lke = [], []
         if t_elr != p.elr:
             rec_elr = t_elr
-        if t_lke != p.lke:
+        if t_lke != p.last_known_elr:
             rec_lke = t_lke
         if rec_isr is None and (t_isr or elr_on) and t_isr != p.isr:
             rec_isr = list(t_isr)
@@ -98,29 +98,29 @@ class PartitionChangeBuilder:
         # setAssignmentChanges
         rec_dirs = rec_rep = rec_rem = rec_add = None
         if t_rep:
-            if self._pc_version >= 1:
-                existing = dict(zip(p.replicas, p.dirs, strict=False))
+            if self._partition_change_version >= 1:
+                existing = dict(zip(p.replicas, p.directories, strict=False))
                 dirs = [existing.get(r) or self._dir_of(r) for r in t_rep]
-                if dirs != p.dirs:
+                if dirs != p.directories:
                     rec_dirs = dirs
             if t_rep != p.replicas:
                 rec_rep = list(t_rep)
-        if t_rem != p.removing:
+        if t_rem != p.removing_replicas:
             rec_rem = list(t_rem)
-        if t_add != p.adding:
+        if t_add != p.adding_replicas:
             rec_add = list(t_add)
-        if t_lrs != p.lrs:
+        if t_lrs != p.leader_recovery_state:
             rec_lrs = t_lrs
         if (rec_isr is None and rec_elr is None and rec_lke is None and rec_leader == NO_LEADER_CHANGE
                 and rec_rep is None and rec_rem is None and rec_add is None and rec_lrs == -1
                 and rec_dirs is None):
             return None, False
         data: dict[str, Any] = {
-            "partitionId": p.pid, "topicId": p.topic.topic_id, "isr": rec_isr, "leader": rec_leader,
+            "partitionId": p.partition_id, "topicId": p.topic.topic_id, "isr": rec_isr, "leader": rec_leader,
             "replicas": rec_rep, "removingReplicas": rec_rem, "addingReplicas": rec_add,
             "leaderRecoveryState": rec_lrs,
         }
-        version = self._pc_version
+        version = self._partition_change_version
         if version >= 1:
             data["directories"] = rec_dirs
         if version >= 2:
@@ -128,10 +128,10 @@ class PartitionChangeBuilder:
             data["lastKnownElr"] = rec_lke
         return MetadataRecord("PartitionChangeRecord", version, data), unclean
 
-    def _is_active(self, broker_id: int) -> bool:
+    def is_active(self, broker_id: int) -> bool:
         return broker_id in self.active
 
-    def _leader_and_isr_updates(self, remove: int, add: int, keys: Iterable[int],
+    def _generate_leader_and_isr_updates(self, remove: int, add: int, keys: Iterable[int],
                                 records: list[MetadataRecord], marks: dict[int, str]) -> None:
         """ReplicationControlManager.generateLeaderAndIsrUpdates over ``keys`` (in key order)."""
         active = self.active

@@ -51,9 +51,9 @@ def random_mix(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
         op = rng.choices(names, weights)[0]
         if op == "shrink":
             p = pick_partition()
-            if p is not None and p.leader != NO_LEADER and len(p.isr) > 1 and not (p.adding or p.removing):
+            if p is not None and p.leader != NO_LEADER and len(p.isr) > 1 and not (p.adding_replicas or p.removing_replicas):
                 follower = rng.choice([r for r in p.isr if r != p.leader])
-                sim.shrink_isr(p.topic.name, p.pid, [follower])
+                sim.shrink_isr(p.topic.name, p.partition_id, [follower])
                 shrunk.append(p.key)
         elif op == "expand" and shrunk:
             key = shrunk.pop(rng.randrange(len(shrunk)))
@@ -61,7 +61,7 @@ def random_mix(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
             if p is not None and p.leader != NO_LEADER:
                 missing = [r for r in p.replicas if r not in p.isr and r in sim.active]
                 if missing:
-                    sim.expand_isr(p.topic.name, p.pid, missing)
+                    sim.expand_isr(p.topic.name, p.partition_id, missing)
         elif op == "crash" and len(sim.active) > min_active():
             b = rng.choice(sorted(sim.active))
             sim.crash(b)
@@ -86,24 +86,24 @@ def random_mix(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
                 recreate.append(name)
         elif op == "reassign":
             p = pick_partition()
-            if p is not None and p.leader != NO_LEADER and not (p.adding or p.removing):
+            if p is not None and p.leader != NO_LEADER and not (p.adding_replicas or p.removing_replicas):
                 spare = [b for b in sorted(sim.active) if b not in p.replicas]
                 if spare and all(r in sim.brokers for r in p.replicas):
                     target = list(p.replicas)
                     target[rng.randrange(len(target))] = rng.choice(spare)
-                    sim.reassign(p.topic.name, p.pid, target)
-                    if p.adding or p.removing:
+                    sim.reassign(p.topic.name, p.partition_id, target)
+                    if p.adding_replicas or p.removing_replicas:
                         moving.append(p.key)
         elif op == "move-done" and moving:
             key = moving.pop(rng.randrange(len(moving)))
             p = sim.partitions.get(key)
-            if p is not None and (p.adding or p.removing):
-                ready = [r for r in p.adding if r in sim.active]
-                if rng.random() < 0.25 or p.leader == NO_LEADER or len(ready) < len(p.adding):
-                    if [r for r in p.isr if r not in p.adding]:
-                        sim.cancel_reassignment(p.topic.name, p.pid)
+            if p is not None and (p.adding_replicas or p.removing_replicas):
+                ready = [r for r in p.adding_replicas if r in sim.active]
+                if rng.random() < 0.25 or p.leader == NO_LEADER or len(ready) < len(p.adding_replicas):
+                    if [r for r in p.isr if r not in p.adding_replicas]:
+                        sim.cancel_reassignment(p.topic.name, p.partition_id)
                 else:
-                    sim.expand_isr(p.topic.name, p.pid, ready)
+                    sim.expand_isr(p.topic.name, p.partition_id, ready)
         elif op == "preferred":
             sim.preferred_election()
         elif op == "failover":
@@ -112,7 +112,7 @@ def random_mix(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
             key = rng.choice(sorted(sim.recovering))
             p = sim.partitions[key]
             if p.leader != NO_LEADER:
-                sim.recover(p.topic.name, p.pid)
+                sim.recover(p.topic.name, p.partition_id)
         elif op == "config" and sim.topics:
             name = rng.choice(sorted(sim.topics))
             sim.set_topic_config(name, "retention.ms", str(rng.randint(1, 168) * 3_600_000))
@@ -120,7 +120,7 @@ def random_mix(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
             key = rng.choice(sorted(sim.leaderless))
             p = sim.partitions[key]
             if any(r in sim.active for r in p.replicas):
-                sim.elect_leaders(p.topic.name, p.pid, unclean=True)
+                sim.elect_leaders(p.topic.name, p.partition_id, unclean=True)
         elif op == "big-aborted" and sim.mv.transactions and len(sim.facts.aborted_transactions) < 3:
             name = f"bulk-{counter}"
             counter += 1

@@ -58,8 +58,8 @@ class ControllerReplay:
         for topic in topics:
             for key in topic.partitions:
                 p = self.partitions[key]
-                if p.elr or p.lke:
-                    p.elr, p.lke = [], []
+                if p.elr or p.last_known_elr:
+                    p.elr, p.last_known_elr = [], []
                     p.partition_epoch += 1
 
     @staticmethod
@@ -74,8 +74,8 @@ class ControllerReplay:
         if fenced is not None:
             broker.fenced = fenced
         if cs is not None:
-            broker.cs = cs
-        if broker.fenced or broker.cs:
+            broker.in_controlled_shutdown = cs
+        if broker.fenced or broker.in_controlled_shutdown:
             self.active.discard(broker_id)
         else:
             self.active.add(broker_id)
@@ -115,11 +115,11 @@ class ControllerReplay:
             self.imbalanced.add(key)
         else:
             self.imbalanced.discard(key)
-        if p.lrs == 1:
+        if p.leader_recovery_state == 1:
             self.recovering.add(key)
         else:
             self.recovering.discard(key)
-        if p.adding or p.removing:
+        if p.adding_replicas or p.removing_replicas:
             self.reassigning.add(key)
         else:
             self.reassigning.discard(key)
@@ -131,15 +131,15 @@ class ControllerReplay:
         p = Partition(key, topic, data["partitionId"])
         p.replicas = list(data["replicas"])
         p.isr = list(data["isr"])
-        p.removing = list(data["removingReplicas"])
-        p.adding = list(data["addingReplicas"])
+        p.removing_replicas = list(data["removingReplicas"])
+        p.adding_replicas = list(data["addingReplicas"])
         p.leader = data["leader"]
         p.leader_epoch = data["leaderEpoch"]
         p.partition_epoch = data["partitionEpoch"]
-        p.lrs = data["leaderRecoveryState"]
-        p.dirs = list(data.get("directories", ()))
+        p.leader_recovery_state = data["leaderRecoveryState"]
+        p.directories = list(data.get("directories", ()))
         p.elr = list(data.get("eligibleLeaderReplicas") or ())
-        p.lke = list(data.get("lastKnownElr") or ())
+        p.last_known_elr = list(data.get("lastKnownElr") or ())
         self.partitions[key] = p
         topic.partitions.append(key)
         self._index(p, [], [])
@@ -156,32 +156,32 @@ class ControllerReplay:
         if data["replicas"] is not None:
             p.replicas = list(data["replicas"])
         if data["removingReplicas"] is not None:
-            p.removing = list(data["removingReplicas"])
+            p.removing_replicas = list(data["removingReplicas"])
         if data["addingReplicas"] is not None:
-            p.adding = list(data["addingReplicas"])
-        old_lrs = p.lrs
+            p.adding_replicas = list(data["addingReplicas"])
+        old_lrs = p.leader_recovery_state
         if data["leaderRecoveryState"] != -1:
-            p.lrs = data["leaderRecoveryState"]
+            p.leader_recovery_state = data["leaderRecoveryState"]
         if data.get("directories") is not None:
-            p.dirs = list(data["directories"])
+            p.directories = list(data["directories"])
         if data.get("eligibleLeaderReplicas") is not None:
             p.elr = list(data["eligibleLeaderReplicas"])
         if data.get("lastKnownElr") is not None:
-            p.lke = list(data["lastKnownElr"])
+            p.last_known_elr = list(data["lastKnownElr"])
         p.partition_epoch += 1
         self._index(p, old_replicas, old_isr)
         facts = self.facts
         if p.leader == NO_LEADER and old_leader != NO_LEADER:
-            facts.leaderless.append(PartitionLeaderless(offset, topic.name, topic.topic_id_str, p.pid,
+            facts.leaderless.append(PartitionLeaderless(offset, topic.name, topic.topic_id_str, p.partition_id,
                                                         p.leader_epoch, old_leader))
         if mark == "unclean":
-            facts.unclean_elections.append(UncleanElection(offset, topic.name, topic.topic_id_str, p.pid,
+            facts.unclean_elections.append(UncleanElection(offset, topic.name, topic.topic_id_str, p.partition_id,
                                                            p.leader, p.leader_epoch))
         elif mark == "cancelled":
-            facts.reassignments.append(Reassignment(offset, mark, topic.name, topic.topic_id_str, p.pid,
+            facts.reassignments.append(Reassignment(offset, mark, topic.name, topic.topic_id_str, p.partition_id,
                                                     tuple(p.replicas)))
-        if old_lrs == 1 and p.lrs == 0:
-            facts.recovered.append(LeaderRecovered(offset, topic.name, topic.topic_id_str, p.pid))
+        if old_lrs == 1 and p.leader_recovery_state == 0:
+            facts.recovered.append(LeaderRecovered(offset, topic.name, topic.topic_id_str, p.partition_id))
 
     def _replay_remove_topic(self, topic_id: bytes) -> None:
         topic = self._by_id.pop(topic_id)

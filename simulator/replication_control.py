@@ -138,7 +138,7 @@ class ReplicationControlManager:
         return self.partitions[topic.partitions[pid]]
 
     def _change(self, p: Partition, mark: str | None = None, **kwargs: Any) -> int:
-        rec, unclean = self.build_change(p, self._is_active, **kwargs)
+        rec, unclean = self.build_change(p, self.is_active, **kwargs)
         if rec is None:
             return -1
         self._latency()
@@ -158,13 +158,13 @@ class ReplicationControlManager:
                 raise SimulationError(f"{name}-{pid}: {r} is not a replica")
             if r not in p.isr and r not in self.active:
                 raise SimulationError(f"{name}-{pid}: broker {r} is fenced or shutting down (ineligible)")
-        was_reassigning = bool(p.adding or p.removing)
-        rec, _ = self.build_change(p, self._is_active, isr=list(isr), lrs=0 if recovered else None)
+        was_reassigning = bool(p.adding_replicas or p.removing_replicas)
+        rec, _ = self.build_change(p, self.is_active, isr=list(isr), lrs=0 if recovered else None)
         if rec is None:
             return -1
         self._latency()
         base = self._commit([rec])
-        if was_reassigning and not (p.adding or p.removing):
+        if was_reassigning and not (p.adding_replicas or p.removing_replicas):
             self.facts.reassignments.append(Reassignment(base, "completed", name, p.topic.topic_id_str, pid,
                                                          tuple(p.replicas)))
         return base
@@ -184,14 +184,14 @@ class ReplicationControlManager:
     def recover(self, name: str, pid: int) -> int:
         """The uncleanly elected leader finished recovery: leaderRecoveryState back to RECOVERED."""
         p = self.partition(name, pid)
-        if p.lrs != 1:
+        if p.leader_recovery_state != 1:
             raise SimulationError(f"{name}-{pid} is not recovering")
         return self.alter_isr(name, pid, list(p.isr), recovered=True)
 
     def reassign(self, name: str, pid: int, target: list[int]) -> int:
         """AlterPartitionReassignments: replicas = target + removing, with adding/removing set."""
         p = self.partition(name, pid)
-        if p.adding or p.removing:
+        if p.adding_replicas or p.removing_replicas:
             raise SimulationError(f"{name}-{pid} is already being reassigned")
         if len(set(target)) != len(target) or not target:
             raise SimulationError(f"bad target replicas {target}")
@@ -201,14 +201,14 @@ class ReplicationControlManager:
         adding = [r for r in target if r not in p.replicas]
         merged = [*target, *removing]
         self._latency()
-        rec, unclean = self.build_change(p, self._is_active, replicas=merged, removing=removing,
+        rec, unclean = self.build_change(p, self.is_active, replicas=merged, removing=removing,
                                          adding=adding)
         if rec is None:
             return -1
         base = self._commit([rec], {0: "unclean"} if unclean else None)
         self.facts.reassignments.append(Reassignment(base, "started", name, p.topic.topic_id_str, pid,
                                                      tuple(target)))
-        if not p.adding and not p.removing:  # nothing to add: Kafka completes it at once
+        if not p.adding_replicas and not p.removing_replicas:  # nothing to add: Kafka completes it at once
             self.facts.reassignments.append(Reassignment(base, "completed", name, p.topic.topic_id_str, pid,
                                                          tuple(p.replicas)))
         return base
@@ -216,10 +216,10 @@ class ReplicationControlManager:
     def cancel_reassignment(self, name: str, pid: int) -> int:
         """Revert to the original replicas (PartitionReassignmentRevert)."""
         p = self.partition(name, pid)
-        if not (p.adding or p.removing):
+        if not (p.adding_replicas or p.removing_replicas):
             raise SimulationError(f"{name}-{pid} has no reassignment in progress")
-        replicas = [r for r in p.replicas if r not in p.adding]
-        isr = [r for r in p.isr if r not in p.adding]
+        replicas = [r for r in p.replicas if r not in p.adding_replicas]
+        isr = [r for r in p.isr if r not in p.adding_replicas]
         if not isr:
             raise SimulationError(f"{name}-{pid}: reverting would leave an empty ISR (not simulated)")
         return self._change(p, "cancelled", replicas=replicas, isr=isr, removing=[], adding=[])
@@ -238,7 +238,7 @@ class ReplicationControlManager:
             keys = [k for k in self.imbalanced if self.partitions[k].replicas[0] in wanted]
         records: list[MetadataRecord] = []
         for key in sorted(keys):
-            rec, _ = self.build_change(self.partitions[key], self._is_active, election=Election.PREFERRED)
+            rec, _ = self.build_change(self.partitions[key], self.is_active, election=Election.PREFERRED)
             if rec is not None:
                 records.append(rec)
         if records:
@@ -255,7 +255,7 @@ class ReplicationControlManager:
             p = self.partitions[key]
             if broker_id in p.isr or p.leader == NO_LEADER or broker_id not in self.active:
                 continue
-            self.expand_isr(p.topic.name, p.pid, [broker_id])
+            self.expand_isr(p.topic.name, p.partition_id, [broker_id])
             done += 1
         return done
 

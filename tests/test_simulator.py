@@ -95,7 +95,7 @@ class Fold:
 
     def active(self, broker_id: int) -> bool:
         b = self.brokers.get(broker_id)
-        return b is not None and not b.fenced and not b.cs
+        return b is not None and not b.fenced and not b.in_controlled_shutdown
 
     def check(self, p: Part, where: str) -> None:
         assert p.leader == -1 or p.leader in p.replicas, where
@@ -130,7 +130,7 @@ class Fold:
                 assert b.fenced, where
                 b.fenced = False
             if data.get("inControlledShutdown") == 1:
-                b.cs = True
+                b.in_controlled_shutdown = True
         elif name == "UnregisterBrokerRecord":
             assert self.brokers.pop(data["brokerId"]).epoch == data["brokerEpoch"], where
         elif name == "TopicRecord":
@@ -160,11 +160,11 @@ class Fold:
             if data["replicas"] is not None:
                 p.replicas = list(data["replicas"])
             if data["leaderRecoveryState"] != -1:
-                p.lrs = data["leaderRecoveryState"]
+                p.leader_recovery_state = data["leaderRecoveryState"]
             if data.get("eligibleLeaderReplicas") is not None:
                 p.elr = list(data["eligibleLeaderReplicas"])
             if data.get("lastKnownElr") is not None:
-                p.lke = list(data["lastKnownElr"])
+                p.last_known_elr = list(data["lastKnownElr"])
             self.check(p, where)
             topic = self.topics[data["topicId"]]
             if p.leader != old_leader and p.leader >= 0:
@@ -180,8 +180,8 @@ class Fold:
             named = [t for t, n in self.topics.items() if n == data["topicName"]]
             assert named or not data["topicName"], f"{where}: unknown topic"
             for (tid, _), p in self.parts.items():
-                if (tid in named or not data["topicName"]) and (p.elr or p.lke):
-                    p.elr, p.lke = [], []
+                if (tid in named or not data["topicName"]) and (p.elr or p.last_known_elr):
+                    p.elr, p.last_known_elr = [], []
                     p.partition_epoch += 1
 
 
@@ -248,7 +248,7 @@ def test_every_scenario_keeps_kafka_invariants(name: str, mv: str, seed: int) ->
     # the simulator's own state is what the log says
     sim = run.sim
     for p in sim.partitions.values():
-        q = f.parts[(p.topic.topic_id, p.pid)]
+        q = f.parts[(p.topic.topic_id, p.partition_id)]
         assert (q.leader, q.isr, q.replicas, q.leader_epoch, q.partition_epoch) == (
             p.leader, p.isr, p.replicas, p.leader_epoch, p.partition_epoch)
     assert len(f.parts) == len(sim.partitions)
@@ -359,10 +359,10 @@ def test_last_isr_member_lost_then_unclean_election() -> None:
     rec = sim.entries()[-1].record
     assert rec["leader"] == p.replicas[1] and rec["isr"] == [p.replicas[1]]
     assert rec["leaderRecoveryState"] == 1
-    assert p.leader_epoch == epoch + 1 and p.lrs == 1
+    assert p.leader_epoch == epoch + 1 and p.leader_recovery_state == 1
     sim.recover("t", 0)
     rec = sim.entries()[-1].record
-    assert rec["leaderRecoveryState"] == 0 and rec["leader"] == -2 and p.lrs == 0
+    assert rec["leaderRecoveryState"] == 0 and rec["leader"] == -2 and p.leader_recovery_state == 0
 
 
 def test_unclean_cluster_default_elects_at_fence_time() -> None:
@@ -372,7 +372,7 @@ def test_unclean_cluster_default_elects_at_fence_time() -> None:
     last = p.leader
     sim.alter_isr("t", 0, [last])
     sim.crash(last)
-    assert p.leader == p.replicas[1] and p.isr == [p.leader] and p.lrs == 1
+    assert p.leader == p.replicas[1] and p.isr == [p.leader] and p.leader_recovery_state == 1
     assert sim.facts.unclean_elections[-1].leader == p.leader and not sim.facts.leaderless
 
 
@@ -416,17 +416,17 @@ def test_reassignment_complete_and_cancel() -> None:
     spare = next(b for b in range(1, 6) if b not in old)
     target = [*old[1:], spare]
     sim.reassign("t", 0, target)
-    assert p.replicas == [*target, old[0]] and p.adding == [spare] and p.removing == [old[0]]
+    assert p.replicas == [*target, old[0]] and p.adding_replicas == [spare] and p.removing_replicas == [old[0]]
     epoch = p.leader_epoch
     sim.expand_isr("t", 0, [spare])
-    assert p.replicas == target and p.adding == [] and p.removing == [] and old[0] not in p.isr
+    assert p.replicas == target and p.adding_replicas == [] and p.removing_replicas == [] and old[0] not in p.isr
     assert p.leader_epoch == epoch + 1  # replicas dropped: leader named (or changed), epoch bumped
     q = sim.partition("t", 1)
     before = list(q.replicas)
     spare = next(b for b in range(1, 6) if b not in before)
     sim.reassign("t", 1, [*before[:2], spare])
     sim.cancel_reassignment("t", 1)
-    assert q.replicas == before and q.adding == [] and q.removing == []
+    assert q.replicas == before and q.adding_replicas == [] and q.removing_replicas == []
     kinds = [r.kind for r in sim.facts.reassignments]
     assert kinds == ["started", "completed", "started", "cancelled"]
 
@@ -529,8 +529,8 @@ def test_scenario_min_isr_change_clears_elrs() -> None:
     for offset, _ in clears:
         assert by_offset[offset].batch_base_offset == by_offset[offset - 1].batch_base_offset  # one atomic batch
     f = fold(entries, elr=True)
-    assert not any(p.elr or p.lke for p in f.parts.values())
-    assert not any(p.elr or p.lke for p in run.sim.partitions.values())
+    assert not any(p.elr or p.last_known_elr for p in f.parts.values())
+    assert not any(p.elr or p.last_known_elr for p in run.sim.partitions.values())
     # ELRs there were to clear: the failed brokers were the last ISR members of some partitions
     elr_before = [e for e in entries if e.type_name == "PartitionChangeRecord" and e.record["eligibleLeaderReplicas"]]
     assert elr_before and {b for e in elr_before for b in e.record["eligibleLeaderReplicas"]} <= set(k["failed"])
