@@ -159,3 +159,7 @@ class ClusterControlManager:
                              endPoints=[{"name": "CONTROLLER", "host": f"controller-{controller_id}",
                                          "port": 9093, "securityProtocol": 0}],
                              features=features)])
+
+    def is_active(self, broker_id: int) -> bool:
+        """``ClusterControlManager.isActive``: registered, unfenced and not in controlled shutdown."""
+        return broker_id in self.active

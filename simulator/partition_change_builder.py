@@ -1,150 +1,140 @@
 """Kafka's ``PartitionChangeBuilder``: the PartitionChangeRecord a partition change needs, with Kafka's election,
-ELR and reassignment rules, and ``ReplicationControlManager.generateLeaderAndIsrUpdates`` over many partitions."""
+ELR and reassignment rules; each step is named after the Kafka method it follows."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-from records.kafka_constants import NO_LEADER, NO_LEADER_CHANGE
+from records.kafka_constants import NO_LEADER, NO_LEADER_CHANGE, NO_RECOVERY_STATE_CHANGE
 from records.model import MetadataRecord
-from simulator.model import UNASSIGNED_DIR_ID, Election, Partition
+from simulator.model import RECOVERING, UNASSIGNED_DIR_ID, Election, Partition
 
 
 class PartitionChangeBuilder:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: deciding partition changes."""
 
     def _dir_of(self, broker_id: int) -> bytes:
+        """The broker's log directory (``DefaultDirProvider``); UNASSIGNED for a broker not registered."""
         broker = self.brokers.get(broker_id)
         return broker.log_dir if broker is not None else UNASSIGNED_DIR_ID
 
-    def build_change(self, p: Partition, acceptable: Callable[[int], bool], *,
-                     isr: list[int] | None = None, replicas: list[int] | None = None,
-                     removing: list[int] | None = None, adding: list[int] | None = None,
-                     election: Election = Election.ONLINE,
-                     lrs: int | None = None) -> tuple[MetadataRecord | None, bool]:
+    def build_partition_change(self, partition: Partition, is_acceptable_leader: Callable[[int], bool], *,
+                               target_isr: list[int] | None = None, target_replicas: list[int] | None = None,
+                               target_removing: list[int] | None = None, target_adding: list[int] | None = None,
+                               election: Election = Election.ONLINE,
+                               target_leader_recovery_state: int | None = None,
+                               ) -> tuple[MetadataRecord | None, bool]:
         """Kafka's ``PartitionChangeBuilder.build()``: the change record (None for a no-op) and
         whether its election was unclean. Balanced recovery (last-known-leader election) is off."""
-        t_isr = p.isr if isr is None else isr
-        t_rep = p.replicas if replicas is None else replicas
-        t_rem = p.removing_replicas if removing is None else removing
-        t_add = p.adding_replicas if adding is None else adding
-        t_lrs = p.leader_recovery_state if lrs is None else lrs
-        t_elr, t_lke = p.elr, p.last_known_elr
-        elr_on = self.elr
+        if target_isr is None:
+            target_isr = partition.isr
+        if target_replicas is None:
+            target_replicas = partition.replicas
+        if target_removing is None:
+            target_removing = partition.removing_replicas
+        if target_adding is None:
+            target_adding = partition.adding_replicas
+        if target_leader_recovery_state is None:
+            target_leader_recovery_state = partition.leader_recovery_state
+        target_elr, target_last_known_elr = partition.elr, partition.last_known_elr
+        elr_enabled = self.elr
         # completeReassignmentIfNeeded
-        if t_rem or t_add:
-            n_isr, n_rep, ok = t_isr, t_rep, True
-            if t_rem:
-                n_isr = [r for r in t_isr if r not in t_rem]
-                n_rep = [r for r in t_rep if r not in t_rem]
-                ok = bool(n_isr) and bool(n_rep)
-            if ok and all(r in n_isr for r in n_rep):
-                t_isr, t_rep, t_rem, t_add = n_isr, n_rep, [], []
+        if target_removing or target_adding:
+            new_isr, new_replicas, complete = target_isr, target_replicas, True
+            if target_removing:
+                new_isr = [r for r in target_isr if r not in target_removing]
+                new_replicas = [r for r in target_replicas if r not in target_removing]
+                complete = bool(new_isr) and bool(new_replicas)
+            if complete and all(r in new_isr for r in new_replicas):
+                target_isr, target_replicas, target_removing, target_adding = new_isr, new_replicas, [], []
         # maybePopulateTargetElr
-        if elr_on:
-            if len(t_isr) >= self._min_isr(p.topic):
-                t_elr, t_lke = [], []
+        if elr_enabled:
+            if len(target_isr) >= self._min_isr(partition.topic):
+                target_elr, target_last_known_elr = [], []
             else:
-                isr_set = set(t_isr)
-                candidates = set(t_elr) | set(p.isr)
-                t_elr = [r for r in sorted(candidates) if r not in isr_set]
-                candidates |= set(t_lke)
-                t_lke = [r for r in sorted(candidates) if r not in isr_set and r not in t_elr]
+                isr_set = set(target_isr)
+                candidates = set(target_elr) | set(partition.isr)
+                target_elr = [r for r in sorted(candidates) if r not in isr_set]
+                candidates |= set(target_last_known_elr)
+                target_last_known_elr = [r for r in sorted(candidates) if r not in isr_set and r not in target_elr]
         # tryElection
-        rec_leader, rec_isr, rec_lrs, unclean = NO_LEADER_CHANGE, None, -1, False
+        record_leader, record_isr, record_leader_recovery_state = NO_LEADER_CHANGE, None, NO_RECOVERY_STATE_CHANGE
+        unclean = False
 
-        def valid(r: int) -> bool:
-            return (r in t_isr or (not t_isr and r in t_elr)) and acceptable(r)
+        def is_valid_new_leader(replica: int) -> bool:
+            return ((replica in target_isr or (not target_isr and replica in target_elr))
+                    and is_acceptable_leader(replica))
 
-        current = p.leader
-        node = NO_LEADER
-        if election is Election.PREFERRED and valid(t_rep[0]):
-            node = t_rep[0]
-        elif current != NO_LEADER and valid(current):
-            node = current
+        current_leader = partition.leader
+        # electLeader: electPreferredLeader, else electAnyLeader
+        if election is Election.PREFERRED and is_valid_new_leader(target_replicas[0]):
+            new_leader = target_replicas[0]
+        elif current_leader != NO_LEADER and is_valid_new_leader(current_leader):
+            new_leader = current_leader
         else:
-            candidates_iter = t_rep[1:] if election is Election.PREFERRED else t_rep
-            node = next((r for r in candidates_iter if valid(r)), NO_LEADER)
-            if node == NO_LEADER and election is Election.UNCLEAN:
-                node = next((r for r in t_rep if acceptable(r)), NO_LEADER)
-                unclean = node != NO_LEADER
-        if node != current:
-            if node != NO_LEADER and node in t_elr:
-                t_isr = [node]
-                t_elr = [r for r in t_elr if r != node]
-            rec_leader = node
+            candidates_in_order = target_replicas[1:] if election is Election.PREFERRED else target_replicas
+            new_leader = next((r for r in candidates_in_order if is_valid_new_leader(r)), NO_LEADER)
+            if new_leader == NO_LEADER and election is Election.UNCLEAN:
+                new_leader = next((r for r in target_replicas if is_acceptable_leader(r)), NO_LEADER)
+                unclean = new_leader != NO_LEADER
+        if new_leader != current_leader:
+            if new_leader != NO_LEADER and new_leader in target_elr:
+                target_isr = [new_leader]
+                target_elr = [r for r in target_elr if r != new_leader]
+            record_leader = new_leader
             if unclean:
-                rec_isr = [node]
-                if p.leader_recovery_state != 1 and self.mv.leader_recovery:
-                    rec_lrs = 1
+                record_isr = [new_leader]
+                if partition.leader_recovery_state != RECOVERING and self.mv.leader_recovery:
+                    record_leader_recovery_state = RECOVERING
         # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded
-        if rec_leader == NO_LEADER_CHANGE and not all(r in t_rep for r in p.replicas):
-            rec_leader = current
+        if record_leader == NO_LEADER_CHANGE and not all(r in target_replicas for r in partition.replicas):
+            record_leader = current_leader
         # maybeUpdateRecordElr (no balanced recovery)
-        rec_elr = rec_lke = None
-        if rec_isr is not None or not elr_on:
-            t_elr, t_lke = [], []
-        if t_elr != p.elr:
-            rec_elr = t_elr
-        if t_lke != p.last_known_elr:
-            rec_lke = t_lke
-        if rec_isr is None and (t_isr or elr_on) and t_isr != p.isr:
-            rec_isr = list(t_isr)
+        record_elr = record_last_known_elr = None
+        if record_isr is not None or not elr_enabled:
+            target_elr, target_last_known_elr = [], []
+        if target_elr != partition.elr:
+            record_elr = target_elr
+        if target_last_known_elr != partition.last_known_elr:
+            record_last_known_elr = target_last_known_elr
+        if record_isr is None and (target_isr or elr_enabled) and target_isr != partition.isr:
+            record_isr = list(target_isr)
         # triggerLeaderEpochBumpForIsrShrinkIfNeeded
-        if (self.mv.epoch_bump_on_isr_shrink and rec_leader == NO_LEADER_CHANGE and rec_isr is not None
-                and not all(r in rec_isr for r in p.isr)):
-            rec_leader = current
+        if (self.mv.epoch_bump_on_isr_shrink and record_leader == NO_LEADER_CHANGE and record_isr is not None
+                and not all(r in record_isr for r in partition.isr)):
+            record_leader = current_leader
         # setAssignmentChanges
-        rec_dirs = rec_rep = rec_rem = rec_add = None
-        if t_rep:
+        record_directories = record_replicas = record_removing = record_adding = None
+        if target_replicas:
             if self._partition_change_version >= 1:
-                existing = dict(zip(p.replicas, p.directories, strict=False))
-                dirs = [existing.get(r) or self._dir_of(r) for r in t_rep]
-                if dirs != p.directories:
-                    rec_dirs = dirs
-            if t_rep != p.replicas:
-                rec_rep = list(t_rep)
-        if t_rem != p.removing_replicas:
-            rec_rem = list(t_rem)
-        if t_add != p.adding_replicas:
-            rec_add = list(t_add)
-        if t_lrs != p.leader_recovery_state:
-            rec_lrs = t_lrs
-        if (rec_isr is None and rec_elr is None and rec_lke is None and rec_leader == NO_LEADER_CHANGE
-                and rec_rep is None and rec_rem is None and rec_add is None and rec_lrs == -1
-                and rec_dirs is None):
+                existing = dict(zip(partition.replicas, partition.directories, strict=False))
+                directories = [existing.get(r) or self._dir_of(r) for r in target_replicas]
+                if directories != partition.directories:
+                    record_directories = directories
+            if target_replicas != partition.replicas:
+                record_replicas = list(target_replicas)
+        if target_removing != partition.removing_replicas:
+            record_removing = list(target_removing)
+        if target_adding != partition.adding_replicas:
+            record_adding = list(target_adding)
+        if target_leader_recovery_state != partition.leader_recovery_state:
+            record_leader_recovery_state = target_leader_recovery_state
+        # changeRecordIsNoOp
+        if (record_isr is None and record_elr is None and record_last_known_elr is None
+                and record_leader == NO_LEADER_CHANGE and record_replicas is None and record_removing is None
+                and record_adding is None and record_leader_recovery_state == NO_RECOVERY_STATE_CHANGE
+                and record_directories is None):
             return None, False
         data: dict[str, Any] = {
-            "partitionId": p.partition_id, "topicId": p.topic.topic_id, "isr": rec_isr, "leader": rec_leader,
-            "replicas": rec_rep, "removingReplicas": rec_rem, "addingReplicas": rec_add,
-            "leaderRecoveryState": rec_lrs,
+            "partitionId": partition.partition_id, "topicId": partition.topic.topic_id, "isr": record_isr,
+            "leader": record_leader, "replicas": record_replicas, "removingReplicas": record_removing,
+            "addingReplicas": record_adding, "leaderRecoveryState": record_leader_recovery_state,
         }
         version = self._partition_change_version
         if version >= 1:
-            data["directories"] = rec_dirs
+            data["directories"] = record_directories
         if version >= 2:
-            data["eligibleLeaderReplicas"] = rec_elr
-            data["lastKnownElr"] = rec_lke
+            data["eligibleLeaderReplicas"] = record_elr
+            data["lastKnownElr"] = record_last_known_elr
         return MetadataRecord("PartitionChangeRecord", version, data), unclean
-
-    def is_active(self, broker_id: int) -> bool:
-        return broker_id in self.active
-
-    def _generate_leader_and_isr_updates(self, remove: int, add: int, keys: Iterable[int],
-                                records: list[MetadataRecord], marks: dict[int, str]) -> None:
-        """ReplicationControlManager.generateLeaderAndIsrUpdates over ``keys`` (in key order)."""
-        active = self.active
-
-        def acceptable(r: int) -> bool:
-            return r != remove and (r == add or r in active)
-
-        for key in sorted(keys):
-            p = self.partitions[key]
-            election = Election.UNCLEAN if self._unclean_enabled(p.topic) else Election.ONLINE
-            isr = [r for r in p.isr if r != remove] if remove in p.isr else p.isr
-            rec, unclean = self.build_change(p, acceptable, isr=isr, election=election)
-            if rec is not None:
-                if unclean:
-                    marks[len(records)] = "unclean"
-                records.append(rec)

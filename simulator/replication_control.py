@@ -9,7 +9,7 @@ from typing import Any
 from records.kafka_constants import NO_LEADER
 from records.model import MetadataRecord, uuid_to_str
 from simulator.facts import Reassignment, TopicChange
-from simulator.model import RESOURCE_TOPIC, Election, Partition, SimulationError, Topic, record
+from simulator.model import RECOVERED, RECOVERING, RESOURCE_TOPIC, Election, Partition, SimulationError, Topic, record
 
 
 class ReplicationControlManager:
@@ -23,36 +23,36 @@ class ReplicationControlManager:
             raise SimulationError(f"replication factor {replication_factor} needs {replication_factor} "
                                   f"usable brokers; {len(usable)} are unfenced")
         by_rack: dict[str, list[int]] = {}
-        for b in usable:
-            by_rack.setdefault(self.brokers[b].rack or "", []).append(b)
+        for broker_id in usable:
+            by_rack.setdefault(self.brokers[broker_id].rack or "", []).append(broker_id)
         racks = sorted(by_rack)
         for rack in racks:
             self.rng.shuffle(by_rack[rack])
         ring: list[int] = []
-        for i in range(max(len(v) for v in by_rack.values())):
-            ring.extend(by_rack[r][i] for r in racks if i < len(by_rack[r]))
-        n = len(ring)
+        for position in range(max(len(v) for v in by_rack.values())):
+            ring.extend(by_rack[r][position] for r in racks if position < len(by_rack[r]))
+        ring_size = len(ring)
         rack_of = {b: self.brokers[b].rack for b in ring}
-        start = self.rng.randrange(n)
-        shift = self.rng.randrange(n)
-        n_racks = len(racks)
+        start = self.rng.randrange(ring_size)
+        shift = self.rng.randrange(ring_size)
+        rack_count = len(racks)
         out: list[list[int]] = []
-        for i in range(count):
-            if i and i % n == 0:
+        for index in range(count):
+            if index and index % ring_size == 0:
                 shift += 1
-            first = (start + i) % n
+            first = (start + index) % ring_size
             chosen = [ring[first]]
             used = {rack_of[ring[first]]}
-            j = first + 1 + shift % max(n - 1, 1)
+            cursor = first + 1 + shift % max(ring_size - 1, 1)
             while len(chosen) < replication_factor:
-                b = ring[j % n]
-                j += 1
-                if b in chosen:
+                broker_id = ring[cursor % ring_size]
+                cursor += 1
+                if broker_id in chosen:
                     continue
-                if len(used) < n_racks and rack_of[b] in used:
+                if len(used) < rack_count and rack_of[broker_id] in used:
                     continue
-                chosen.append(b)
-                used.add(rack_of[b])
+                chosen.append(broker_id)
+                used.add(rack_of[broker_id])
             out.append(chosen)
         return out
 
@@ -60,11 +60,11 @@ class ReplicationControlManager:
                            assignment: list[list[int]]) -> list[MetadataRecord]:
         version = self.mv.partition_record_version(self.elr)
         out = []
-        for i, replicas in enumerate(assignment):
+        for index, replicas in enumerate(assignment):
             isr = [r for r in replicas if r in self.active]
             data: dict[str, Any] = {
-                "partitionId": first_pid + i, "topicId": topic_id, "replicas": replicas, "isr": isr,
-                "removingReplicas": [], "addingReplicas": [], "leader": isr[0], "leaderRecoveryState": 0,
+                "partitionId": first_pid + index, "topicId": topic_id, "replicas": replicas, "isr": isr,
+                "removingReplicas": [], "addingReplicas": [], "leader": isr[0], "leaderRecoveryState": RECOVERED,
                 "leaderEpoch": 0, "partitionEpoch": 0,
             }
             if version >= 1:
@@ -137,97 +137,99 @@ class ReplicationControlManager:
             raise SimulationError(f"topic {name!r} has no partition {pid}")
         return self.partitions[topic.partitions[pid]]
 
-    def _change(self, p: Partition, mark: str | None = None, **kwargs: Any) -> int:
-        rec, unclean = self.build_change(p, self.is_active, **kwargs)
-        if rec is None:
+    def _change(self, partition: Partition, mark: str | None = None, **kwargs: Any) -> int:
+        change, unclean = self.build_partition_change(partition, self.is_active, **kwargs)
+        if change is None:
             return -1
         self._latency()
         if unclean:
             mark = "unclean"
-        return self._commit([rec], {0: mark} if mark else None)
+        return self._commit([change], {0: mark} if mark else None)
 
     def alter_isr(self, name: str, pid: int, isr: list[int], *, recovered: bool = False) -> int:
         """AlterPartition from the leader: the new ISR (and RECOVERED after an unclean election).
         A reassignment completes here once every target replica is in the ISR."""
-        p = self.partition(name, pid)
-        if p.leader == NO_LEADER or p.leader not in isr:
+        partition = self.partition(name, pid)
+        if partition.leader == NO_LEADER or partition.leader not in isr:
             raise SimulationError(f"{name}-{pid}: AlterPartition comes from the leader, which stays in "
                                   "the ISR")
-        for r in isr:
-            if r not in p.replicas:
-                raise SimulationError(f"{name}-{pid}: {r} is not a replica")
-            if r not in p.isr and r not in self.active:
-                raise SimulationError(f"{name}-{pid}: broker {r} is fenced or shutting down (ineligible)")
-        was_reassigning = bool(p.adding_replicas or p.removing_replicas)
-        rec, _ = self.build_change(p, self.is_active, isr=list(isr), lrs=0 if recovered else None)
-        if rec is None:
+        for replica in isr:
+            if replica not in partition.replicas:
+                raise SimulationError(f"{name}-{pid}: {replica} is not a replica")
+            if replica not in partition.isr and replica not in self.active:
+                raise SimulationError(f"{name}-{pid}: broker {replica} is fenced or shutting down (ineligible)")
+        was_reassigning = bool(partition.adding_replicas or partition.removing_replicas)
+        change, _ = self.build_partition_change(partition, self.is_active, target_isr=list(isr),
+                                                target_leader_recovery_state=RECOVERED if recovered else None)
+        if change is None:
             return -1
         self._latency()
-        base = self._commit([rec])
-        if was_reassigning and not (p.adding_replicas or p.removing_replicas):
-            self.facts.reassignments.append(Reassignment(base, "completed", name, p.topic.topic_id_str, pid,
-                                                         tuple(p.replicas)))
+        base = self._commit([change])
+        if was_reassigning and not (partition.adding_replicas or partition.removing_replicas):
+            self.facts.reassignments.append(Reassignment(base, "completed", name, partition.topic.topic_id_str, pid,
+                                                         tuple(partition.replicas)))
         return base
 
     def shrink_isr(self, name: str, pid: int, drop: Iterable[int]) -> int:
         """Followers fell behind: the leader removes them from the ISR."""
-        p = self.partition(name, pid)
+        partition = self.partition(name, pid)
         gone = set(drop)
-        return self.alter_isr(name, pid, [r for r in p.isr if r not in gone])
+        return self.alter_isr(name, pid, [r for r in partition.isr if r not in gone])
 
     def expand_isr(self, name: str, pid: int, add: Iterable[int]) -> int:
         """Followers caught up: the leader adds them to the ISR."""
-        p = self.partition(name, pid)
-        extra = [r for r in add if r not in p.isr]
-        return self.alter_isr(name, pid, [*p.isr, *extra])
+        partition = self.partition(name, pid)
+        extra = [r for r in add if r not in partition.isr]
+        return self.alter_isr(name, pid, [*partition.isr, *extra])
 
     def recover(self, name: str, pid: int) -> int:
         """The uncleanly elected leader finished recovery: leaderRecoveryState back to RECOVERED."""
-        p = self.partition(name, pid)
-        if p.leader_recovery_state != 1:
+        partition = self.partition(name, pid)
+        if partition.leader_recovery_state != RECOVERING:
             raise SimulationError(f"{name}-{pid} is not recovering")
-        return self.alter_isr(name, pid, list(p.isr), recovered=True)
+        return self.alter_isr(name, pid, list(partition.isr), recovered=True)
 
     def reassign(self, name: str, pid: int, target: list[int]) -> int:
         """AlterPartitionReassignments: replicas = target + removing, with adding/removing set."""
-        p = self.partition(name, pid)
-        if p.adding_replicas or p.removing_replicas:
+        partition = self.partition(name, pid)
+        if partition.adding_replicas or partition.removing_replicas:
             raise SimulationError(f"{name}-{pid} is already being reassigned")
         if len(set(target)) != len(target) or not target:
             raise SimulationError(f"bad target replicas {target}")
-        for r in target:
-            self._broker(r)
-        removing = [r for r in p.replicas if r not in target]
-        adding = [r for r in target if r not in p.replicas]
+        for replica in target:
+            self._broker(replica)
+        removing = [r for r in partition.replicas if r not in target]
+        adding = [r for r in target if r not in partition.replicas]
         merged = [*target, *removing]
         self._latency()
-        rec, unclean = self.build_change(p, self.is_active, replicas=merged, removing=removing,
-                                         adding=adding)
-        if rec is None:
+        change, unclean = self.build_partition_change(partition, self.is_active, target_replicas=merged,
+                                                      target_removing=removing, target_adding=adding)
+        if change is None:
             return -1
-        base = self._commit([rec], {0: "unclean"} if unclean else None)
-        self.facts.reassignments.append(Reassignment(base, "started", name, p.topic.topic_id_str, pid,
-                                                     tuple(target)))
-        if not p.adding_replicas and not p.removing_replicas:  # nothing to add: Kafka completes it at once
-            self.facts.reassignments.append(Reassignment(base, "completed", name, p.topic.topic_id_str, pid,
-                                                         tuple(p.replicas)))
+        base = self._commit([change], {0: "unclean"} if unclean else None)
+        topic_id = partition.topic.topic_id_str
+        self.facts.reassignments.append(Reassignment(base, "started", name, topic_id, pid, tuple(target)))
+        if not partition.adding_replicas and not partition.removing_replicas:  # nothing to add: Kafka completes it
+            self.facts.reassignments.append(Reassignment(base, "completed", name, topic_id, pid,
+                                                         tuple(partition.replicas)))
         return base
 
     def cancel_reassignment(self, name: str, pid: int) -> int:
         """Revert to the original replicas (PartitionReassignmentRevert)."""
-        p = self.partition(name, pid)
-        if not (p.adding_replicas or p.removing_replicas):
+        partition = self.partition(name, pid)
+        if not (partition.adding_replicas or partition.removing_replicas):
             raise SimulationError(f"{name}-{pid} has no reassignment in progress")
-        replicas = [r for r in p.replicas if r not in p.adding_replicas]
-        isr = [r for r in p.isr if r not in p.adding_replicas]
+        replicas = [r for r in partition.replicas if r not in partition.adding_replicas]
+        isr = [r for r in partition.isr if r not in partition.adding_replicas]
         if not isr:
             raise SimulationError(f"{name}-{pid}: reverting would leave an empty ISR (not simulated)")
-        return self._change(p, "cancelled", replicas=replicas, isr=isr, removing=[], adding=[])
+        return self._change(partition, "cancelled", target_replicas=replicas, target_isr=isr,
+                            target_removing=[], target_adding=[])
 
     def elect_leaders(self, name: str, pid: int, *, unclean: bool = False) -> int:
         """ElectLeaders (kafka-leader-election): preferred, or unclean from outside the ISR."""
-        p = self.partition(name, pid)
-        return self._change(p, election=Election.UNCLEAN if unclean else Election.PREFERRED)
+        partition = self.partition(name, pid)
+        return self._change(partition, election=Election.UNCLEAN if unclean else Election.PREFERRED)
 
     def preferred_election(self, brokers: Iterable[int] | None = None) -> int:
         """Auto leader rebalance: preferred elections for imbalanced partitions (non-atomic batches).
@@ -238,9 +240,10 @@ class ReplicationControlManager:
             keys = [k for k in self.imbalanced if self.partitions[k].replicas[0] in wanted]
         records: list[MetadataRecord] = []
         for key in sorted(keys):
-            rec, _ = self.build_change(self.partitions[key], self.is_active, election=Election.PREFERRED)
-            if rec is not None:
-                records.append(rec)
+            change, _ = self.build_partition_change(self.partitions[key], self.is_active,
+                                                    election=Election.PREFERRED)
+            if change is not None:
+                records.append(change)
         if records:
             self._latency()
             self._commit_non_atomic(records)
@@ -252,10 +255,30 @@ class ReplicationControlManager:
         for key in sorted(self.replica_index.get(broker_id, ())):
             if limit is not None and done >= limit:
                 break
-            p = self.partitions[key]
-            if broker_id in p.isr or p.leader == NO_LEADER or broker_id not in self.active:
+            partition = self.partitions[key]
+            if broker_id in partition.isr or partition.leader == NO_LEADER or broker_id not in self.active:
                 continue
-            self.expand_isr(p.topic.name, p.partition_id, [broker_id])
+            self.expand_isr(partition.topic.name, partition.partition_id, [broker_id])
             done += 1
         return done
 
+    def _generate_leader_and_isr_updates(self, broker_to_remove: int, broker_to_add: int, keys: Iterable[int],
+                                         records: list[MetadataRecord], marks: dict[int, str]) -> None:
+        """``ReplicationControlManager.generateLeaderAndIsrUpdates`` over ``keys`` (in key order): the broker to
+        remove leaves each ISR and may not lead; the broker to add may lead although not yet active."""
+        active = self.active
+
+        def is_acceptable_leader(replica: int) -> bool:
+            return replica != broker_to_remove and (replica == broker_to_add or replica in active)
+
+        for key in sorted(keys):
+            partition = self.partitions[key]
+            election = Election.UNCLEAN if self._unclean_enabled(partition.topic) else Election.ONLINE
+            isr = ([r for r in partition.isr if r != broker_to_remove] if broker_to_remove in partition.isr
+                   else partition.isr)
+            change, unclean = self.build_partition_change(partition, is_acceptable_leader, target_isr=isr,
+                                                          election=election)
+            if change is not None:
+                if unclean:
+                    marks[len(records)] = "unclean"
+                records.append(change)
