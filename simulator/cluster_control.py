@@ -3,7 +3,7 @@ missed heartbeat, unfencing, controlled shutdown and unregistration, each with t
 
 from __future__ import annotations
 
-from records.kafka_constants import NO_LEADER
+from records.kafka_constants import FENCE, IN_CONTROLLED_SHUTDOWN, NO_LEADER, NONE, UNFENCE
 from records.model import MetadataRecord, uuid_to_str
 from simulator.facts import BrokerFenced, BrokerRegistered, BrokerUnfenced, BrokerUnregistered, ControlledShutdown
 from simulator.model import Broker, SimulationError, record
@@ -13,6 +13,7 @@ class ClusterControlManager:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: the brokers' lifecycle."""
 
     def _broker(self, broker_id: int) -> Broker:
+        """The registered broker, or the refusal Kafka gives for an unknown broker id."""
         broker = self.brokers.get(broker_id)
         if broker is None:
             raise SimulationError(f"broker {broker_id} is not registered")
@@ -45,9 +46,10 @@ class ClusterControlManager:
         return epoch
 
     def _fence_record(self, broker: Broker) -> MetadataRecord:
+        """BrokerRegistrationChangeRecord(FENCE) since 3.3-IV3, FenceBrokerRecord before."""
         if self.mv.registration_change_record:
             return record("BrokerRegistrationChangeRecord", 0, brokerId=broker.broker_id,
-                          brokerEpoch=broker.epoch, fenced=1)
+                          brokerEpoch=broker.epoch, fenced=FENCE)
         return record("FenceBrokerRecord", 0, id=broker.broker_id, epoch=broker.epoch)
 
     def unfence(self, broker_id: int) -> int:
@@ -58,7 +60,7 @@ class ClusterControlManager:
         self._latency()
         if self.mv.registration_change_record:
             first = record("BrokerRegistrationChangeRecord", 0, brokerId=broker_id, brokerEpoch=broker.epoch,
-                           fenced=-1)
+                           fenced=UNFENCE)
         else:
             first = record("UnfenceBrokerRecord", 0, id=broker_id, epoch=broker.epoch)
         records = [first]
@@ -101,7 +103,8 @@ class ClusterControlManager:
         records: list[MetadataRecord] = []
         if self.mv.controlled_shutdown_state and not broker.in_controlled_shutdown:
             records.append(record("BrokerRegistrationChangeRecord", 1, brokerId=broker_id,
-                                  brokerEpoch=broker.epoch, fenced=0, inControlledShutdown=1))
+                                  brokerEpoch=broker.epoch, fenced=NONE,
+                                  inControlledShutdown=IN_CONTROLLED_SHUTDOWN))
         else:
             self._set_broker_state(broker_id, None, True)  # older MVs: the heartbeat manager's state
         marks: dict[int, str] = {}
@@ -148,6 +151,7 @@ class ClusterControlManager:
         return epoch
 
     def _register_controller(self, controller_id: int) -> None:
+        """``ClusterControlManager.registerController``: a RegisterControllerRecord with a new incarnation."""
         incarnation = self._uuid()
         self.controller_incarnations[controller_id] = incarnation
         features = [{"name": "metadata.version", "minSupportedVersion": 1,

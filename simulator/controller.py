@@ -95,8 +95,8 @@ class ControllerSimulator(ClusterControlManager, ReplicationControlManager, Conf
         """One record batch at the current time and raft epoch; returns its base offset."""
         base = self.next_offset
         epoch, now, buffer = self.raft_epoch, self.now, self._buffer
-        for i, rec in enumerate(records):
-            buffer.append(LogEntry(base + i, rec, base, epoch, now))
+        for position, metadata_record in enumerate(records):
+            buffer.append(LogEntry(base + position, metadata_record, base, epoch, now))
         self.next_offset = base + len(records)
         return base
 
@@ -105,8 +105,8 @@ class ControllerSimulator(ClusterControlManager, ReplicationControlManager, Conf
         if not records:
             return -1
         base = self._write_batch(records)
-        for i, rec in enumerate(records):
-            self._replay(rec, base + i, marks.get(i) if marks else None)
+        for position, metadata_record in enumerate(records):
+            self._replay(metadata_record, base + position, marks.get(position) if marks else None)
         return base
 
     def _commit_non_atomic(self, records: list[MetadataRecord], marks: dict[int, str] | None = None) -> None:

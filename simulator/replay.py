@@ -6,18 +6,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from records.kafka_constants import NO_LEADER, NO_LEADER_CHANGE
+from records.kafka_constants import (
+    FENCE,
+    IN_CONTROLLED_SHUTDOWN,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    NO_RECOVERY_STATE_CHANGE,
+    UNFENCE,
+)
 from records.model import MetadataRecord
 from simulator.facts import LeaderRecovered, PartitionLeaderless, Reassignment, UncleanElection
-from simulator.model import RESOURCE_BROKER, RESOURCE_TOPIC, UNASSIGNED_DIR_ID, Broker, Partition, Topic
+from simulator.model import (
+    RECOVERED,
+    RECOVERING,
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    UNASSIGNED_DIR_ID,
+    Broker,
+    Partition,
+    Topic,
+)
+
+# BrokerRegistrationFencingChange.asBoolean and BrokerRegistrationInControlledShutdownChange.asBoolean: a code
+# missing here (NONE) leaves the flag as it is
+FENCING_CHANGE = {FENCE: True, UNFENCE: False}
+IN_CONTROLLED_SHUTDOWN_CHANGE = {IN_CONTROLLED_SHUTDOWN: True}
 
 
 class ControllerReplay:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: applying a written record to the state."""
 
-    def _replay(self, rec: MetadataRecord, offset: int, mark: str | None) -> None:
-        kind = rec.type_name
-        data = rec.data
+    def _replay(self, metadata_record: MetadataRecord, offset: int, mark: str | None) -> None:
+        """Apply one committed record; ``mark`` names the incident the caller knows it to be (facts only)."""
+        kind = metadata_record.type_name
+        data = metadata_record.data
         if kind == "PartitionChangeRecord":
             self._replay_change(data, offset, mark)
         elif kind == "PartitionRecord":
@@ -25,9 +47,8 @@ class ControllerReplay:
         elif kind == "RegisterBrokerRecord":
             self._replay_register(data)
         elif kind == "BrokerRegistrationChangeRecord":
-            fenced = data["fenced"]
-            self._set_broker_state(data["brokerId"], True if fenced == 1 else False if fenced == -1 else None,
-                                   True if data.get("inControlledShutdown") == 1 else None)
+            self._set_broker_state(data["brokerId"], FENCING_CHANGE.get(data["fenced"]),
+                                   IN_CONTROLLED_SHUTDOWN_CHANGE.get(data.get("inControlledShutdown")))
         elif kind == "FenceBrokerRecord":
             self._set_broker_state(data["id"], True, None)
         elif kind == "UnfenceBrokerRecord":
@@ -57,10 +78,10 @@ class ControllerReplay:
         topics = [self.topics[topic_name]] if topic_name else list(self.topics.values())
         for topic in topics:
             for key in topic.partitions:
-                p = self.partitions[key]
-                if p.elr or p.last_known_elr:
-                    p.elr, p.last_known_elr = [], []
-                    p.partition_epoch += 1
+                partition = self.partitions[key]
+                if partition.elr or partition.last_known_elr:
+                    partition.elr, partition.last_known_elr = [], []
+                    partition.partition_epoch += 1
 
     @staticmethod
     def _set_config(configs: dict[str, str], name: str, value: str | None) -> None:
@@ -69,12 +90,13 @@ class ControllerReplay:
         else:
             configs[name] = value
 
-    def _set_broker_state(self, broker_id: int, fenced: bool | None, cs: bool | None) -> None:
+    def _set_broker_state(self, broker_id: int, fenced: bool | None, in_controlled_shutdown: bool | None) -> None:
+        """``ClusterControlManager.replayRegistrationChange``: None leaves a flag as it is."""
         broker = self.brokers[broker_id]
         if fenced is not None:
             broker.fenced = fenced
-        if cs is not None:
-            broker.in_controlled_shutdown = cs
+        if in_controlled_shutdown is not None:
+            broker.in_controlled_shutdown = in_controlled_shutdown
         if broker.fenced or broker.in_controlled_shutdown:
             self.active.discard(broker_id)
         else:
@@ -91,35 +113,36 @@ class ControllerReplay:
         if not broker.fenced:
             self.active.add(broker_id)
 
-    def _index(self, p: Partition, old_replicas: list[int], old_isr: list[int]) -> None:
-        key = p.key
-        if old_isr is not p.isr:
-            for b in old_isr:
-                if b not in p.isr:
-                    self.isr_index[b].discard(key)
-            for b in p.isr:
-                if b not in old_isr:
-                    self.isr_index.setdefault(b, set()).add(key)
-        if old_replicas is not p.replicas:
-            for b in old_replicas:
-                if b not in p.replicas:
-                    self.replica_index[b].discard(key)
-            for b in p.replicas:
-                if b not in old_replicas:
-                    self.replica_index.setdefault(b, set()).add(key)
-        if p.leader == NO_LEADER:
+    def _index(self, partition: Partition, old_replicas: list[int], old_isr: list[int]) -> None:
+        """Keep the per-broker and per-state indexes of partitions in step with one changed partition."""
+        key = partition.key
+        if old_isr is not partition.isr:
+            for broker_id in old_isr:
+                if broker_id not in partition.isr:
+                    self.isr_index[broker_id].discard(key)
+            for broker_id in partition.isr:
+                if broker_id not in old_isr:
+                    self.isr_index.setdefault(broker_id, set()).add(key)
+        if old_replicas is not partition.replicas:
+            for broker_id in old_replicas:
+                if broker_id not in partition.replicas:
+                    self.replica_index[broker_id].discard(key)
+            for broker_id in partition.replicas:
+                if broker_id not in old_replicas:
+                    self.replica_index.setdefault(broker_id, set()).add(key)
+        if partition.leader == NO_LEADER:
             self.leaderless.add(key)
         else:
             self.leaderless.discard(key)
-        if p.leader != p.replicas[0]:
+        if partition.leader != partition.replicas[0]:
             self.imbalanced.add(key)
         else:
             self.imbalanced.discard(key)
-        if p.leader_recovery_state == 1:
+        if partition.leader_recovery_state == RECOVERING:
             self.recovering.add(key)
         else:
             self.recovering.discard(key)
-        if p.adding_replicas or p.removing_replicas:
+        if partition.adding_replicas or partition.removing_replicas:
             self.reassigning.add(key)
         else:
             self.reassigning.discard(key)
@@ -128,69 +151,70 @@ class ControllerReplay:
         topic = self._by_id[data["topicId"]]
         key = self.next_partition_key
         self.next_partition_key += 1
-        p = Partition(key, topic, data["partitionId"])
-        p.replicas = list(data["replicas"])
-        p.isr = list(data["isr"])
-        p.removing_replicas = list(data["removingReplicas"])
-        p.adding_replicas = list(data["addingReplicas"])
-        p.leader = data["leader"]
-        p.leader_epoch = data["leaderEpoch"]
-        p.partition_epoch = data["partitionEpoch"]
-        p.leader_recovery_state = data["leaderRecoveryState"]
-        p.directories = list(data.get("directories", ()))
-        p.elr = list(data.get("eligibleLeaderReplicas") or ())
-        p.last_known_elr = list(data.get("lastKnownElr") or ())
-        self.partitions[key] = p
+        partition = Partition(key, topic, data["partitionId"])
+        partition.replicas = list(data["replicas"])
+        partition.isr = list(data["isr"])
+        partition.removing_replicas = list(data["removingReplicas"])
+        partition.adding_replicas = list(data["addingReplicas"])
+        partition.leader = data["leader"]
+        partition.leader_epoch = data["leaderEpoch"]
+        partition.partition_epoch = data["partitionEpoch"]
+        partition.leader_recovery_state = data["leaderRecoveryState"]
+        partition.directories = list(data.get("directories", ()))
+        partition.elr = list(data.get("eligibleLeaderReplicas") or ())
+        partition.last_known_elr = list(data.get("lastKnownElr") or ())
+        self.partitions[key] = partition
         topic.partitions.append(key)
-        self._index(p, [], [])
+        self._index(partition, [], [])
 
     def _replay_change(self, data: dict[str, Any], offset: int, mark: str | None) -> None:
         topic = self._by_id[data["topicId"]]
-        p = self.partitions[topic.partitions[data["partitionId"]]]
-        old_replicas, old_isr, old_leader = p.replicas, p.isr, p.leader
+        partition = self.partitions[topic.partitions[data["partitionId"]]]
+        old_replicas, old_isr, old_leader = partition.replicas, partition.isr, partition.leader
         if data["isr"] is not None:
-            p.isr = list(data["isr"])
+            partition.isr = list(data["isr"])
         if data["leader"] != NO_LEADER_CHANGE:
-            p.leader = data["leader"]
-            p.leader_epoch += 1
+            partition.leader = data["leader"]
+            partition.leader_epoch += 1
         if data["replicas"] is not None:
-            p.replicas = list(data["replicas"])
+            partition.replicas = list(data["replicas"])
         if data["removingReplicas"] is not None:
-            p.removing_replicas = list(data["removingReplicas"])
+            partition.removing_replicas = list(data["removingReplicas"])
         if data["addingReplicas"] is not None:
-            p.adding_replicas = list(data["addingReplicas"])
-        old_lrs = p.leader_recovery_state
-        if data["leaderRecoveryState"] != -1:
-            p.leader_recovery_state = data["leaderRecoveryState"]
+            partition.adding_replicas = list(data["addingReplicas"])
+        old_leader_recovery_state = partition.leader_recovery_state
+        if data["leaderRecoveryState"] != NO_RECOVERY_STATE_CHANGE:
+            partition.leader_recovery_state = data["leaderRecoveryState"]
         if data.get("directories") is not None:
-            p.directories = list(data["directories"])
+            partition.directories = list(data["directories"])
         if data.get("eligibleLeaderReplicas") is not None:
-            p.elr = list(data["eligibleLeaderReplicas"])
+            partition.elr = list(data["eligibleLeaderReplicas"])
         if data.get("lastKnownElr") is not None:
-            p.last_known_elr = list(data["lastKnownElr"])
-        p.partition_epoch += 1
-        self._index(p, old_replicas, old_isr)
+            partition.last_known_elr = list(data["lastKnownElr"])
+        partition.partition_epoch += 1
+        self._index(partition, old_replicas, old_isr)
         facts = self.facts
-        if p.leader == NO_LEADER and old_leader != NO_LEADER:
-            facts.leaderless.append(PartitionLeaderless(offset, topic.name, topic.topic_id_str, p.partition_id,
-                                                        p.leader_epoch, old_leader))
+        topic_name, topic_id, partition_id = topic.name, topic.topic_id_str, partition.partition_id
+        if partition.leader == NO_LEADER and old_leader != NO_LEADER:
+            facts.leaderless.append(PartitionLeaderless(offset, topic_name, topic_id, partition_id,
+                                                        partition.leader_epoch, old_leader))
         if mark == "unclean":
-            facts.unclean_elections.append(UncleanElection(offset, topic.name, topic.topic_id_str, p.partition_id,
-                                                           p.leader, p.leader_epoch))
+            facts.unclean_elections.append(UncleanElection(offset, topic_name, topic_id, partition_id,
+                                                           partition.leader, partition.leader_epoch))
         elif mark == "cancelled":
-            facts.reassignments.append(Reassignment(offset, mark, topic.name, topic.topic_id_str, p.partition_id,
-                                                    tuple(p.replicas)))
-        if old_lrs == 1 and p.leader_recovery_state == 0:
-            facts.recovered.append(LeaderRecovered(offset, topic.name, topic.topic_id_str, p.partition_id))
+            facts.reassignments.append(Reassignment(offset, mark, topic_name, topic_id, partition_id,
+                                                    tuple(partition.replicas)))
+        if old_leader_recovery_state == RECOVERING and partition.leader_recovery_state == RECOVERED:
+            facts.recovered.append(LeaderRecovered(offset, topic_name, topic_id, partition_id))
 
     def _replay_remove_topic(self, topic_id: bytes) -> None:
         topic = self._by_id.pop(topic_id)
         del self.topics[topic.name]
         for key in topic.partitions:
-            p = self.partitions.pop(key)
-            for b in p.isr:
-                self.isr_index[b].discard(key)
-            for b in p.replicas:
-                self.replica_index[b].discard(key)
+            partition = self.partitions.pop(key)
+            for broker_id in partition.isr:
+                self.isr_index[broker_id].discard(key)
+            for broker_id in partition.replicas:
+                self.replica_index[broker_id].discard(key)
             for index in (self.leaderless, self.imbalanced, self.recovering, self.reassigning):
                 index.discard(key)
