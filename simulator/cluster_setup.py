@@ -35,24 +35,24 @@ def rack_of(broker_id: int, racks: int) -> str:
     return f"rack-{(broker_id - 1) % max(racks, 1)}"
 
 
-def setup_cluster(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def setup_cluster(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """Brokers 1..N register (spread over racks) and unfence, then topics topic-0.. are created."""
-    if o.brokers < o.replication_factor:
-        raise SimulationError(f"{o.brokers} brokers cannot host replication factor {o.replication_factor}")
-    for b in range(1, o.brokers + 1):
-        sim.register_broker(b, rack=rack_of(b, o.racks))
+    if options.brokers < options.replication_factor:
+        raise SimulationError(f"{options.brokers} brokers cannot host replication factor {options.replication_factor}")
+    for broker_id in range(1, options.brokers + 1):
+        sim.register_broker(broker_id, rack=rack_of(broker_id, options.racks))
         yield
     sim.tick(1000)
-    for b in range(1, o.brokers + 1):
-        sim.unfence(b)
+    for broker_id in range(1, options.brokers + 1):
+        sim.unfence(broker_id)
         yield
-    for t in range(o.topics):
-        sim.create_topic(f"topic-{t}", o.partitions_per_topic, o.replication_factor)
+    for topic_index in range(options.topics):
+        sim.create_topic(f"topic-{topic_index}", options.partitions_per_topic, options.replication_factor)
         sim.tick(sim.rng.randint(10, 200))
         yield
 
 
-def require_cluster(o: ScenarioOptions, brokers: int, scenario: str) -> None:
-    if o.brokers < brokers or o.topics < 1 or o.partitions_per_topic < 1:
+def require_cluster(options: ScenarioOptions, brokers: int, scenario: str) -> None:
+    if options.brokers < brokers or options.topics < 1 or options.partitions_per_topic < 1:
         raise SimulationError(f"scenario {scenario!r} needs at least {brokers} brokers and one topic "
                               "with a partition")

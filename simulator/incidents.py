@@ -8,55 +8,55 @@ from simulator.cluster_setup import ScenarioOptions, Steps, require_cluster, set
 from simulator.controller import MIN_ISR_KEY, UNCLEAN_KEY, ControllerSimulator, SimulationError
 
 
-def rolling_restart(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def rolling_restart(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """Every broker in id order: controlled shutdown, fence, new incarnation, unfence, catch up,
     preferred elections. key["restarts"]: broker, old/new epoch, shutdown/fence/register/unfence offsets."""
-    yield from setup_cluster(sim, o)
+    yield from setup_cluster(sim, options)
     restarts: list[dict[str, int]] = []
-    for b in sorted(sim.brokers):
-        old = sim.brokers[b].epoch
-        cs = sim.controlled_shutdown(b, complete=False)
+    for broker_id in sorted(sim.brokers):
+        old = sim.brokers[broker_id].epoch
+        shutdown = sim.controlled_shutdown(broker_id, complete=False)
         yield
         sim.tick(sim.rng.randint(200, 1500))
-        fence = sim.fence(b, reason="controlled-shutdown")
+        fence = sim.fence(broker_id, reason="controlled-shutdown")
         yield
         sim.tick(sim.rng.randint(5000, 15000))
-        new = sim.register_broker(b)
+        new = sim.register_broker(broker_id)
         yield
         sim.tick(sim.rng.randint(500, 2000))
-        unfence = sim.unfence(b)
-        sim.catch_up(b)
+        unfence = sim.unfence(broker_id)
+        sim.catch_up(broker_id)
         yield
-        sim.preferred_election([b])
-        restarts.append({"broker": b, "old_epoch": old, "new_epoch": new, "shutdown_offset": cs,
+        sim.preferred_election([broker_id])
+        restarts.append({"broker": broker_id, "old_epoch": old, "new_epoch": new, "shutdown_offset": shutdown,
                          "fence_offset": fence, "register_offset": new, "unfence_offset": unfence})
         yield
     sim.facts.key["restarts"] = restarts
 
 
-def rack_outage(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def rack_outage(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """All brokers of rack-1 stop at once and are fenced after the session timeout; later they come
     back. With racks >= replication factor no partition loses its leader. key: rack, brokers, fence
     offsets, outage start/end times."""
-    require_cluster(o, 2, "rack-outage")
-    racks = max(o.racks, 2)
-    o = replace(o, racks=racks)
-    yield from setup_cluster(sim, o)
+    require_cluster(options, 2, "rack-outage")
+    racks = max(options.racks, 2)
+    options = replace(options, racks=racks)
+    yield from setup_cluster(sim, options)
     rack = "rack-1"
     down = [b for b in sorted(sim.brokers) if sim.brokers[b].rack == rack]
     start = sim.now
     sim.tick(sim.config.session_timeout_ms)
     fences = {}
-    for b in down:
-        fences[b] = sim.fence(b)
+    for broker_id in down:
+        fences[broker_id] = sim.fence(broker_id)
         yield
     sim.tick(60_000)
-    for b in down:
-        sim.register_broker(b)
+    for broker_id in down:
+        sim.register_broker(broker_id)
         yield
-    for b in down:
-        sim.unfence(b)
-        sim.catch_up(b)
+    for broker_id in down:
+        sim.unfence(broker_id)
+        sim.catch_up(broker_id)
         yield
     sim.preferred_election()
     sim.facts.key.update(rack=rack, brokers=down, fence_offsets=fences, outage_start_ms=start,
@@ -64,25 +64,25 @@ def rack_outage(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
     yield
 
 
-def lost_last_isr_unclean(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def lost_last_isr_unclean(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """topic-0 partition 0: followers drop out of the ISR, the last ISR member dies (leader -1), the
     operator enables unclean election and elects a stale replica (ISR = [leader], RECOVERING), which
     later recovers. key: topic, partition, shrink/leaderless/unclean/recovered offsets, epochs, leaders."""
-    require_cluster(o, 3, "lost-last-isr-unclean")
-    yield from setup_cluster(sim, o)
+    require_cluster(options, 3, "lost-last-isr-unclean")
+    yield from setup_cluster(sim, options)
     if sim.cluster_configs.get(UNCLEAN_KEY) == "true":
         sim.set_cluster_config(UNCLEAN_KEY, "false")  # the story needs a clean-only election first
         yield
     topic, pid = "topic-0", 0
-    p = sim.partition(topic, pid)
-    if len(p.replicas) < 2:
+    partition = sim.partition(topic, pid)
+    if len(partition.replicas) < 2:
         raise SimulationError("lost-last-isr-unclean needs replication factor >= 2")
-    last = p.leader
+    last = partition.leader
     shrink = sim.alter_isr(topic, pid, [last])
     yield
     sim.tick(sim.rng.randint(1000, 5000))
     fence = sim.crash(last)
-    leaderless = next(f for f in sim.facts.leaderless if f.topic == topic and f.partition == pid)
+    leaderless = next(fact for fact in sim.facts.leaderless if fact.topic == topic and fact.partition == pid)
     yield
     sim.tick(30_000)
     sim.set_topic_config(topic, UNCLEAN_KEY, "true")
@@ -99,49 +99,49 @@ def lost_last_isr_unclean(sim: ControllerSimulator, o: ScenarioOptions) -> Steps
     sim.catch_up(last)
     sim.preferred_election([last])
     yield
-    sim.facts.key.update(topic=topic, partition=pid, topic_id=p.topic.topic_id_str, last_isr_member=last,
+    sim.facts.key.update(topic=topic, partition=pid, topic_id=partition.topic.topic_id_str, last_isr_member=last,
                          shrink_offset=shrink, fence_offset=fence, leaderless_offset=leaderless.offset,
                          leaderless_epoch=leaderless.leader_epoch, unclean_offset=unclean,
                          unclean_leader=elected.leader, unclean_epoch=elected.leader_epoch,
                          recovered_offset=recovered)
 
 
-def flapping_broker(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def flapping_broker(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """Broker 1 crashes and comes back five times, each time with a new epoch and incarnation.
     key: broker, epochs (one per incarnation), fence_offsets."""
-    require_cluster(o, 2, "flapping-broker")
-    yield from setup_cluster(sim, o)
-    b = 1
-    epochs = [sim.brokers[b].epoch]
+    require_cluster(options, 2, "flapping-broker")
+    yield from setup_cluster(sim, options)
+    broker_id = 1
+    epochs = [sim.brokers[broker_id].epoch]
     fences = []
     for _ in range(5):
-        fences.append(sim.crash(b))
+        fences.append(sim.crash(broker_id))
         yield
         sim.tick(sim.rng.randint(1000, 4000))
-        epochs.append(sim.register_broker(b))
+        epochs.append(sim.register_broker(broker_id))
         sim.tick(sim.rng.randint(300, 1200))
-        sim.unfence(b)
-        sim.catch_up(b, limit=sim.rng.randint(0, 3))
+        sim.unfence(broker_id)
+        sim.catch_up(broker_id, limit=sim.rng.randint(0, 3))
         yield
         sim.tick(sim.rng.randint(2000, 6000))
-    sim.catch_up(b)
-    sim.preferred_election([b])
-    sim.facts.key.update(broker=b, epochs=epochs, fence_offsets=fences)
+    sim.catch_up(broker_id)
+    sim.preferred_election([broker_id])
+    sim.facts.key.update(broker=broker_id, epochs=epochs, fence_offsets=fences)
     yield
 
 
-def reassignment_under_failure(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def reassignment_under_failure(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """A: topic-0/0 gains a new replica that dies before catching up; the reassignment is cancelled.
     B: topic-0/1 moves off its leader, the leader dies mid-move, the move completes on the survivors.
     key: a_/b_ partition, target, started/cancelled/completed offsets, crashed brokers."""
-    require_cluster(o, o.replication_factor + 2, "reassignment-under-failure")
-    if o.partitions_per_topic < 2:
+    require_cluster(options, options.replication_factor + 2, "reassignment-under-failure")
+    if options.partitions_per_topic < 2:
         raise SimulationError("reassignment-under-failure needs two partitions per topic")
-    yield from setup_cluster(sim, o)
+    yield from setup_cluster(sim, options)
     topic = "topic-0"
-    a = sim.partition(topic, 0)
-    newcomer = next(b for b in sorted(sim.active) if b not in a.replicas)
-    a_target = [*a.replicas[:-1], newcomer]
+    partition_a = sim.partition(topic, 0)
+    newcomer = next(b for b in sorted(sim.active) if b not in partition_a.replicas)
+    a_target = [*partition_a.replicas[:-1], newcomer]
     a_started = sim.reassign(topic, 0, a_target)
     yield
     sim.tick(2000)
@@ -149,10 +149,10 @@ def reassignment_under_failure(sim: ControllerSimulator, o: ScenarioOptions) -> 
     yield
     a_cancelled = sim.cancel_reassignment(topic, 0)
     yield
-    b = sim.partition(topic, 1)
-    old_leader = b.leader
-    spare = next(x for x in sorted(sim.active) if x not in b.replicas)
-    b_target = [*[r for r in b.replicas if r != old_leader], spare]
+    partition_b = sim.partition(topic, 1)
+    old_leader = partition_b.leader
+    spare = next(b for b in sorted(sim.active) if b not in partition_b.replicas)
+    b_target = [*[r for r in partition_b.replicas if r != old_leader], spare]
     b_started = sim.reassign(topic, 1, b_target)
     yield
     sim.tick(1500)
@@ -174,15 +174,15 @@ def reassignment_under_failure(sim: ControllerSimulator, o: ScenarioOptions) -> 
     yield
 
 
-def controlled_shutdown(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def controlled_shutdown(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """The broker leading the most partitions shuts down cleanly: the shutdown batch moves every
     leadership away first, then it is fenced; it restarts later. key: broker, led partitions,
     shutdown/fence offsets."""
-    require_cluster(o, 2, "controlled-shutdown")
-    yield from setup_cluster(sim, o)
+    require_cluster(options, 2, "controlled-shutdown")
+    yield from setup_cluster(sim, options)
     led: dict[int, list[tuple[str, int]]] = {}
-    for p in sim.partitions.values():
-        led.setdefault(p.leader, []).append((p.topic.name, p.partition_id))
+    for partition in sim.partitions.values():
+        led.setdefault(partition.leader, []).append((partition.topic.name, partition.partition_id))
     broker = max(sorted(sim.active), key=lambda b: len(led.get(b, [])))
     shutdown = sim.controlled_shutdown(broker, complete=False)
     yield
@@ -199,21 +199,21 @@ def controlled_shutdown(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
     yield
 
 
-def topic_recreate(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def topic_recreate(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """"orders" is created, deleted and created again under the same name with a new topic id.
     key: topic, first_id, second_id, created/deleted/recreated offsets."""
-    require_cluster(o, 1, "topic-recreate")
-    yield from setup_cluster(sim, o)
+    require_cluster(options, 1, "topic-recreate")
+    yield from setup_cluster(sim, options)
     name = "orders"
-    rf = min(o.replication_factor, len(sim.active))
-    sim.create_topic(name, o.partitions_per_topic, rf, {"retention.ms": "86400000"})
+    rf = min(options.replication_factor, len(sim.active))
+    sim.create_topic(name, options.partitions_per_topic, rf, {"retention.ms": "86400000"})
     created = sim.facts.topics[-1]
     yield
     sim.tick(30_000)
     deleted = sim.delete_topic(name)
     yield
     sim.tick(5_000)
-    sim.create_topic(name, max(1, o.partitions_per_topic // 2), rf)
+    sim.create_topic(name, max(1, options.partitions_per_topic // 2), rf)
     recreated = sim.facts.topics[-1]
     yield
     sim.facts.key.update(topic=name, first_id=created.topic_id, second_id=recreated.topic_id,
@@ -221,15 +221,15 @@ def topic_recreate(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
                          recreated_offset=recreated.offset)
 
 
-def aborted_transaction(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def aborted_transaction(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """Creating "bulk" needs more records than one batch, so it runs in a metadata transaction; the
     controller dies after the first batch, the new leader aborts it, and the client's retry commits.
     key: aborted begin/abort offsets and the aborted topic id (never visible), committed ids/offsets."""
     if not sim.mv.transactions:
         raise SimulationError(f"aborted-transaction needs metadata transactions (3.6+), not {sim.mv.name}")
-    yield from setup_cluster(sim, o)
+    yield from setup_cluster(sim, options)
     partitions = sim.config.max_records_per_batch + 1
-    rf = min(o.replication_factor, len(sim.active))
+    rf = min(options.replication_factor, len(sim.active))
     aborted_id = sim.create_topic("bulk", partitions, rf, abort_after_batches=1)
     aborted = sim.facts.aborted_transactions[-1]
     yield
@@ -244,15 +244,15 @@ def aborted_transaction(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
     yield
 
 
-def min_isr_change(sim: ControllerSimulator, o: ScenarioOptions) -> Steps:
+def min_isr_change(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     """ELR (KIP-966) and the operator changing min.insync.replicas: with a cluster minimum of 2, two replicas of
     topic-0 partition 0 fail, so ISRs drop below 2 and their last members are kept as the ELR; then topic-0's
     minimum is lowered (the controller clears topic-0's ELRs: ClearElrRecord "topic-0") and later the cluster's
     (ClearElrRecord "": every topic); the brokers come back. key: failed brokers, the three config offsets."""
     if not sim.elr:
         raise SimulationError("min-isr-change needs eligible leader replicas (--elr, metadata version 4.0+)")
-    require_cluster(o, 3, "min-isr-change")
-    yield from setup_cluster(sim, o)
+    require_cluster(options, 3, "min-isr-change")
+    yield from setup_cluster(sim, options)
     raised = sim.set_cluster_config(MIN_ISR_KEY, "2")  # no ELR yet: its ClearElrRecord changes nothing
     yield
     failed = sim.partition("topic-0", 0).replicas[1:3]
