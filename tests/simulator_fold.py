@@ -7,6 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from records.kafka_constants import (
+    FENCE,
+    IN_CONTROLLED_SHUTDOWN,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    NO_RECOVERY_STATE_CHANGE,
+    NONE,
+    UNFENCE,
+)
 from records.model import LogEntry
 from simulator import ControllerSimulator, ScenarioOptions, SimConfig, run_scenario
 
@@ -79,7 +88,7 @@ class Fold:
         return b is not None and not b.fenced and not b.in_controlled_shutdown
 
     def check(self, p: Part, where: str) -> None:
-        assert p.leader == -1 or p.leader in p.replicas, where
+        assert p.leader == NO_LEADER or p.leader in p.replicas, where
         assert set(p.isr) <= set(p.replicas), where
         assert len(set(p.replicas)) == len(p.replicas), where
         if not self.elr:
@@ -102,15 +111,15 @@ class Fold:
             epoch = data.get("brokerEpoch", data.get("epoch"))
             b = self.brokers[bid]
             assert b.epoch == epoch, f"{where}: names epoch {epoch}, current {b.epoch}"
-            fenced = {"FenceBrokerRecord": 1, "UnfenceBrokerRecord": -1}.get(name, data.get("fenced", 0))
-            if fenced == 1:
+            fenced = {"FenceBrokerRecord": FENCE, "UnfenceBrokerRecord": UNFENCE}.get(name, data.get("fenced", NONE))
+            if fenced == FENCE:
                 assert not b.fenced, where
                 b.fenced = True
                 self.fenced_at.append((entry.offset, bid))
-            elif fenced == -1:
+            elif fenced == UNFENCE:
                 assert b.fenced, where
                 b.fenced = False
-            if data.get("inControlledShutdown") == 1:
+            if data.get("inControlledShutdown") == IN_CONTROLLED_SHUTDOWN:
                 b.in_controlled_shutdown = True
         elif name == "UnregisterBrokerRecord":
             assert self.brokers.pop(data["brokerId"]).epoch == data["brokerEpoch"], where
@@ -126,13 +135,13 @@ class Fold:
             assert data["topicId"] in self.topics and key not in self.parts, where
             p = Part(list(data["replicas"]), list(data["isr"]), data["leader"], data["leaderEpoch"],
                      data["partitionEpoch"], data["leaderRecoveryState"])
-            assert p.leader == -1 or self.active(p.leader), where
+            assert p.leader == NO_LEADER or self.active(p.leader), where
             self.check(p, where)
             self.parts[key] = p
         elif name == "PartitionChangeRecord":
             p = self.parts[(data["topicId"], data["partitionId"])]
             old_leader, old_isr, old_elr = p.leader, list(p.isr), list(p.elr)
-            if data["leader"] != -2:
+            if data["leader"] != NO_LEADER_CHANGE:
                 p.leader = data["leader"]
                 p.leader_epoch += 1  # exactly +1 on any leader field, even naming the same leader
             p.partition_epoch += 1
@@ -140,7 +149,7 @@ class Fold:
                 p.isr = list(data["isr"])
             if data["replicas"] is not None:
                 p.replicas = list(data["replicas"])
-            if data["leaderRecoveryState"] != -1:
+            if data["leaderRecoveryState"] != NO_RECOVERY_STATE_CHANGE:
                 p.leader_recovery_state = data["leaderRecoveryState"]
             if data.get("eligibleLeaderReplicas") is not None:
                 p.elr = list(data["eligibleLeaderReplicas"])
@@ -154,7 +163,7 @@ class Fold:
                 if p.leader not in old_isr and p.leader not in old_elr and data["replicas"] is None:
                     assert p.isr == [p.leader], f"{where}: unclean election sets ISR = [leader]"
                     self.unclean_at.append((entry.offset, topic, data["partitionId"]))
-            if p.leader == -1 and old_leader != -1:
+            if p.leader == NO_LEADER and old_leader != NO_LEADER:
                 self.leaderless_at.append((entry.offset, topic, data["partitionId"]))
         elif name == "ClearElrRecord":
             assert self.elr, f"{where}: only a controller with ELR enabled clears ELRs"
