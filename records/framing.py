@@ -162,8 +162,8 @@ class BatchScan:
 
     def _headers(self) -> Iterator[BatchFrame]:
         stream, source = self.stream, self.source
-        end = stream.seek(0, io.SEEK_END) if self.end is None else self.end
         position = self.position = stream.tell() if self.start is None else self.start
+        end = stream.seek(0, io.SEEK_END) if self.end is None else self.end
         while position < end:
             stream.seek(position)
             prefix = stream.read(min(LOG_OVERHEAD, end - position))
