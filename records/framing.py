@@ -17,7 +17,6 @@ from typing import BinaryIO, NamedTuple
 from records.errors import CorruptBatchError
 
 __all__ = [
-    "HEADER_SIZE_UP_TO_MAGIC",
     "LOG_OVERHEAD",
     "MAX_BATCH_BYTES",
     "MIN_BATCH_LENGTH",
@@ -36,8 +35,6 @@ BATCH_PREFIX = struct.Struct(">qi")
 HEADER_AFTER_LENGTH = struct.Struct(">ibIhiqqqhii")
 #: Kafka's ``Records.LOG_OVERHEAD``: base offset and length, the bytes a batch's length does not count.
 LOG_OVERHEAD = BATCH_PREFIX.size  # 12
-#: Kafka's ``Records.HEADER_SIZE_UP_TO_MAGIC``: the bytes up to and including the magic byte.
-HEADER_SIZE_UP_TO_MAGIC = LOG_OVERHEAD + 4 + 1  # 17
 #: Kafka's ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``: the v2 header, the smallest v2 batch there is.
 RECORD_BATCH_OVERHEAD = LOG_OVERHEAD + HEADER_AFTER_LENGTH.size  # 61
 #: The smallest batch length (bytes after the length field) a v2 batch can declare.
@@ -112,6 +109,8 @@ class BatchScan:
     bytes left, or fewer than the batch's size, end the scan (a batch still being written, or a crash's
     partial tail) and leave it in :attr:`incomplete`; an impossible length raises
     :class:`CorruptBatchError` (:func:`check_batch_length`). Content (magic, CRC, records) is not checked.
+    (``FileLogInputStream.nextBatch`` also ends a scan when fewer than ``HEADER_SIZE_UP_TO_MAGIC``, 17,
+    bytes are left, before reading the length; here the length is checked once its 12 bytes are there.)
 
     With ``read_bodies`` (the reader) each frame's bytes are in ``frame.data``, read in few large chunks
     (at most one chunk plus one batch is held). Without it (slice planning, following a live segment)
