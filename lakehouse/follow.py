@@ -9,7 +9,6 @@ exactly once.
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -20,22 +19,21 @@ from lakehouse.ingest import IngestOptions, IngestSummary, SegmentInput, Snapsho
 from lakehouse.lake import Lake
 from records import log_dir
 from records.errors import RecordsError
-
-_PREFIX = struct.Struct(">qi")  # base offset, batch length: the 12 bytes before every batch
+from records.framing import BatchScan
 
 
 def complete_end(path: Path, start: int) -> int:
-    """Byte position after the last complete batch at or after `start` (headers only are read)."""
-    size = path.stat().st_size
-    position = start
+    """Byte position after the last complete batch at or after `start` (headers only are read).
+
+    A batch the broker is still appending ends the scan there, for the next round; a corrupt length (zero,
+    say: Kafka's ``CorruptRecordException``) raises :class:`records.errors.CorruptBatchError`, since nothing
+    after it can be found (:class:`records.framing.BatchScan`).
+    """
     with path.open("rb") as stream:
-        while position + _PREFIX.size <= size:
-            stream.seek(position)
-            _base, length = _PREFIX.unpack(stream.read(_PREFIX.size))
-            if length <= 0 or position + _PREFIX.size + length > size:
-                break
-            position += _PREFIX.size + length
-    return position
+        scan = BatchScan(stream, source=str(path), read_bodies=False, start=start)
+        for _frame in scan:
+            pass
+    return scan.position
 
 
 class Follower:

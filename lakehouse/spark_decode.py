@@ -11,7 +11,6 @@ Connect. The files must be readable at the same path from the executors (local d
 from __future__ import annotations
 
 import io
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +29,10 @@ from lakehouse.log_rows import (
 )
 from records.batch import BatchIssue, iter_batches
 from records.decode import entries_from_batch
-from records.errors import RecordsError
+from records.errors import CorruptBatchError, RecordsError
+from records.framing import BatchScan
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
-_PREFIX = struct.Struct(">qi")
 SLICE_DDL = "path STRING, start BIGINT, `end` BIGINT, is_last BOOLEAN, cluster_id STRING"
 
 
@@ -73,22 +72,25 @@ class _Window(io.RawIOBase):
 
 
 def slice_boundaries(path: str, split_bytes: int) -> list[tuple[int, int]]:
-    """Byte ranges of about ``split_bytes`` that start and end on batch boundaries."""
+    """Byte ranges of about ``split_bytes`` that start and end on batch boundaries.
+
+    Planning stops at a partial or corrupt batch (:class:`records.framing.BatchScan`'s rule); the last
+    slice runs to the end of the file, so the decoding stage reads it and reports it as the reader does.
+    """
     size = Path(path).stat().st_size
     if size <= split_bytes:
         return [(0, size)]
     ranges: list[tuple[int, int]] = []
-    start = position = 0
+    start = 0
     with open(path, "rb") as stream:
-        while position + _PREFIX.size <= size:
-            stream.seek(position)
-            _base, length = _PREFIX.unpack(stream.read(_PREFIX.size))
-            if length < 0 or position + _PREFIX.size + length > size:
-                break  # damaged or partial: the decoding stage reports it from the last slice
-            position += _PREFIX.size + length
-            if position - start >= split_bytes:
-                ranges.append((start, position))
-                start = position
+        try:
+            for frame in BatchScan(stream, source=path, read_bodies=False, start=0, end=size):
+                position = frame.position + frame.size
+                if position - start >= split_bytes:
+                    ranges.append((start, position))
+                    start = position
+        except CorruptBatchError:
+            pass  # reported by the decoding stage of the last slice, which starts before it
     ranges.append((start, size))
     return ranges
 

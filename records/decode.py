@@ -11,16 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
-from records.batch import (
-    _CONTROL_MASK,
-    BatchIssue,
-    RecordBatch,
-    _check_batch,
-    _iter_frames,
-    _parse_records,
-    _RecordBatchTwin,
-)
+from records.batch import BatchIssue, RecordBatch, _RecordBatchTwin, check_batch, iter_decoded
 from records.definitions import MessageDef, by_api_key, by_control_type
+from records.framing import CONTROL_MASK
 from records.kafka_codec import (
     METADATA_FRAME_VERSION,
     DecodeError,
@@ -32,6 +25,7 @@ from records.kafka_codec import (
     value_reader,
 )
 from records.model import LogEntry, LogEntryTwin, MetadataRecord, MetadataRecordTwin, RawRecord, ReadMode
+from records.record_parsing import parse_records
 
 Decoded = tuple[MetadataRecord | RawRecord, ReadMode, tuple[str, ...]]
 # How to read a metadata value, by its first three bytes (frame 1, one-byte api key and version: every
@@ -203,18 +197,18 @@ def iter_batch_entries(
 
     def decode(buf: bytes, off: int, base_offset: int, length: int, position: int,
                source: str) -> BatchEntries:
-        header, data, start, end = _check_batch(buf, off, length)
+        header, data, start, end = check_batch(buf, off, length)
         attributes, last_offset_delta, base_timestamp, count = header[3], header[4], header[5], header[10]
         entries: Iterable[LogEntry]
-        if attributes & _CONTROL_MASK or count > _EAGER_MAX_RECORDS:
-            records = _parse_records(data, start, end, count, base_offset, base_timestamp, position)
+        if attributes & CONTROL_MASK or count > _EAGER_MAX_RECORDS:
+            records = parse_records(data, start, end, count, base_offset, base_timestamp, position)
             batch = _RecordBatchTwin(base_offset, length, *header[:10], records, position, source)
             batch.__class__ = RecordBatch
             entries = entries_from_batch(batch, cluster_id)
         else:
-            entries = _parse_records(data, start, end, count, base_offset, base_timestamp, position,
-                                     (_PLANS, _decode_metadata_value_checked, header[0], cluster_id, source))
+            entries = parse_records(data, start, end, count, base_offset, base_timestamp, position,
+                                    (_PLANS, _decode_metadata_value_checked, header[0], cluster_id, source))
         return base_offset, base_offset + last_offset_delta, position, entries
 
-    return _iter_frames(stream, decode, source=source, is_last_segment=is_last_segment,
-                       skip_corrupt=skip_corrupt, on_issue=on_issue)
+    return iter_decoded(stream, decode, source=source, is_last_segment=is_last_segment,
+                        skip_corrupt=skip_corrupt, on_issue=on_issue)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from records.batch import Compression, NewRecord, encode_batch
-from records.batch import write_segments as write_batch_segments
+from records.batch_writer import NewRecord, encode_batch
+from records.batch_writer import write_segments as write_batch_segments
+from records.compression import Compression
 from records.errors import RecordsError
 from records.kafka_codec import encode_body, encode_control_key, encode_metadata_value
 from records.kafka_json import make_record

@@ -1,4 +1,5 @@
-"""Record batch framing: real KRaft logs, round trips, kafka-python as independent parser, bad input, fuzz."""
+"""Reading record batches (records.batch): real KRaft logs, round trips, kafka-python as independent parser,
+bad input, fuzz. Shared helpers here serve the tests of framing, compression, record parsing and writing."""
 
 from __future__ import annotations
 
@@ -12,19 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from records.batch import (
-    BatchIssue,
-    BatchIssueWarning,
-    BatchRecord,
-    Compression,
-    NewRecord,
-    RecordBatch,
-    SegmentWriter,
-    encode_batch,
-    iter_batches,
-    write_segments,
-)
-from records.errors import CorruptBatchError, RecordsError, TruncatedTailWarning
+from records.batch import BatchIssue, BatchIssueWarning, BatchRecord, RecordBatch, iter_batches
+from records.batch_writer import NewRecord, encode_batch
+from records.compression import Compression
+from records.errors import CorruptBatchError, RecordsError
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REAL = SHARED / "data" / "real"
@@ -191,41 +183,6 @@ def test_round_trip(codec: Compression, control: bool, transactional: bool) -> N
         expect_record(record, new, 100 + i)
 
 
-def test_snappy_is_xerial_framed_and_lz4_is_a_kafka_frame() -> None:
-    """Kafka writes snappy-java's stream framing and LZ4 frames with 64 KiB independent blocks."""
-    snappy = encode_batch(sample_records(), base_offset=0, partition_leader_epoch=0,
-                          compression=Compression.SNAPPY)
-    assert snappy[61:69] == b"\x82SNAPPY\x00" and snappy[69:77] == b"\x00\x00\x00\x01\x00\x00\x00\x01"
-    lz4 = encode_batch(sample_records(), base_offset=0, partition_leader_epoch=0, compression=Compression.LZ4)
-    assert lz4[61:65] == b"\x04\x22\x4d\x18"  # LZ4 frame magic
-    assert lz4[65] == 0x60 and lz4[66] == 0x40  # FLG: version 1, independent blocks; BD: 64 KiB
-
-
-def alternative_payload(codec: Compression) -> bytes:
-    """Other valid framings Kafka clients produce: raw snappy, zstd without content size, lz4 with extras."""
-    import cramjam
-    import lz4.frame
-    import zstandard
-
-    body = encode_batch(sample_records(), base_offset=0, partition_leader_epoch=0)[61:]
-    if codec == Compression.SNAPPY:
-        return bytes(cramjam.snappy.compress_raw(body))
-    if codec == Compression.ZSTD:
-        return zstandard.ZstdCompressor(write_content_size=False).compress(body)
-    return lz4.frame.compress(body, content_checksum=True, block_checksum=True, store_size=True)
-
-
-@pytest.mark.parametrize("codec", [Compression.SNAPPY, Compression.ZSTD, Compression.LZ4])
-def test_alternative_framings_are_accepted(codec: Compression) -> None:
-    batch = bytearray(encode_batch(sample_records(), base_offset=0, partition_leader_epoch=0)[:61])
-    batch += alternative_payload(codec)
-    struct.pack_into(">h", batch, 21, codec)
-    struct.pack_into(">i", batch, 8, len(batch) - 12)
-    (read,), _ = read_all(recrc(batch))
-    for i, (record, new) in enumerate(zip(read.records, sample_records(), strict=True)):
-        expect_record(record, new, i)
-
-
 records_strategy = st.lists(
     st.builds(
         NewRecord,
@@ -254,19 +211,6 @@ def test_round_trip_property(records: list[NewRecord], codec: Compression, base_
 
 
 # ------------------------------------------------------------------------------------------ kafka-python
-
-
-@pytest.mark.parametrize("codec", CODECS)
-def test_kafka_python_reads_what_we_write(codec: Compression) -> None:
-    records = sample_records(12, value_size=3000)
-    data = encode_batch(records, base_offset=500, partition_leader_epoch=4, compression=codec,
-                        is_transactional=True, producer_id=11, producer_epoch=2, base_sequence=0)
-    theirs = DefaultRecordBatch(data)
-    assert theirs.validate_crc()
-    assert (theirs.base_offset, theirs.leader_epoch, theirs.compression_type) == (500, 4, codec)
-    assert (theirs.is_transactional, theirs.producer_id, theirs.last_offset) == (True, 11, 511)
-    got = [(r.offset, r.timestamp, r.key, r.value, [tuple(h) for h in r.headers]) for r in theirs]
-    assert got == [(500 + i, r.timestamp, r.key, r.value, list(r.headers)) for i, r in enumerate(records)]
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -314,73 +258,12 @@ def test_crc_mismatch_names_file_position_and_offset() -> None:
     assert ", computed 0x" in text
 
 
-@pytest.mark.parametrize("length", [0, 48, -1, 2**31 - 1])
-def test_impossible_length(length: int) -> None:
-    data, positions = three_batches()
-    bad = bytearray(data)
-    struct.pack_into(">i", bad, positions[2] + 8, length)
-    with pytest.raises(CorruptBatchError, match=f"test.log: corrupt record batch at byte {positions[2]} "
-                                                f"\\(base offset 10\\): impossible length {length}"):
-        read_all(bytes(bad))
-    batches, issues = read_all(bytes(bad), skip_corrupt=True)
-    assert offsets(batches) == list(range(10))
-    assert [i.kind for i in issues] == ["stopped-corrupt"]
-    assert issues[0].position == positions[2] and issues[0].base_offset == 10
-    assert isinstance(issues[0].detail, CorruptBatchError)
-
-
 def test_unknown_magic() -> None:
     data, positions = three_batches()
     bad = bytearray(data)
     bad[positions[1] + 16] = 1
     with pytest.raises(CorruptBatchError, match=r"byte \d+ \(base offset 5\): unknown magic 1, expected 2"):
         read_all(bytes(bad))
-
-
-@pytest.mark.parametrize(("tamper", "message"), [
-    (lambda b: struct.pack_into(">i", b, 57, 6), "header declares 6 records but the batch ends after 5"),
-    (lambda b: struct.pack_into(">i", b, 57, 99), "header declares 99 records but only"),
-    (lambda b: struct.pack_into(">i", b, 57, 4), "bytes left over after the 4 records"),
-    (lambda b: struct.pack_into(">i", b, 57, -2), "negative record count -2"),
-    (lambda b: struct.pack_into(">h", b, 21, 5), "unknown compression codec 5"),
-    (lambda b: struct.pack_into(">h", b, 21, 1), "gzip records cannot be decompressed"),
-    (lambda b: b.__setitem__(61, 0x02), "record 0 declares length 1, impossible in this batch"),
-    (lambda b: b.__setitem__(61, 0x7E), "record 0 declares 40 headers"),
-])
-def test_damaged_content_behind_a_valid_crc(tamper, message: str) -> None:  # type: ignore[no-untyped-def]
-    batch = bytearray(encode_batch(sample_records(), base_offset=0, partition_leader_epoch=1))
-    tamper(batch)
-    with pytest.raises(CorruptBatchError, match=message):
-        read_all(recrc(batch))
-
-
-def test_batch_cut_short_in_a_segment_that_is_not_the_last() -> None:
-    data, positions = three_batches()
-    cut = data[:positions[1] + 30]
-    with pytest.raises(CorruptBatchError) as caught:
-        read_all(cut, source="00000000000000000000.log", is_last_segment=False)
-    assert str(caught.value).startswith(
-        f"00000000000000000000.log: corrupt record batch at byte {positions[1]} (base offset 5): "
-        "batch cut short")
-    batches, issues = read_all(cut, is_last_segment=False, skip_corrupt=True)
-    assert offsets(batches) == list(range(5))
-    assert [i.kind for i in issues] == ["stopped-corrupt"]
-
-
-@pytest.mark.parametrize("keep", [3, 10, 40, 100])
-def test_truncated_tail_of_last_segment_is_reported_not_raised(keep: int) -> None:
-    data, positions = three_batches()
-    cut = data[:positions[2] + keep]
-    batches, issues = read_all(cut, source="tail.log")
-    assert offsets(batches) == list(range(10))
-    (issue,) = issues
-    assert (issue.kind, issue.source, issue.position) == ("truncated-tail", "tail.log", positions[2])
-    detail = issue.detail
-    assert isinstance(detail, TruncatedTailWarning)
-    assert detail.bytes_present == keep
-    assert detail.base_offset == (10 if keep >= 8 else None)
-    assert detail.bytes_expected == (None if keep < 12 else len(data) - positions[2])
-    assert "tail.log" in issue.message and f"byte {positions[2]}" in issue.message
 
 
 def test_skip_corrupt_lists_every_skipped_batch() -> None:
@@ -474,58 +357,7 @@ def test_fuzz_only_corrupt_batch_errors(data: st.DataObject, source: int, is_las
     check_outcome(bytes(log), is_last_segment=is_last, skip_corrupt=skip)
 
 
-CODEC_BATCHES = [encode_batch(sample_records(6, value_size=200), base_offset=0, partition_leader_epoch=1,
-                              compression=codec) for codec in CODECS]
-
-
-@settings(max_examples=200, deadline=None)
-@given(data=st.data(), codec=st.sampled_from(range(len(CODECS))))
-def test_fuzz_content_behind_a_valid_crc(data: st.DataObject, codec: int) -> None:
-    """Damage behind a valid CRC reaches decompressors and varint parsing: still only CorruptBatchError."""
-    batch = bytearray(CODEC_BATCHES[codec])
-    for _ in range(data.draw(st.integers(1, 6), label="changes")):
-        index = data.draw(st.integers(21, len(batch) - 1), label="at")
-        batch[index] = data.draw(st.integers(0, 255), label="byte")
-    check_outcome(recrc(batch), is_last_segment=True, skip_corrupt=data.draw(st.booleans(), label="skip"))
-
-
 # ------------------------------------------------------------------------------------------ segments
-
-
-def test_write_segments_rolls_and_reads_back(tmp_path: Path) -> None:
-    batches = [encode_batch(sample_records(3), base_offset=3 * n, partition_leader_epoch=1,
-                            compression=CODECS[n % len(CODECS)]) for n in range(10)]
-    limit = len(batches[0]) * 3
-    paths = write_segments(batches, tmp_path, segment_bytes=limit)
-    assert len(paths) > 1
-    assert all(p.stat().st_size <= limit for p in paths)
-    read: list[RecordBatch] = []
-    for n, path in enumerate(paths):
-        with path.open("rb") as stream:
-            segment = list(iter_batches(stream, source=str(path), is_last_segment=n == len(paths) - 1))
-        assert path.name == f"{segment[0].base_offset:020d}.log"
-        read += segment
-    assert offsets(read) == list(range(30))
-
-
-def test_segment_writer_tracks_offsets_and_refuses_going_back(tmp_path: Path) -> None:
-    first = encode_batch(sample_records(4), base_offset=20, partition_leader_epoch=1)
-    with SegmentWriter(tmp_path, 20) as writer:
-        writer.append(first)
-        assert (writer.next_offset, writer.size) == (24, len(first))
-        with pytest.raises(ValueError, match="before the next offset 24"):
-            writer.append(encode_batch(sample_records(1), base_offset=23, partition_leader_epoch=1))
-        with pytest.raises(ValueError, match="length field"):
-            writer.append(first + b"x")
-    assert writer.path == tmp_path / "00000000000000000020.log"
-    assert writer.path.read_bytes() == first
-    with pytest.raises(FileExistsError):
-        SegmentWriter(tmp_path, 20)
-
-
-def test_encode_rejects_an_empty_batch() -> None:
-    with pytest.raises(ValueError, match="at least one record"):
-        encode_batch([], base_offset=0, partition_leader_epoch=0)
 
 
 def test_reading_is_streaming(tmp_path: Path) -> None:

@@ -12,17 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from records.batch import BatchRecord, NewRecord, RecordBatch, encode_batch, iter_batches
+from records.batch import BatchRecord, RecordBatch, iter_batches
+from records.batch_writer import NewRecord, encode_batch
 from records.decode import decode_control_value, decode_metadata_value, entries_from_batch
 from records.definitions import definitions
-from records.kafka_codec import (
-    DecodeError,
-    _fast_struct_reader,
-    _struct_reader,
-    encode_body,
-    encode_control_key,
-    encode_metadata_value,
-)
+from records.generated_readers import _fast_struct_reader
+from records.kafka_codec import DecodeError, encode_body, encode_control_key, encode_metadata_value
+from records.message_encoding import _struct_reader
 from records.model import LogEntry, MetadataRecord, ReadMode
 from tests.strategies import all_type_versions, record_data
 

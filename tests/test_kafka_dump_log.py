@@ -22,9 +22,11 @@ from typer.testing import CliRunner
 
 from kraft_replay.cli import app
 from lakehouse.jars import KAFKA_VERSIONS
-from records.batch import Compression, RecordBatch, iter_batches
+from records.batch import RecordBatch, iter_batches
+from records.compression import Compression
 from records.definitions import StructDef, by_json_type_name, definitions
-from records.dumplog import SkippedRecord, format_dump_log, read_dump_log
+from records.dumplog import SkippedRecord, read_dump_log
+from records.dumplog_format import format_dump_log
 from records.kafka_json import dumps_compact, make_record, record_to_json
 from records.model import LogEntry, uuid_from_str
 from records.sources import read_entries

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from records.batch import NewRecord, encode_batch, write_segments
+from records.batch_writer import NewRecord, encode_batch, write_segments
 from records.errors import RecordsError
 from records.log_dir import LogFile, classify, discover, parse_properties, read_quorum_state
 

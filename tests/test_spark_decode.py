@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse.log_rows import entry_row
-from lakehouse.spark_decode import SegmentFile, decode_segments, slice_boundaries
-from records.batch import Compression
+from lakehouse.log_rows import ROW_KIND_ERROR, entry_row
+from lakehouse.spark_decode import SegmentFile, decode_segments, decode_slice, slice_boundaries
+from records.compression import Compression
 from records.log_dir import discover
 from records.sources import read_entries
 from records.writer import write_segments
+from tests.test_batch import three_batches
 from tests.test_cli import sample_entries
+from tests.test_framing import BAD_LENGTHS, damaged_log, expected_error
 
 pytestmark = pytest.mark.spark
 
@@ -72,3 +74,28 @@ def test_many_compressed_segments_and_a_corrupt_batch(spark: SparkSession, tmp_p
     kept = skipped.where("row_kind = 'record'").count()
     first_batch_of_second = sum(1 for e in entries if e.offset >= int(paths[1].stem))
     assert 0 < kept < 31 and kept <= 31 - 1 and first_batch_of_second > 0
+
+
+@pytest.mark.parametrize("name", BAD_LENGTHS)
+def test_slices_and_their_decoding_agree_with_the_scan_on_zero_or_short_length(name: str, tmp_path: Path) -> None:
+    """Planning stops before the corrupt batch (the scan's rule) and the slice that holds it reports the very
+    error the reader raises, naming file, position and length."""
+    data, position = damaged_log(BAD_LENGTHS[name])
+    path = tmp_path / "test.log"
+    path.write_bytes(data)
+    ranges = slice_boundaries(str(path), 100)
+    assert ranges[-1] == (position, len(data)) and all(end <= position for _, end in ranges[:-1])
+    rows = [row for start, end in ranges
+            for row in decode_slice(str(path), start, end, end == len(data), "c1", skip_corrupt=False)]
+    assert [row["offset"] for row in rows if row["row_kind"] == "record"] == list(range(10))
+    (error,) = [row for row in rows if row["row_kind"] == ROW_KIND_ERROR]
+    assert error["source_position"] == position
+    assert error["message"] == expected_error(BAD_LENGTHS[name], position).replace("test.log", str(path))
+
+
+def test_slices_end_before_a_partial_batch_as_the_scan_does(tmp_path: Path) -> None:
+    data, positions = three_batches()
+    path = tmp_path / "tail.log"
+    path.write_bytes(data[:positions[2] + 40])
+    ranges = slice_boundaries(str(path), 100)
+    assert [end for _, end in ranges] == [positions[1], positions[2], positions[2] + 40]

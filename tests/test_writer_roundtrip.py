@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
-from records.batch import Compression
+from records.compression import Compression
 from records.definitions import definitions
 from records.errors import RecordsError
 from records.model import LogEntry, MetadataRecord
