@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from records.kafka_constants import FENCE, IN_CONTROLLED_SHUTDOWN, NONE, UNFENCE
 from replay.events import last_non_null, ordered, parsed, running
 from replay.shapes import RecordShapes
 
@@ -48,9 +49,10 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
     changes = parsed(events, "BrokerRegistrationChangeRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.brokerId").alias("broker_id"), F.lit("change").alias("kind"),
         F.col("r.brokerEpoch").alias("epoch"),
-        # BrokerRegistrationFencingChange: 1 FENCE, -1 UNFENCE, 0 NONE; controlled shutdown: 1 or NONE
-        F.when(F.col("r.fenced") == 1, True).when(F.col("r.fenced") == -1, False).alias("fenced"),
-        F.when(F.col("r.inControlledShutdown") == 1, True).alias("in_controlled_shutdown"),
+        F.when(F.col("r.fenced") == FENCE, True).when(F.col("r.fenced") == UNFENCE, False).alias("fenced"),
+        F.when(F.col("r.inControlledShutdown") == IN_CONTROLLED_SHUTDOWN, True).alias("in_controlled_shutdown"),
+        F.col("r.fenced").alias("fencing_change"),
+        F.coalesce("r.inControlledShutdown", F.lit(NONE)).alias("in_controlled_shutdown_change"),
         F.when(F.size(F.coalesce("r.logDirs", F.array())) > 0, F.col("r.logDirs")).alias("log_dirs"))
     unregisters = parsed(events, "UnregisterBrokerRecord", shapes).select(
         *EVENT_COLUMNS, F.col("r.brokerId").alias("broker_id"), F.lit("unregister").alias("kind"),
@@ -73,12 +75,23 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
         F.when(F.col("kind") == "unregister", 1).otherwise(0)).over(before), F.lit(0)) == 1)
     is_unregister = F.col("kind") == "unregister"
     known = (F.col("registration") > 0) & ~F.col("gone")
-    applies = (F.col("kind") == "register") | (is_unregister & known) | (names_current & ~F.col("gone"))
-    problem = F.when(~known, F.concat(F.lit("unknown broker "), F.col("broker_id").cast("string"))).otherwise(
-        F.concat(F.lit("stale broker epoch "), F.col("epoch").cast("string"), F.lit(" for broker "),
-                 F.col("broker_id").cast("string"), F.lit(" (current epoch "), F.col("current_epoch").cast("string"),
-                 F.lit(")")))
-    flagged = stream.where((F.col("kind") != "register") & ~(names_current & ~F.col("gone")))
+    # ClusterDelta.replay(BrokerRegistrationChangeRecord): after getBrokerOrThrow, a code that
+    # BrokerRegistrationFencingChange.fromValue or BrokerRegistrationInControlledShutdownChange.fromValue
+    # does not know throws: the record is refused.
+    unknown_fencing = F.coalesce(~F.col("fencing_change").isin(FENCE, NONE, UNFENCE), F.lit(False))
+    unknown_shutdown = F.coalesce(~F.col("in_controlled_shutdown_change").isin(NONE, IN_CONTROLLED_SHUTDOWN),
+                                  F.lit(False))
+    current = names_current & ~F.col("gone")
+    accepted = current & ~unknown_fencing & ~unknown_shutdown  # a fence, unfence or change Kafka applies
+    applies = (F.col("kind") == "register") | (is_unregister & known) | accepted
+    problem = F.when(~known, F.concat(F.lit("unknown broker "), F.col("broker_id").cast("string"))).when(
+        ~current, F.concat(F.lit("stale broker epoch "), F.col("epoch").cast("string"), F.lit(" for broker "),
+                           F.col("broker_id").cast("string"), F.lit(" (current epoch "),
+                           F.col("current_epoch").cast("string"), F.lit(")"))).when(
+        unknown_fencing, F.concat(F.lit("unknown value for fenced: "), F.col("fencing_change").cast("string")),
+    ).otherwise(F.concat(F.lit("unknown value for inControlledShutdown: "),
+                         F.col("in_controlled_shutdown_change").cast("string")))
+    flagged = stream.where((F.col("kind") != "register") & ~accepted)
     refused = flagged.select(
         "cluster_id", "offset", "record_type",
         F.when(is_unregister, F.lit("invariant")).otherwise(F.lit("refused")).alias("kind"),

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from records.kafka_constants import LENGTHS, MIGRATING_DIR, NO_LEADER_CHANGE, NO_RECOVERY_STATE_CHANGE
+from records.kafka_constants import (
+    LENGTHS,
+    MIGRATING_DIR,
+    NO_LEADER_CHANGE,
+    NO_RECOVERY_STATE_CHANGE,
+    RECOVERY_STATES,
+)
 from replay.events import last_non_null, ordered, parsed, running
 from replay.shapes import RecordShapes
 
@@ -167,13 +173,16 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     matched = c.join(live, in_topic, "left").select("c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
     matched = matched.localCheckpoint(eager=True)  # the creations and their refusals: one parse, one join
     partition = F.concat(F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
-    refused_creates = matched.where(~F.col("topic_live") | _mismatched_directories()).select(
+    malformed = _mismatched_directories() | _invalid_recovery_state()
+    refused_creates = matched.where(~F.col("topic_live") | malformed).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
         F.when(~F.col("topic_live"), F.concat(F.lit("PartitionRecord of unknown topic id "), F.col("topic_id"),
                                               F.lit(" (partition "), F.col("partition_id").cast("string"),
                                               F.lit(")")))
-        .otherwise(F.concat(F.lit("PartitionRecord of "), partition, F.lit(": "), F.lit(LENGTHS))).alias("reason"))
-    creates = matched.where(F.col("topic_live") & ~_mismatched_directories()).drop("topic_live")
+        .when(_mismatched_directories(), F.concat(F.lit("PartitionRecord of "), partition, F.lit(": "),
+                                                  F.lit(LENGTHS)))
+        .otherwise(_invalid_recovery_state_reason()).alias("reason"))
+    creates = matched.where(F.col("topic_live") & ~malformed).drop("topic_live")
 
     # RemoveTopicRecord deletes every partition ever created under that topic id; a TopicRecord for a
     # live topic id replaces the topic with no partitions (TopicsDelta), which deletes them too.
@@ -187,10 +196,11 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     if clearing:
         cleared = elr_clears(clear_records, live, keys)
 
-    # checkDirectories refuses a change whose own replicas and directories differ in length. Malformed changes
-    # stay in the stream (flagged; a change never starts a generation) so the log's largest record type is
-    # parsed once: the refusals below read the checkpointed stream.
-    changed = changed.withColumn("malformed", _mismatched_directories())
+    # checkDirectories refuses a change whose own replicas and directories differ in length, and
+    # LeaderRecoveryState.changeTo a recovery state Kafka does not know. Malformed changes stay in the stream
+    # (flagged; a change never starts a generation) so the log's largest record type is parsed once: the
+    # refusals below read the checkpointed stream.
+    changed = changed.withColumn("malformed", _mismatched_directories() | _invalid_recovery_state())
     stream = (creates.withColumn("malformed", F.lit(False)).unionByName(changed)
               .unionByName(deletes, allowMissingColumns=True))
     if clearing:
@@ -208,7 +218,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     lengths_refused = F.concat(F.lit("PartitionChangeRecord of "), partition, F.lit(": "), F.lit(LENGTHS))
     refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.when(F.col("malformed"), lengths_refused)
+        F.when(F.col("malformed") & _mismatched_directories(), lengths_refused)
+        .when(F.col("malformed"), _invalid_recovery_state_reason())
         .otherwise(F.concat(F.lit("PartitionChangeRecord of unknown partition "), partition)).alias("reason"))
     tombstones = stream.where(F.col("kind") == "delete")
     live_events = stream.where(applied)
@@ -241,6 +252,18 @@ def _mismatched_directories() -> Column:
     """``checkDirectories``: a record that sets replicas and a non-empty directory list of another length."""
     return (F.col("replicas").isNotNull() & F.col("record_dirs").isNotNull() & (F.size("record_dirs") > 0)
             & (F.size("record_dirs") != F.size("replicas")))
+
+
+def _invalid_recovery_state() -> Column:
+    """``LeaderRecoveryState.of`` throws for a value other than RECOVERED and RECOVERING (a change's ``NO_CHANGE``
+    is null here, and a PartitionRecord's ``NO_CHANGE`` is invalid too)."""
+    return F.coalesce(~F.col("leader_recovery_state").isin(*RECOVERY_STATES), F.lit(False))
+
+
+def _invalid_recovery_state_reason() -> Column:
+    """The refusal's reason, in the words of Kafka's ``LeaderRecoveryState.of``."""
+    return F.concat(F.lit("Value "), F.col("leader_recovery_state").cast("string"),
+                    F.lit(" is not a valid leader recovery state"))
 
 
 def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:

@@ -163,7 +163,7 @@ def _features(values: Iterable[dict[str, Any]] | None) -> tuple[tuple[str, int, 
 
 def _recovery_state(value: int) -> int:
     if value not in RECOVERY_STATES:
-        raise Refused(f"invalid leaderRecoveryState {value}")
+        raise Refused(f"Value {value} is not a valid leader recovery state")  # LeaderRecoveryState.of
     return value
 
 
