@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 from records.kafka_constants import BEGIN
 from replay.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
-from replay.events import BASE_COLUMNS, transaction_markers
+from replay.events import BASE_COLUMNS, kafka_struct, transaction_markers
 from replay.partitions import CLEAR_ELR
 from replay.replicas import replica_history
 from replay.shapes import RecordShapes, record_shapes
@@ -145,18 +145,6 @@ def _seed(rows: DataFrame, record_type: str, payload: Column, seq: int) -> DataF
         F.to_json(payload).alias("payload_json"), F.lit(seq).cast("long").alias("seq")).select(*BASE_COLUMNS)
 
 
-def _kafka_endpoints(column: str) -> Column:
-    return F.transform(F.col(column), lambda e: F.struct(
-        e["name"].alias("name"), e["host"].alias("host"), e["port"].alias("port"),
-        e["security_protocol"].alias("securityProtocol")))
-
-
-def _kafka_features(column: str) -> Column:
-    return F.transform(F.col(column), lambda f: F.struct(
-        f["name"].alias("name"), f["min_supported_version"].alias("minSupportedVersion"),
-        f["max_supported_version"].alias("maxSupportedVersion")))
-
-
 def _open(stored: DataFrame, checkpoints: DataFrame, keys: DataFrame, key: tuple[str, ...]) -> DataFrame:
     """Open versions of the touched entities, with their cluster's checkpoint offset ``_c``."""
     return (stored.where(F.col("valid_to_offset").isNull()).join(F.broadcast(checkpoints), ["cluster_id"])
@@ -166,18 +154,13 @@ def _open(stored: DataFrame, checkpoints: DataFrame, keys: DataFrame, key: tuple
 def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, t: Touched) -> DataFrame:
     """One synthetic record per touched entity that rebuilds its stored open version at offset C."""
     topics = _seed(_open(stored["topic_history"], checkpoints, t.topics, ("topic_id",)), "TopicRecord",
-                   F.struct(F.col("name").alias("name"), F.col("topic_id").alias("topicId")), _TOPIC_SEQ)
+                   kafka_struct("TopicRecord", "name", "topicId"), _TOPIC_SEQ)
     partitions = _seed(
         _open(stored["partition_history"], checkpoints, t.partitions, ("topic_id", "partition_id")),
-        "PartitionRecord", F.struct(
-            F.col("partition_id").alias("partitionId"), F.col("topic_id").alias("topicId"),
-            F.col("replicas").alias("replicas"), F.col("isr").alias("isr"),
-            F.col("removing_replicas").alias("removingReplicas"), F.col("adding_replicas").alias("addingReplicas"),
-            F.col("leader").alias("leader"), F.col("leader_recovery_state").alias("leaderRecoveryState"),
-            F.col("leader_epoch").alias("leaderEpoch"), F.col("partition_epoch").alias("partitionEpoch"),
-            F.col("directories").alias("directories"),
-            F.col("eligible_leader_replicas").alias("eligibleLeaderReplicas"),
-            F.col("last_known_elr").alias("lastKnownElr")), _SEED_SEQ)
+        "PartitionRecord", kafka_struct(
+            "PartitionRecord", "partitionId", "topicId", "replicas", "isr", "removingReplicas", "addingReplicas",
+            "leader", "leaderRecoveryState", "leaderEpoch", "partitionEpoch", "directories",
+            "eligibleLeaderReplicas", "lastKnownElr"), _SEED_SEQ)
     # A broker's latest version: open → re-register it as it is; closed (unregistered) → register and
     # unregister it again, so a later record still sees "unknown broker" and its last registered epoch.
     latest = (stored["broker_history"].join(F.broadcast(checkpoints), ["cluster_id"]).join(
@@ -185,24 +168,18 @@ def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, t: Touched) -> D
         .withColumn("_rank", F.row_number().over(
             Window.partitionBy("cluster_id", "broker_id").orderBy(F.col("valid_from_offset").desc())))
         .where(F.col("_rank") == 1))
-    registers = _seed(latest, "RegisterBrokerRecord", F.struct(
-        F.col("broker_id").alias("brokerId"), F.col("is_migrating_zk_broker").alias("isMigratingZkBroker"),
-        F.col("incarnation_id").alias("incarnationId"), F.col("broker_epoch").alias("brokerEpoch"),
-        _kafka_endpoints("endpoints").alias("endPoints"), _kafka_features("features").alias("features"),
-        F.col("rack").alias("rack"), F.col("fenced").alias("fenced"),
-        F.col("in_controlled_shutdown").alias("inControlledShutdown"), F.col("log_dirs").alias("logDirs")),
-        _SEED_SEQ)
-    unregisters = _seed(latest.where(F.col("valid_to_offset").isNotNull()), "UnregisterBrokerRecord", F.struct(
-        F.col("broker_id").alias("brokerId"), F.col("broker_epoch").alias("brokerEpoch")), _GHOST_UNREGISTER_SEQ)
+    registers = _seed(latest, "RegisterBrokerRecord", kafka_struct(
+        "RegisterBrokerRecord", "brokerId", "isMigratingZkBroker", "incarnationId", "brokerEpoch", "endPoints",
+        "features", "rack", "fenced", "inControlledShutdown", "logDirs"), _SEED_SEQ)
+    unregisters = _seed(latest.where(F.col("valid_to_offset").isNotNull()), "UnregisterBrokerRecord",
+                        kafka_struct("UnregisterBrokerRecord", "brokerId", "brokerEpoch"), _GHOST_UNREGISTER_SEQ)
     controllers = _seed(
         _open(stored["controller_history"], checkpoints, t.controllers, ("controller_id",)),
-        "RegisterControllerRecord", F.struct(
-            F.col("controller_id").alias("controllerId"), F.col("incarnation_id").alias("incarnationId"),
-            F.col("zk_migration_ready").alias("zkMigrationReady"),
-            _kafka_endpoints("endpoints").alias("endPoints"), _kafka_features("features").alias("features")),
-        _SEED_SEQ)
+        "RegisterControllerRecord", kafka_struct(
+            "RegisterControllerRecord", "controllerId", "incarnationId", "zkMigrationReady", "endPoints",
+            "features"), _SEED_SEQ)
     features = _seed(_open(stored["feature_history"], checkpoints, t.features, ("feature",)), "FeatureLevelRecord",
-                     F.struct(F.col("feature").alias("name"), F.col("level").alias("featureLevel")), _SEED_SEQ)
+                     kafka_struct("FeatureLevelRecord", "name", "featureLevel"), _SEED_SEQ)
     return (topics.unionByName(partitions).unionByName(registers).unionByName(unregisters)
             .unionByName(controllers).unionByName(features))
 

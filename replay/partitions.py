@@ -25,13 +25,16 @@ from records.kafka_constants import (
     NO_RECOVERY_STATE_CHANGE,
     RECOVERY_STATES,
 )
-from replay.events import last_non_null, ordered, parsed, running
+from records.vocabulary import column_name, default
+from replay.events import kafka_columns, kafka_default, kafka_field, last_non_null, ordered, parsed, running
 from replay.shapes import RecordShapes
 
 KEY = ("topic_id", "partition_id")
 ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
 EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
 CLEAR_ELR = "ClearElrRecord"
+TOPIC, REMOVE_TOPIC = "TopicRecord", "RemoveTopicRecord"
+PARTITION, CHANGE = "PartitionRecord", "PartitionChangeRecord"
 CHANGES = ("change", "clear")  # the event kinds that merge into a live partition (PartitionRegistration.merge)
 
 
@@ -43,11 +46,10 @@ class TopicsResult:
 
 def topic_events(events: DataFrame, shapes: RecordShapes) -> TopicsResult:
     """Topic creations and removals; a removal of a topic id that is not live is refused."""
-    created = parsed(events, "TopicRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.name").alias("name"),
-        F.lit("create").alias("kind"))
-    removed = parsed(events, "RemoveTopicRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.lit(None).cast("string").alias("name"),
+    created = parsed(events, TOPIC, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(TOPIC, "topicId", "name"), F.lit("create").alias("kind"))
+    removed = parsed(events, REMOVE_TOPIC, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(REMOVE_TOPIC, "topicId"), F.lit(None).cast("string").alias("name"),
         F.lit("remove").alias("kind"))
     both = created.unionByName(removed)
     w = ordered("cluster_id", "topic_id")
@@ -102,7 +104,7 @@ def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsRe
     ``live``: ``topic_live_intervals``; ``keys``: the partitions ever created. Which clears change a partition
     (an ELR to empty) is decided with the partition's state: ``_effective_clears``."""
     c, t = records.alias("c"), live.alias("t")
-    name = F.coalesce(F.col("c.r.topicName"), F.lit(""))
+    name = F.coalesce(F.col("c.r.topicName"), F.lit(default(CLEAR_ELR, "topicName")))
     named = (name == "") | (F.col("t.name") == name)
     matched = c.join(F.broadcast(t), _while_live("c", "t") & named, "left").select(
         *[F.col(f"c.{column}") for column in EVENT_COLUMNS], name.alias("topic_name"), F.col("t.topic_id"))
@@ -137,34 +139,29 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     """The partition registration after every applied Partition/PartitionChange record and ELR clear.
     ``others``: the events without Partition(Change)Records, where ClearElrRecords are looked for (default
     ``events``); a log without one runs the plan it always ran."""
-    created = parsed(events, "PartitionRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
-        F.lit("create").alias("kind"),
-        F.col("r.replicas").alias("replicas"), F.col("r.isr").alias("isr"),
-        F.coalesce("r.addingReplicas", F.array().cast("array<int>")).alias("adding_replicas"),
-        F.coalesce("r.removingReplicas", F.array().cast("array<int>")).alias("removing_replicas"),
-        F.coalesce("r.eligibleLeaderReplicas", F.array().cast("array<int>")).alias("eligible_leader_replicas"),
-        F.coalesce("r.lastKnownElr", F.array().cast("array<int>")).alias("last_known_elr"),
-        F.col("r.leader").alias("leader"), F.col("r.leaderEpoch").alias("base_leader_epoch"),
-        F.col("r.partitionEpoch").alias("base_partition_epoch"),
-        F.coalesce("r.leaderRecoveryState", F.lit(0)).alias("leader_recovery_state"),
+    created = parsed(events, PARTITION, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(PARTITION, "topicId", "partitionId"), F.lit("create").alias("kind"),
+        *kafka_columns(PARTITION, "replicas", "isr"),
+        *kafka_columns(PARTITION, "addingReplicas", "removingReplicas", defaults=True),
+        # PartitionRegistration's constructor: a null ELR or last known ELR (a record before them) is empty
+        *[F.coalesce(kafka_field(PARTITION, name), F.array().cast("array<int>")).alias(column_name(name))
+          for name in ("eligibleLeaderReplicas", "lastKnownElr")],
+        *kafka_columns(PARTITION, "leader"), kafka_field(PARTITION, "leaderEpoch").alias("base_leader_epoch"),
+        kafka_field(PARTITION, "partitionEpoch").alias("base_partition_epoch"),
+        *kafka_columns(PARTITION, "leaderRecoveryState", defaults=True),
         # PartitionRegistration(PartitionRecord): no directories are none (defaultToMigrating makes them MIGRATING)
-        F.coalesce("r.directories", F.array().cast("array<string>")).alias("record_dirs"))
-    changed = parsed(events, "PartitionChangeRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
-        F.lit("change").alias("kind"),
-        F.col("r.replicas").alias("replicas"), F.col("r.isr").alias("isr"),
-        F.col("r.addingReplicas").alias("adding_replicas"), F.col("r.removingReplicas").alias("removing_replicas"),
-        F.col("r.eligibleLeaderReplicas").alias("eligible_leader_replicas"),
-        F.col("r.lastKnownElr").alias("last_known_elr"),
-        # NO_LEADER_CHANGE (also absent from Kafka's JSON) = no change; anything else sets it and bumps the epoch
-        F.when(F.col("r.leader").isNotNull() & (F.col("r.leader") != NO_LEADER_CHANGE),
-               F.col("r.leader")).alias("leader"),
+        kafka_default(PARTITION, "directories").alias("record_dirs"))
+    leader, recovery = kafka_default(CHANGE, "leader"), kafka_default(CHANGE, "leaderRecoveryState")
+    changed = parsed(events, CHANGE, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(CHANGE, "topicId", "partitionId"), F.lit("change").alias("kind"),
+        # null (Kafka's default) changes nothing
+        *kafka_columns(CHANGE, "replicas", "isr", "addingReplicas", "removingReplicas", "eligibleLeaderReplicas",
+                       "lastKnownElr"),
+        # NO_LEADER_CHANGE (Kafka's default) = no change; anything else sets it and bumps the epoch
+        F.when(leader != NO_LEADER_CHANGE, leader).alias("leader"),
         F.lit(None).cast("int").alias("base_leader_epoch"), F.lit(None).cast("int").alias("base_partition_epoch"),
-        F.when(F.col("r.leaderRecoveryState").isNotNull()
-               & (F.col("r.leaderRecoveryState") != NO_RECOVERY_STATE_CHANGE),
-               F.col("r.leaderRecoveryState")).alias("leader_recovery_state"),
-        F.col("r.directories").alias("record_dirs"))  # null: unchanged; [] is a list, of no directories
+        F.when(recovery != NO_RECOVERY_STATE_CHANGE, recovery).alias("leader_recovery_state"),
+        kafka_field(CHANGE, "directories").alias("record_dirs"))  # null: unchanged; [] is a list, of no directories
 
     # PartitionRecords need a live topic (TopicsDelta.getOrCreateTopicDelta throws otherwise).
     live = topic_live_intervals(topics).alias("t")
