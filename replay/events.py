@@ -124,6 +124,8 @@ def kafka_field(record_type: str, name: str) -> Column:
 def kafka_default(record_type: str, name: str) -> Column:
     """The field with null (a tagged field absent from Kafka's JSON) read as Kafka's default for it."""
     definition = field(record_type, name)
+    if definition.default is None:  # a nullable field: null is Kafka's default, and means something
+        raise ValueError(f"{record_type}.{name} defaults to null: read it with kafka_field")
     if definition.type.startswith("[]"):
         fallback = F.array().cast(f"array<{_SPARK_ELEMENTS[definition.type[2:]]}>")
     else:

@@ -52,8 +52,8 @@ def topic_events(events: DataFrame, shapes: RecordShapes) -> TopicsResult:
         *EVENT_COLUMNS, *kafka_columns(REMOVE_TOPIC, "topicId"), F.lit(None).cast("string").alias("name"),
         F.lit("remove").alias("kind"))
     both = created.unionByName(removed)
-    w = ordered("cluster_id", "topic_id")
-    with_prev = both.withColumn("prev_kind", F.lag("kind").over(w))
+    by_topic = ordered("cluster_id", "topic_id")
+    with_prev = both.withColumn("prev_kind", F.lag("kind").over(by_topic))
     # A removal applies only to a live topic: the previous *applied* event is its creation. Two
     # removals in a row: the second finds the topic gone (lag sees the first removal).
     after_create = F.coalesce(F.col("prev_kind") == "create", F.lit(False))
@@ -67,28 +67,33 @@ def topic_events(events: DataFrame, shapes: RecordShapes) -> TopicsResult:
 
 def topic_live_intervals(topics: DataFrame) -> DataFrame:
     """[from, to) positions (visible offset, offset) in which each topic id is live."""
-    w = ordered("cluster_id", "topic_id")
-    return (topics.withColumn("to_visible", F.lead("visible_offset").over(w))
-            .withColumn("to_offset", F.lead("offset").over(w))
-            .withColumn("to_seq", F.lead("seq").over(w))
+    by_topic = ordered("cluster_id", "topic_id")
+    return (topics.withColumn("to_visible", F.lead("visible_offset").over(by_topic))
+            .withColumn("to_offset", F.lead("offset").over(by_topic))
+            .withColumn("to_seq", F.lead("seq").over(by_topic))
             .where(F.col("kind") == "create")
             .select("cluster_id", "topic_id", "name", F.col("visible_offset").alias("from_visible"),
                     F.col("offset").alias("from_offset"), F.col("seq").alias("from_seq"), "to_visible", "to_offset",
                     "to_seq"))
 
 
-def _after(v: Column, o: Column, s: Column, v0: Column, o0: Column, s0: Column) -> Column:
-    """(v, o, s) comes at or after (v0, o0, s0) in Kafka's apply order."""
-    return (v > v0) | ((v == v0) & ((o > o0) | ((o == o0) & (s >= s0))))
+def _after(position: tuple[Column, Column, Column], start: tuple[Column, Column, Column]) -> Column:
+    """``position`` (visible offset, offset, seq) comes at or after ``start`` in Kafka's apply order."""
+    (visible, offset, seq), (start_visible, start_offset, start_seq) = position, start
+    return (visible > start_visible) | ((visible == start_visible) & (
+        (offset > start_offset) | ((offset == start_offset) & (seq >= start_seq))))
 
 
-def _while_live(e: str, t: str) -> Column:
-    """Event alias ``e`` comes while the topic interval alias ``t`` (``topic_live_intervals``) is live."""
-    v, o, s = F.col(f"{e}.visible_offset"), F.col(f"{e}.offset"), F.col(f"{e}.seq")
-    return ((F.col(f"{e}.cluster_id") == F.col(f"{t}.cluster_id"))
-            & _after(v, o, s, F.col(f"{t}.from_visible"), F.col(f"{t}.from_offset"), F.col(f"{t}.from_seq"))
-            & (F.col(f"{t}.to_visible").isNull()
-               | ~_after(v, o, s, F.col(f"{t}.to_visible"), F.col(f"{t}.to_offset"), F.col(f"{t}.to_seq"))))
+def _while_live(event: str, interval: str) -> Column:
+    """Event alias ``event`` comes while the topic interval alias ``interval`` (``topic_live_intervals``) is live."""
+    position = (F.col(f"{event}.visible_offset"), F.col(f"{event}.offset"), F.col(f"{event}.seq"))
+
+    def bound(prefix: str) -> tuple[Column, Column, Column]:
+        return (F.col(f"{interval}.{prefix}_visible"), F.col(f"{interval}.{prefix}_offset"),
+                F.col(f"{interval}.{prefix}_seq"))
+
+    return ((F.col(f"{event}.cluster_id") == F.col(f"{interval}.cluster_id")) & _after(position, bound("from"))
+            & (F.col(f"{interval}.to_visible").isNull() | ~_after(position, bound("to"))))
 
 
 @dataclass(frozen=True)
@@ -103,10 +108,10 @@ def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsRe
     both to ``[]`` would; a name no live topic has is refused. ``records``: ClearElrRecord events typed as ``r``;
     ``live``: ``topic_live_intervals``; ``keys``: the partitions ever created. Which clears change a partition
     (an ELR to empty) is decided with the partition's state: ``_effective_clears``."""
-    c, t = records.alias("c"), live.alias("t")
+    clear_records, intervals = records.alias("c"), live.alias("t")
     name = F.coalesce(F.col("c.r.topicName"), F.lit(default(CLEAR_ELR, "topicName")))
     named = (name == "") | (F.col("t.name") == name)
-    matched = c.join(F.broadcast(t), _while_live("c", "t") & named, "left").select(
+    matched = clear_records.join(F.broadcast(intervals), _while_live("c", "t") & named, "left").select(
         *[F.col(f"c.{column}") for column in EVENT_COLUMNS], name.alias("topic_name"), F.col("t.topic_id"))
     refused = matched.where(F.col("topic_id").isNull() & (F.col("topic_name") != "")).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
@@ -144,8 +149,10 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         *kafka_columns(PARTITION, "replicas", "isr"),
         *kafka_columns(PARTITION, "addingReplicas", "removingReplicas", defaults=True),
         # PartitionRegistration's constructor: a null ELR or last known ELR (a record before them) is empty
-        *[F.coalesce(kafka_field(PARTITION, name), F.array().cast("array<int>")).alias(column_name(name))
-          for name in ("eligibleLeaderReplicas", "lastKnownElr")],
+        F.coalesce(kafka_field(PARTITION, "eligibleLeaderReplicas"), F.array().cast("array<int>")).alias(
+            column_name("eligibleLeaderReplicas")),
+        F.coalesce(kafka_field(PARTITION, "lastKnownElr"), F.array().cast("array<int>")).alias(
+            column_name("lastKnownElr")),
         *kafka_columns(PARTITION, "leader"), kafka_field(PARTITION, "leaderEpoch").alias("base_leader_epoch"),
         kafka_field(PARTITION, "partitionEpoch").alias("base_partition_epoch"),
         *kafka_columns(PARTITION, "leaderRecoveryState", defaults=True),
@@ -165,9 +172,9 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
 
     # PartitionRecords need a live topic (TopicsDelta.getOrCreateTopicDelta throws otherwise).
     live = topic_live_intervals(topics).alias("t")
-    c = created.alias("c")
     in_topic = (F.col("c.topic_id") == F.col("t.topic_id")) & _while_live("c", "t")
-    matched = c.join(live, in_topic, "left").select("c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
+    matched = created.alias("c").join(live, in_topic, "left").select(
+        "c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
     matched = matched.localCheckpoint(eager=True)  # the creations and their refusals: one parse, one join
     partition = F.concat(F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
     malformed = _mismatched_directories() | _invalid_recovery_state()
@@ -273,23 +280,23 @@ def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, 
     registration's constructor refuses unless it has one entry per replica. Whether a change is refused so
     depends on the state before it: each round finds the first such refusal of every generation (the state
     before it is right), drops it, and folds again; a log without one takes a single round."""
-    g = running(*keyed, "generation")
+    generation = running(*keyed, "generation")  # a partition's events since its creation, up to this one
     event = [*keyed, "generation", "visible_offset", "offset", "seq"]
     refused: DataFrame | None = None
     while True:
         events = live_events if refused is None else live_events.join(
             refused.select(*event), event, "left_anti")
-        last_dirs = last_non_null("record_dirs", g)
+        last_dirs = last_non_null("record_dirs", generation)
         state = events.select(
             *EVENT_COLUMNS, *KEY, "kind", "generation",
-            *[last_non_null(name, g).alias(name) for name in ARRAYS],
-            last_non_null("leader", g).alias("leader"),
-            (F.first("base_leader_epoch").over(g)
-             + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(g)
+            *[last_non_null(name, generation).alias(name) for name in ARRAYS],
+            last_non_null("leader", generation).alias("leader"),
+            (F.first("base_leader_epoch").over(generation)
+             + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(generation)
              ).alias("leader_epoch"),
-            (F.first("base_partition_epoch").over(g)
-             + F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(g)).alias("partition_epoch"),
-            last_non_null("leader_recovery_state", g).alias("leader_recovery_state"),
+            (F.first("base_partition_epoch").over(generation)
+             + F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(generation)).alias("partition_epoch"),
+            last_non_null("leader_recovery_state", generation).alias("leader_recovery_state"),
             last_dirs.alias("last_dirs"))
         migrating = F.forall("last_dirs", lambda directory: directory == F.lit(MIGRATING_DIR))
         state = state.select(
