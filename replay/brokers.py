@@ -12,16 +12,25 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from replay.events import last_non_null, ordered, parsed, running
+from records.kafka_constants import FENCE, IN_CONTROLLED_SHUTDOWN, NONE, UNFENCE
+from replay.events import (
+    kafka_columns,
+    kafka_default,
+    kafka_field,
+    last_non_null,
+    ordered,
+    parsed,
+    running,
+    struct_columns,
+)
 from replay.shapes import RecordShapes
 
 EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
 BROKER_VALUES = ("broker_epoch", "incarnation_id", "fenced", "in_controlled_shutdown", "rack", "endpoints",
                  "features", "log_dirs", "is_migrating_zk_broker")
-ENDPOINTS = "transform(r.endPoints, e -> named_struct('name', e.name, 'host', e.host, 'port', e.port, " \
-            "'security_protocol', e.securityProtocol))"
-FEATURES = "transform(r.features, f -> named_struct('name', f.name, 'min_supported_version', " \
-           "f.minSupportedVersion, 'max_supported_version', f.maxSupportedVersion))"
+REGISTER, FENCE_RECORD, UNFENCE_RECORD = "RegisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord"
+CHANGE, UNREGISTER = "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord"
+CONTROLLER = "RegisterControllerRecord"
 
 
 @dataclass(frozen=True)
@@ -31,30 +40,32 @@ class BrokersResult:
 
 
 def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
-    registers = parsed(events, "RegisterBrokerRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.brokerId").alias("broker_id"), F.lit("register").alias("kind"),
-        F.col("r.brokerEpoch").alias("epoch"), F.col("r.incarnationId").alias("incarnation_id"),
-        F.col("r.fenced").alias("fenced"),
-        F.coalesce("r.inControlledShutdown", F.lit(False)).alias("in_controlled_shutdown"),
-        F.col("r.rack").alias("rack"), F.expr(ENDPOINTS).alias("endpoints"), F.expr(FEATURES).alias("features"),
-        F.coalesce("r.logDirs", F.array().cast("array<string>")).alias("log_dirs"),
-        F.coalesce("r.isMigratingZkBroker", F.lit(False)).alias("is_migrating_zk_broker"))
-    fences = parsed(events, "FenceBrokerRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.id").alias("broker_id"), F.lit("change").alias("kind"),
-        F.col("r.epoch").alias("epoch"), F.lit(True).alias("fenced"))
-    unfences = parsed(events, "UnfenceBrokerRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.id").alias("broker_id"), F.lit("change").alias("kind"),
-        F.col("r.epoch").alias("epoch"), F.lit(False).alias("fenced"))
-    changes = parsed(events, "BrokerRegistrationChangeRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.brokerId").alias("broker_id"), F.lit("change").alias("kind"),
-        F.col("r.brokerEpoch").alias("epoch"),
-        # BrokerRegistrationFencingChange: 1 FENCE, -1 UNFENCE, 0 NONE; controlled shutdown: 1 or NONE
-        F.when(F.col("r.fenced") == 1, True).when(F.col("r.fenced") == -1, False).alias("fenced"),
-        F.when(F.col("r.inControlledShutdown") == 1, True).alias("in_controlled_shutdown"),
-        F.when(F.size(F.coalesce("r.logDirs", F.array())) > 0, F.col("r.logDirs")).alias("log_dirs"))
-    unregisters = parsed(events, "UnregisterBrokerRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.brokerId").alias("broker_id"), F.lit("unregister").alias("kind"),
-        F.col("r.brokerEpoch").alias("epoch"))
+    """``ClusterDelta``: the registration after every applied broker record, and the refused records."""
+    registers = parsed(events, REGISTER, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(REGISTER, "brokerId"), F.lit("register").alias("kind"),
+        kafka_field(REGISTER, "brokerEpoch").alias("epoch"),
+        *kafka_columns(REGISTER, "incarnationId", "fenced"),
+        *kafka_columns(REGISTER, "inControlledShutdown", defaults=True), *kafka_columns(REGISTER, "rack"),
+        struct_columns(REGISTER, "endPoints"), struct_columns(REGISTER, "features"),
+        *kafka_columns(REGISTER, "logDirs", "isMigratingZkBroker", defaults=True))
+    fences = parsed(events, FENCE_RECORD, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(FENCE_RECORD, "id", "epoch"), F.lit("change").alias("kind"),
+        F.lit(True).alias("fenced"))
+    unfences = parsed(events, UNFENCE_RECORD, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(UNFENCE_RECORD, "id", "epoch"), F.lit("change").alias("kind"),
+        F.lit(False).alias("fenced"))
+    fencing, shutdown = kafka_field(CHANGE, "fenced"), kafka_default(CHANGE, "inControlledShutdown")
+    changes = parsed(events, CHANGE, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(CHANGE, "brokerId"), F.lit("change").alias("kind"),
+        kafka_field(CHANGE, "brokerEpoch").alias("epoch"),
+        F.when(fencing == FENCE, True).when(fencing == UNFENCE, False).alias("fenced"),
+        F.when(shutdown == IN_CONTROLLED_SHUTDOWN, True).alias("in_controlled_shutdown"),
+        fencing.alias("fencing_change"), shutdown.alias("in_controlled_shutdown_change"),
+        # an empty list (Kafka's default) changes nothing
+        F.when(F.size(kafka_default(CHANGE, "logDirs")) > 0, kafka_field(CHANGE, "logDirs")).alias("log_dirs"))
+    unregisters = parsed(events, UNREGISTER, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(UNREGISTER, "brokerId"), F.lit("unregister").alias("kind"),
+        kafka_field(UNREGISTER, "brokerEpoch").alias("epoch"))
     stream = registers.unionByName(fences, allowMissingColumns=True).unionByName(
         unfences, allowMissingColumns=True).unionByName(changes, allowMissingColumns=True).unionByName(
         unregisters, allowMissingColumns=True)
@@ -62,8 +73,8 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
     keyed = ("cluster_id", "broker_id")
     stream = stream.withColumn("registration", F.sum(F.when(F.col("kind") == "register", 1).otherwise(0)).over(
         running(*keyed)))
-    reg = running(*keyed, "registration")
-    stream = stream.withColumn("current_epoch", F.first("epoch").over(reg))
+    registration = running(*keyed, "registration")  # one registration's events up to this one
+    stream = stream.withColumn("current_epoch", F.first("epoch").over(registration))
     names_current = (F.col("registration") > 0) & (F.col("epoch") == F.col("current_epoch"))
     # ClusterDelta removes a broker on UnregisterBrokerRecord without checking it (flagged here when
     # the broker is unknown or the epoch stale); fence, unfence and registration changes go through
@@ -73,12 +84,23 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
         F.when(F.col("kind") == "unregister", 1).otherwise(0)).over(before), F.lit(0)) == 1)
     is_unregister = F.col("kind") == "unregister"
     known = (F.col("registration") > 0) & ~F.col("gone")
-    applies = (F.col("kind") == "register") | (is_unregister & known) | (names_current & ~F.col("gone"))
-    problem = F.when(~known, F.concat(F.lit("unknown broker "), F.col("broker_id").cast("string"))).otherwise(
-        F.concat(F.lit("stale broker epoch "), F.col("epoch").cast("string"), F.lit(" for broker "),
-                 F.col("broker_id").cast("string"), F.lit(" (current epoch "), F.col("current_epoch").cast("string"),
-                 F.lit(")")))
-    flagged = stream.where((F.col("kind") != "register") & ~(names_current & ~F.col("gone")))
+    # ClusterDelta.replay(BrokerRegistrationChangeRecord): after getBrokerOrThrow, a code that
+    # BrokerRegistrationFencingChange.fromValue or BrokerRegistrationInControlledShutdownChange.fromValue
+    # does not know throws: the record is refused.
+    unknown_fencing = F.coalesce(~F.col("fencing_change").isin(FENCE, NONE, UNFENCE), F.lit(False))
+    unknown_shutdown = F.coalesce(~F.col("in_controlled_shutdown_change").isin(NONE, IN_CONTROLLED_SHUTDOWN),
+                                  F.lit(False))
+    current = names_current & ~F.col("gone")
+    accepted = current & ~unknown_fencing & ~unknown_shutdown  # a fence, unfence or change Kafka applies
+    applies = (F.col("kind") == "register") | (is_unregister & known) | accepted
+    problem = F.when(~known, F.concat(F.lit("unknown broker "), F.col("broker_id").cast("string"))).when(
+        ~current, F.concat(F.lit("stale broker epoch "), F.col("epoch").cast("string"), F.lit(" for broker "),
+                           F.col("broker_id").cast("string"), F.lit(" (current epoch "),
+                           F.col("current_epoch").cast("string"), F.lit(")"))).when(
+        unknown_fencing, F.concat(F.lit("unknown value for fenced: "), F.col("fencing_change").cast("string")),
+    ).otherwise(F.concat(F.lit("unknown value for inControlledShutdown: "),
+                         F.col("in_controlled_shutdown_change").cast("string")))
+    flagged = stream.where((F.col("kind") != "register") & ~accepted)
     refused = flagged.select(
         "cluster_id", "offset", "record_type",
         F.when(is_unregister, F.lit("invariant")).otherwise(F.lit("refused")).alias("kind"),
@@ -92,16 +114,17 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
 
     applied = stream.where(applies)
     live = applied.where(F.col("kind") != "unregister")
-    g = running(*keyed, "registration")
     states = live.select(
         *EVENT_COLUMNS, "broker_id", "kind",
         F.col("current_epoch").alias("broker_epoch"),
-        F.first("incarnation_id").over(g).alias("incarnation_id"),
-        last_non_null("fenced", g).alias("fenced"),
-        last_non_null("in_controlled_shutdown", g).alias("in_controlled_shutdown"),
-        F.first("rack").over(g).alias("rack"), F.first("endpoints").over(g).alias("endpoints"),
-        F.first("features").over(g).alias("features"), last_non_null("log_dirs", g).alias("log_dirs"),
-        F.first("is_migrating_zk_broker").over(g).alias("is_migrating_zk_broker"),
+        F.first("incarnation_id").over(registration).alias("incarnation_id"),
+        last_non_null("fenced", registration).alias("fenced"),
+        last_non_null("in_controlled_shutdown", registration).alias("in_controlled_shutdown"),
+        F.first("rack").over(registration).alias("rack"),
+        F.first("endpoints").over(registration).alias("endpoints"),
+        F.first("features").over(registration).alias("features"),
+        last_non_null("log_dirs", registration).alias("log_dirs"),
+        F.first("is_migrating_zk_broker").over(registration).alias("is_migrating_zk_broker"),
         F.lit(False).alias("is_tombstone"))
     tombstones = applied.where(F.col("kind") == "unregister").select(
         *EVENT_COLUMNS, "broker_id", "kind", F.lit(True).alias("is_tombstone"))
@@ -112,19 +135,19 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
 def controller_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:
     """Every RegisterControllerRecord replaces that controller's registration; an UnregisterControllerRecord
     (Kafka 4.4) removes it, whatever there is (``ClusterDelta`` does not check)."""
-    registered = parsed(events, "RegisterControllerRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.controllerId").alias("controller_id"),
-        F.col("r.incarnationId").alias("incarnation_id"),
-        F.coalesce("r.zkMigrationReady", F.lit(False)).alias("zk_migration_ready"),
-        F.expr(ENDPOINTS).alias("endpoints"), F.expr(FEATURES).alias("features"),
+    registered = parsed(events, CONTROLLER, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(CONTROLLER, "controllerId", "incarnationId"),
+        *kafka_columns(CONTROLLER, "zkMigrationReady", defaults=True),
+        struct_columns(CONTROLLER, "endPoints"), struct_columns(CONTROLLER, "features"),
         F.lit(False).alias("is_tombstone"))
     unregistered = parsed(events, "UnregisterControllerRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.controllerId").alias("controller_id"), F.lit(True).alias("is_tombstone"))
+        *EVENT_COLUMNS, *kafka_columns("UnregisterControllerRecord", "controllerId"),
+        F.lit(True).alias("is_tombstone"))
     return registered.unionByName(unregistered, allowMissingColumns=True)
 
 
 def feature_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:
     """FeatureLevelRecord sets a finalized feature level; level 0 removes the feature."""
     return parsed(events, "FeatureLevelRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.name").alias("feature"), F.col("r.featureLevel").alias("level"),
-        (F.col("r.featureLevel") == 0).alias("is_tombstone"))
+        *EVENT_COLUMNS, *kafka_columns("FeatureLevelRecord", "name", "featureLevel"),
+        (kafka_field("FeatureLevelRecord", "featureLevel") == 0).alias("is_tombstone"))

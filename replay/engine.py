@@ -40,11 +40,11 @@ class ReplayResult:
 
 def _with_topic_names(partitions: DataFrame, topics: DataFrame) -> DataFrame:
     """The topic's name when each partition version starts (a TopicRecord can rename a live id)."""
-    p, t = partitions.alias("p"), topics.alias("t")
     valid = ((F.col("p.cluster_id") == F.col("t.cluster_id")) & (F.col("p.topic_id") == F.col("t.topic_id"))
              & (F.col("t.valid_from_offset") <= F.col("p.valid_from_offset"))
              & (F.col("t.valid_to_offset").isNull() | (F.col("t.valid_to_offset") > F.col("p.valid_from_offset"))))
-    return p.join(F.broadcast(t), valid, "left").select("p.*", F.col("t.name").alias("topic_name"))
+    return partitions.alias("p").join(F.broadcast(topics.alias("t")), valid, "left").select(
+        "p.*", F.col("t.name").alias("topic_name"))
 
 
 def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None) -> ReplayResult:

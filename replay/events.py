@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from records.kafka_constants import ABORT, BEGIN, END
+from records.vocabulary import Field, column_name, field
 from replay.shapes import PAYLOAD_COLUMNS, RecordShapes
 
 TXN_BUCKET = 1 << 16  # offsets per bucket of the transaction range join; transactions are short
@@ -107,6 +108,56 @@ def transaction_anomalies(log: DataFrame) -> DataFrame:
 def parsed(events: DataFrame, record_type: str, shapes: RecordShapes) -> DataFrame:
     """Events of one record type with their Kafka fields as columns of struct ``r`` (``RecordShapes.typed``)."""
     return shapes.typed(events.where(F.col("record_type") == record_type), record_type)
+
+
+# The element types of Kafka's arrays as the typed struct holds them (UUIDs as Kafka's text)
+_SPARK_ELEMENTS = {"int32": "int", "uuid": "string", "string": "string"}
+
+
+def kafka_field(record_type: str, name: str) -> Column:
+    """Kafka field ``name`` of the typed struct ``r``: a KeyError here when Kafka's definition of ``record_type``
+    has no such field (``records.vocabulary.field``)."""
+    field(record_type, name)
+    return F.col(f"r.{name}")
+
+
+def kafka_default(record_type: str, name: str) -> Column:
+    """The field with null (a tagged field absent from Kafka's JSON) read as Kafka's default for it."""
+    definition = field(record_type, name)
+    if definition.default is None:  # a nullable field: null is Kafka's default, and means something
+        raise ValueError(f"{record_type}.{name} defaults to null: read it with kafka_field")
+    if definition.type.startswith("[]"):
+        fallback = F.array().cast(f"array<{_SPARK_ELEMENTS[definition.type[2:]]}>")
+    else:
+        fallback = F.lit(definition.default)
+    return F.coalesce(kafka_field(record_type, name), fallback)
+
+
+def kafka_columns(record_type: str, *names: str, defaults: bool = False) -> list[Column]:
+    """Kafka fields of ``r`` as columns named by the vocabulary (``Field.column``); ``defaults``: null read as
+    Kafka's default (:func:`kafka_default`)."""
+    read = kafka_default if defaults else kafka_field
+    return [read(record_type, name).alias(field(record_type, name).column) for name in names]
+
+
+def struct_columns(record_type: str, name: str) -> Column:
+    """An array of Kafka structs (``endPoints``, ``features``) as the tables hold it: each element's fields named
+    by the rule (``securityProtocol`` → ``security_protocol``), in Kafka's order."""
+    nested = field(record_type, name).nested
+    return F.transform(kafka_field(record_type, name), lambda element: F.struct(
+        *[element[kafka].alias(column_name(kafka)) for kafka in nested])).alias(field(record_type, name).column)
+
+
+def kafka_struct(record_type: str, *names: str) -> Column:
+    """Stored table columns back as the record's Kafka fields (the inverse of :func:`kafka_columns` and
+    :func:`struct_columns`): the payload of a record rebuilt from a table row."""
+    def kafka_value(definition: Field) -> Column:
+        if not definition.nested:
+            return F.col(definition.column)
+        return F.transform(F.col(definition.column), lambda element: F.struct(
+            *[element[column_name(kafka)].alias(kafka) for kafka in definition.nested]))
+
+    return F.struct(*[kafka_value(field(record_type, name)).alias(name) for name in names])
 
 
 def ordered(*keys: str) -> Window:

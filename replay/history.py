@@ -21,10 +21,10 @@ def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple
     ``record_type`` and the entity's state after it) plus tombstone rows (``tombstone`` true)."""
     # One window in apply order: the last row at each visible offset is the version (only the state after
     # the last record of a transaction is ever seen), and the next row's visible offset ends it.
-    w = Window.partitionBy(*keyed).orderBy("visible_offset", "offset", "seq")
+    in_apply_order = Window.partitionBy(*keyed).orderBy("visible_offset", "offset", "seq")
     versions = (states
-                .withColumn("valid_to_offset", F.lead("visible_offset").over(w))
-                .withColumn("valid_to_time_ms", F.lead("visible_time_ms").over(w))
+                .withColumn("valid_to_offset", F.lead("visible_offset").over(in_apply_order))
+                .withColumn("valid_to_time_ms", F.lead("visible_time_ms").over(in_apply_order))
                 .where((F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") != F.col("visible_offset")))
                        & ~F.coalesce(F.col(tombstone), F.lit(False))))
     return versions.select(
@@ -38,22 +38,22 @@ def collapse(history: DataFrame, keyed: tuple[str, ...], value_columns: tuple[st
              restart: str | None = None) -> DataFrame:
     """Merge consecutive, touching versions whose values are equal; the merged version keeps the
     cause of its first part. ``restart``: a boolean column that always starts a new version."""
-    w = Window.partitionBy(*keyed).orderBy("valid_from_offset")
+    by_start = Window.partitionBy(*keyed).orderBy("valid_from_offset")
     values = F.struct(*value_columns)
-    same = ((F.lag(values).over(w) == values)
-            & (F.lag("valid_to_offset").over(w) == F.col("valid_from_offset")))
+    same = ((F.lag(values).over(by_start) == values)
+            & (F.lag("valid_to_offset").over(by_start) == F.col("valid_from_offset")))
     if restart is not None:
         same = same & ~F.col(restart)
     # Every window below has the same spec, so Spark sorts the rows once: a merged version starts at a row
     # that does not continue its predecessor and ends where the last row of its run ends.
     starts = history.withColumn("_new", ~F.coalesce(same, F.lit(False)))
-    edges = (starts.withColumn("_last", F.coalesce(F.lead("_new").over(w), F.lit(True)))
+    edges = (starts.withColumn("_last", F.coalesce(F.lead("_new").over(by_start), F.lit(True)))
              .where(F.col("_new") | F.col("_last")))
     merged = (edges
               .withColumn("_to", F.when(F.col("_last"), F.col("valid_to_offset"))
-                          .otherwise(F.lead("valid_to_offset").over(w)))
+                          .otherwise(F.lead("valid_to_offset").over(by_start)))
               .withColumn("_to_time", F.when(F.col("_last"), F.col("valid_to_time_ms"))
-                          .otherwise(F.lead("valid_to_time_ms").over(w)))
+                          .otherwise(F.lead("valid_to_time_ms").over(by_start)))
               .where(F.col("_new"))
               .withColumn("valid_to_offset", F.col("_to"))
               .withColumn("valid_to_time_ms", F.col("_to_time")))

@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 from records.kafka_constants import BEGIN
 from replay.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
-from replay.events import BASE_COLUMNS, transaction_markers
+from replay.events import BASE_COLUMNS, kafka_struct, transaction_markers
 from replay.partitions import CLEAR_ELR
 from replay.replicas import replica_history
 from replay.shapes import RecordShapes, record_shapes
@@ -56,8 +56,8 @@ def safe_offsets(log: DataFrame, last: dict[str, int] | None = None) -> dict[str
         last = {r["cluster_id"]: int(r["last"]) for r in
                 log.groupBy("cluster_id").agg(F.max("offset").alias("last")).collect()}
     markers = transaction_markers(log).where(F.col("effective"))
-    w = Window.partitionBy("cluster_id").orderBy(F.col("offset").desc())
-    open_begins = (markers.withColumn("_rank", F.row_number().over(w)).where(
+    latest_first = Window.partitionBy("cluster_id").orderBy(F.col("offset").desc())
+    open_begins = (markers.withColumn("_rank", F.row_number().over(latest_first)).where(
         (F.col("_rank") == 1) & (F.col("record_type") == BEGIN)).select("cluster_id", "offset").collect())
     safe = dict(last)
     for row in open_begins:
@@ -118,10 +118,11 @@ def touched(log: DataFrame, stored_partitions_open: DataFrame, shapes: RecordSha
     if stored_topics_open is not None:
         clears = names.where(F.col("record_type") == CLEAR_ELR).select(
             "cluster_id", F.coalesce("topicName", F.lit("")).alias("clear_name")).distinct()
-        t = stored_topics_open.alias("t")
+        topics_open = stored_topics_open.alias("t")
         wanted = (F.col("t.cluster_id") == F.col("k.cluster_id")) & (
             (F.col("k.clear_name") == "") | (F.col("k.clear_name") == F.col("t.name")))
-        cleared = t.join(F.broadcast(clears.alias("k")), wanted).select("t.cluster_id", "t.topic_id", "k.clear_name")
+        cleared = topics_open.join(F.broadcast(clears.alias("k")), wanted).select(
+            "t.cluster_id", "t.topic_id", "k.clear_name")
         with_elr = stored_partitions_open.where(
             (F.size(F.coalesce("eligible_leader_replicas", F.array())) > 0)
             | (F.size(F.coalesce("last_known_elr", F.array())) > 0)).select("cluster_id", "topic_id", "partition_id")
@@ -145,64 +146,41 @@ def _seed(rows: DataFrame, record_type: str, payload: Column, seq: int) -> DataF
         F.to_json(payload).alias("payload_json"), F.lit(seq).cast("long").alias("seq")).select(*BASE_COLUMNS)
 
 
-def _kafka_endpoints(column: str) -> Column:
-    return F.transform(F.col(column), lambda e: F.struct(
-        e["name"].alias("name"), e["host"].alias("host"), e["port"].alias("port"),
-        e["security_protocol"].alias("securityProtocol")))
-
-
-def _kafka_features(column: str) -> Column:
-    return F.transform(F.col(column), lambda f: F.struct(
-        f["name"].alias("name"), f["min_supported_version"].alias("minSupportedVersion"),
-        f["max_supported_version"].alias("maxSupportedVersion")))
-
-
 def _open(stored: DataFrame, checkpoints: DataFrame, keys: DataFrame, key: tuple[str, ...]) -> DataFrame:
     """Open versions of the touched entities, with their cluster's checkpoint offset ``_c``."""
     return (stored.where(F.col("valid_to_offset").isNull()).join(F.broadcast(checkpoints), ["cluster_id"])
             .join(F.broadcast(keys), ["cluster_id", *key]))
 
 
-def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, t: Touched) -> DataFrame:
+def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, entities: Touched) -> DataFrame:
     """One synthetic record per touched entity that rebuilds its stored open version at offset C."""
-    topics = _seed(_open(stored["topic_history"], checkpoints, t.topics, ("topic_id",)), "TopicRecord",
-                   F.struct(F.col("name").alias("name"), F.col("topic_id").alias("topicId")), _TOPIC_SEQ)
+    topics = _seed(_open(stored["topic_history"], checkpoints, entities.topics, ("topic_id",)), "TopicRecord",
+                   kafka_struct("TopicRecord", "name", "topicId"), _TOPIC_SEQ)
     partitions = _seed(
-        _open(stored["partition_history"], checkpoints, t.partitions, ("topic_id", "partition_id")),
-        "PartitionRecord", F.struct(
-            F.col("partition_id").alias("partitionId"), F.col("topic_id").alias("topicId"),
-            F.col("replicas").alias("replicas"), F.col("isr").alias("isr"),
-            F.col("removing_replicas").alias("removingReplicas"), F.col("adding_replicas").alias("addingReplicas"),
-            F.col("leader").alias("leader"), F.col("leader_recovery_state").alias("leaderRecoveryState"),
-            F.col("leader_epoch").alias("leaderEpoch"), F.col("partition_epoch").alias("partitionEpoch"),
-            F.col("directories").alias("directories"),
-            F.col("eligible_leader_replicas").alias("eligibleLeaderReplicas"),
-            F.col("last_known_elr").alias("lastKnownElr")), _SEED_SEQ)
+        _open(stored["partition_history"], checkpoints, entities.partitions, ("topic_id", "partition_id")),
+        "PartitionRecord", kafka_struct(
+            "PartitionRecord", "partitionId", "topicId", "replicas", "isr", "removingReplicas", "addingReplicas",
+            "leader", "leaderRecoveryState", "leaderEpoch", "partitionEpoch", "directories",
+            "eligibleLeaderReplicas", "lastKnownElr"), _SEED_SEQ)
     # A broker's latest version: open → re-register it as it is; closed (unregistered) → register and
     # unregister it again, so a later record still sees "unknown broker" and its last registered epoch.
     latest = (stored["broker_history"].join(F.broadcast(checkpoints), ["cluster_id"]).join(
-        F.broadcast(t.brokers), ["cluster_id", "broker_id"])
+        F.broadcast(entities.brokers), ["cluster_id", "broker_id"])
         .withColumn("_rank", F.row_number().over(
             Window.partitionBy("cluster_id", "broker_id").orderBy(F.col("valid_from_offset").desc())))
         .where(F.col("_rank") == 1))
-    registers = _seed(latest, "RegisterBrokerRecord", F.struct(
-        F.col("broker_id").alias("brokerId"), F.col("is_migrating_zk_broker").alias("isMigratingZkBroker"),
-        F.col("incarnation_id").alias("incarnationId"), F.col("broker_epoch").alias("brokerEpoch"),
-        _kafka_endpoints("endpoints").alias("endPoints"), _kafka_features("features").alias("features"),
-        F.col("rack").alias("rack"), F.col("fenced").alias("fenced"),
-        F.col("in_controlled_shutdown").alias("inControlledShutdown"), F.col("log_dirs").alias("logDirs")),
-        _SEED_SEQ)
-    unregisters = _seed(latest.where(F.col("valid_to_offset").isNotNull()), "UnregisterBrokerRecord", F.struct(
-        F.col("broker_id").alias("brokerId"), F.col("broker_epoch").alias("brokerEpoch")), _GHOST_UNREGISTER_SEQ)
+    registers = _seed(latest, "RegisterBrokerRecord", kafka_struct(
+        "RegisterBrokerRecord", "brokerId", "isMigratingZkBroker", "incarnationId", "brokerEpoch", "endPoints",
+        "features", "rack", "fenced", "inControlledShutdown", "logDirs"), _SEED_SEQ)
+    unregisters = _seed(latest.where(F.col("valid_to_offset").isNotNull()), "UnregisterBrokerRecord",
+                        kafka_struct("UnregisterBrokerRecord", "brokerId", "brokerEpoch"), _GHOST_UNREGISTER_SEQ)
     controllers = _seed(
-        _open(stored["controller_history"], checkpoints, t.controllers, ("controller_id",)),
-        "RegisterControllerRecord", F.struct(
-            F.col("controller_id").alias("controllerId"), F.col("incarnation_id").alias("incarnationId"),
-            F.col("zk_migration_ready").alias("zkMigrationReady"),
-            _kafka_endpoints("endpoints").alias("endPoints"), _kafka_features("features").alias("features")),
-        _SEED_SEQ)
-    features = _seed(_open(stored["feature_history"], checkpoints, t.features, ("feature",)), "FeatureLevelRecord",
-                     F.struct(F.col("feature").alias("name"), F.col("level").alias("featureLevel")), _SEED_SEQ)
+        _open(stored["controller_history"], checkpoints, entities.controllers, ("controller_id",)),
+        "RegisterControllerRecord", kafka_struct(
+            "RegisterControllerRecord", "controllerId", "incarnationId", "zkMigrationReady", "endPoints",
+            "features"), _SEED_SEQ)
+    features = _seed(_open(stored["feature_history"], checkpoints, entities.features, ("feature",)),
+                     "FeatureLevelRecord", kafka_struct("FeatureLevelRecord", "name", "featureLevel"), _SEED_SEQ)
     return (topics.unionByName(partitions).unionByName(registers).unionByName(unregisters)
             .unionByName(controllers).unionByName(features))
 
@@ -217,35 +195,35 @@ def _merge(stored: DataFrame, result: DataFrame, checkpoints: DataFrame, key: tu
     closes = result.where(F.col("valid_from_offset") == F.col("_c")).select(
         *key, F.lit(True).alias("_seeded"), F.col("valid_to_offset").alias("_to"),
         F.col("valid_to_time_ms").alias("_to_time"))
-    s = stored.join(F.broadcast(checkpoints), ["cluster_id"], "left")
+    rows = stored.join(F.broadcast(checkpoints), ["cluster_id"], "left")
     # nothing of a replayed cluster starts after its safe point (an open transaction is not visible)
-    s = s.where(F.col("_c").isNull() | (F.col("valid_from_offset") <= F.col("_c")))
-    s = s.join(closes, list(key), "left")
+    rows = rows.where(F.col("_c").isNull() | (F.col("valid_from_offset") <= F.col("_c")))
+    rows = rows.join(closes, list(key), "left")
     # evaluated once, before either column is replaced (the offset's new value must not hide the reopening)
-    s = s.withColumn("_reopened", F.coalesce(F.col("_seeded"), F.lit(False)) & F.col("valid_to_offset").isNull())
+    rows = rows.withColumn("_reopened", F.coalesce(F.col("_seeded"), F.lit(False)) & F.col("valid_to_offset").isNull())
     reopened = F.col("_reopened")
-    kept = s.withColumn("valid_to_offset", F.when(reopened, F.col("_to")).otherwise(F.col("valid_to_offset"))) \
+    kept = rows.withColumn("valid_to_offset", F.when(reopened, F.col("_to")).otherwise(F.col("valid_to_offset"))) \
         .withColumn("valid_to_time_ms", F.when(reopened, F.col("_to_time")).otherwise(F.col("valid_to_time_ms")))
     return kept.select(*columns).unionByName(new)
 
 
 def _live_from(history: DataFrame, checkpoints: DataFrame) -> DataFrame:
     """Versions live at or after the cluster's C, clipped to start no earlier than C."""
-    h = history.join(F.broadcast(checkpoints), ["cluster_id"])
-    h = h.where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_c")))
+    live = history.join(F.broadcast(checkpoints), ["cluster_id"])
+    live = live.where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_c")))
     clipped = F.col("valid_from_offset") < F.col("_c")
-    return (h.withColumn("valid_from_time_ms", F.when(clipped, F.lit(None).cast("long"))
+    return (live.withColumn("valid_from_time_ms", F.when(clipped, F.lit(None).cast("long"))
                          .otherwise(F.col("valid_from_time_ms")))
             .withColumn("valid_from_offset", F.greatest("valid_from_offset", "_c")))
 
 
 def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, result_partitions: DataFrame,
-              checkpoints: DataFrame, t: Touched) -> DataFrame:
+              checkpoints: DataFrame, entities: Touched) -> DataFrame:
     """``replica_history`` with the pairs of touched partitions and touched brokers recomputed from C on."""
     pkey = ("cluster_id", "topic_id", "partition_id")
     p_live = _live_from(partitions, checkpoints)
     on_touched_broker = (p_live.select(*pkey, F.explode("replicas").alias("broker_id"))
-                         .join(t.brokers, ["cluster_id", "broker_id"]).select(*pkey))
+                         .join(entities.brokers, ["cluster_id", "broker_id"]).select(*pkey))
     affected = result_partitions.select(*pkey).unionByName(on_touched_broker).distinct()
     # Both inputs are small and read several times (the range join first sizes its buckets from them): cut
     # their plans once here instead of re-running the joins above for every read.
@@ -278,8 +256,8 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
         "cluster_id", "topic_id", "partition_id", "eligible_leader_replicas", "last_known_elr")
     open_topics = stored["topic_history"].where(F.col("valid_to_offset").isNull()).select(
         "cluster_id", "topic_id", "name")
-    t = touched(new_log, open_partitions, shapes, open_topics)
-    result: ReplayResult = replay(new_log, seeds(stored, cps, t), shapes)
+    entities = touched(new_log, open_partitions, shapes, open_topics)
+    result: ReplayResult = replay(new_log, seeds(stored, cps, entities), shapes)
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
     # recomputation do not re-plan and re-run it for every use.
     # replica_history is recomputed below from the merged tables: the fold's own is never computed.
@@ -291,7 +269,7 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     for name in ("partition_history", "broker_history"):
         tables[name] = tables[name].localCheckpoint(eager=True)
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables["partition_history"], tables["broker_history"],
-                                 folded["partition_history"], cps, t)
+                                 folded["partition_history"], cps, entities)
     new_anomalies = result.anomalies.join(F.broadcast(cps), ["cluster_id"]).where(
         F.col("offset") > F.col("_c")).drop("_c").localCheckpoint(eager=True)
     old = stored_anomalies.join(F.broadcast(cps), ["cluster_id"], "left").where(

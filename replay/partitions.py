@@ -18,14 +18,23 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from records.kafka_constants import LENGTHS, MIGRATING_DIR, NO_LEADER_CHANGE, NO_RECOVERY_STATE_CHANGE
-from replay.events import last_non_null, ordered, parsed, running
+from records.kafka_constants import (
+    LENGTHS,
+    MIGRATING_DIR,
+    NO_LEADER_CHANGE,
+    NO_RECOVERY_STATE_CHANGE,
+    RECOVERY_STATES,
+)
+from records.vocabulary import column_name, default
+from replay.events import kafka_columns, kafka_default, kafka_field, last_non_null, ordered, parsed, running
 from replay.shapes import RecordShapes
 
 KEY = ("topic_id", "partition_id")
 ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
 EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
 CLEAR_ELR = "ClearElrRecord"
+TOPIC, REMOVE_TOPIC = "TopicRecord", "RemoveTopicRecord"
+PARTITION, CHANGE = "PartitionRecord", "PartitionChangeRecord"
 CHANGES = ("change", "clear")  # the event kinds that merge into a live partition (PartitionRegistration.merge)
 
 
@@ -37,15 +46,14 @@ class TopicsResult:
 
 def topic_events(events: DataFrame, shapes: RecordShapes) -> TopicsResult:
     """Topic creations and removals; a removal of a topic id that is not live is refused."""
-    created = parsed(events, "TopicRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.name").alias("name"),
-        F.lit("create").alias("kind"))
-    removed = parsed(events, "RemoveTopicRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.lit(None).cast("string").alias("name"),
+    created = parsed(events, TOPIC, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(TOPIC, "topicId", "name"), F.lit("create").alias("kind"))
+    removed = parsed(events, REMOVE_TOPIC, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(REMOVE_TOPIC, "topicId"), F.lit(None).cast("string").alias("name"),
         F.lit("remove").alias("kind"))
     both = created.unionByName(removed)
-    w = ordered("cluster_id", "topic_id")
-    with_prev = both.withColumn("prev_kind", F.lag("kind").over(w))
+    by_topic = ordered("cluster_id", "topic_id")
+    with_prev = both.withColumn("prev_kind", F.lag("kind").over(by_topic))
     # A removal applies only to a live topic: the previous *applied* event is its creation. Two
     # removals in a row: the second finds the topic gone (lag sees the first removal).
     after_create = F.coalesce(F.col("prev_kind") == "create", F.lit(False))
@@ -59,28 +67,33 @@ def topic_events(events: DataFrame, shapes: RecordShapes) -> TopicsResult:
 
 def topic_live_intervals(topics: DataFrame) -> DataFrame:
     """[from, to) positions (visible offset, offset) in which each topic id is live."""
-    w = ordered("cluster_id", "topic_id")
-    return (topics.withColumn("to_visible", F.lead("visible_offset").over(w))
-            .withColumn("to_offset", F.lead("offset").over(w))
-            .withColumn("to_seq", F.lead("seq").over(w))
+    by_topic = ordered("cluster_id", "topic_id")
+    return (topics.withColumn("to_visible", F.lead("visible_offset").over(by_topic))
+            .withColumn("to_offset", F.lead("offset").over(by_topic))
+            .withColumn("to_seq", F.lead("seq").over(by_topic))
             .where(F.col("kind") == "create")
             .select("cluster_id", "topic_id", "name", F.col("visible_offset").alias("from_visible"),
                     F.col("offset").alias("from_offset"), F.col("seq").alias("from_seq"), "to_visible", "to_offset",
                     "to_seq"))
 
 
-def _after(v: Column, o: Column, s: Column, v0: Column, o0: Column, s0: Column) -> Column:
-    """(v, o, s) comes at or after (v0, o0, s0) in Kafka's apply order."""
-    return (v > v0) | ((v == v0) & ((o > o0) | ((o == o0) & (s >= s0))))
+def _after(position: tuple[Column, Column, Column], start: tuple[Column, Column, Column]) -> Column:
+    """``position`` (visible offset, offset, seq) comes at or after ``start`` in Kafka's apply order."""
+    (visible, offset, seq), (start_visible, start_offset, start_seq) = position, start
+    return (visible > start_visible) | ((visible == start_visible) & (
+        (offset > start_offset) | ((offset == start_offset) & (seq >= start_seq))))
 
 
-def _while_live(e: str, t: str) -> Column:
-    """Event alias ``e`` comes while the topic interval alias ``t`` (``topic_live_intervals``) is live."""
-    v, o, s = F.col(f"{e}.visible_offset"), F.col(f"{e}.offset"), F.col(f"{e}.seq")
-    return ((F.col(f"{e}.cluster_id") == F.col(f"{t}.cluster_id"))
-            & _after(v, o, s, F.col(f"{t}.from_visible"), F.col(f"{t}.from_offset"), F.col(f"{t}.from_seq"))
-            & (F.col(f"{t}.to_visible").isNull()
-               | ~_after(v, o, s, F.col(f"{t}.to_visible"), F.col(f"{t}.to_offset"), F.col(f"{t}.to_seq"))))
+def _while_live(event: str, interval: str) -> Column:
+    """Event alias ``event`` comes while the topic interval alias ``interval`` (``topic_live_intervals``) is live."""
+    position = (F.col(f"{event}.visible_offset"), F.col(f"{event}.offset"), F.col(f"{event}.seq"))
+
+    def bound(prefix: str) -> tuple[Column, Column, Column]:
+        return (F.col(f"{interval}.{prefix}_visible"), F.col(f"{interval}.{prefix}_offset"),
+                F.col(f"{interval}.{prefix}_seq"))
+
+    return ((F.col(f"{event}.cluster_id") == F.col(f"{interval}.cluster_id")) & _after(position, bound("from"))
+            & (F.col(f"{interval}.to_visible").isNull() | ~_after(position, bound("to"))))
 
 
 @dataclass(frozen=True)
@@ -95,10 +108,10 @@ def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsRe
     both to ``[]`` would; a name no live topic has is refused. ``records``: ClearElrRecord events typed as ``r``;
     ``live``: ``topic_live_intervals``; ``keys``: the partitions ever created. Which clears change a partition
     (an ELR to empty) is decided with the partition's state: ``_effective_clears``."""
-    c, t = records.alias("c"), live.alias("t")
-    name = F.coalesce(F.col("c.r.topicName"), F.lit(""))
+    clear_records, intervals = records.alias("c"), live.alias("t")
+    name = F.coalesce(F.col("c.r.topicName"), F.lit(default(CLEAR_ELR, "topicName")))
     named = (name == "") | (F.col("t.name") == name)
-    matched = c.join(F.broadcast(t), _while_live("c", "t") & named, "left").select(
+    matched = clear_records.join(F.broadcast(intervals), _while_live("c", "t") & named, "left").select(
         *[F.col(f"c.{column}") for column in EVENT_COLUMNS], name.alias("topic_name"), F.col("t.topic_id"))
     refused = matched.where(F.col("topic_id").isNull() & (F.col("topic_name") != "")).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
@@ -131,49 +144,49 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     """The partition registration after every applied Partition/PartitionChange record and ELR clear.
     ``others``: the events without Partition(Change)Records, where ClearElrRecords are looked for (default
     ``events``); a log without one runs the plan it always ran."""
-    created = parsed(events, "PartitionRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
-        F.lit("create").alias("kind"),
-        F.col("r.replicas").alias("replicas"), F.col("r.isr").alias("isr"),
-        F.coalesce("r.addingReplicas", F.array().cast("array<int>")).alias("adding_replicas"),
-        F.coalesce("r.removingReplicas", F.array().cast("array<int>")).alias("removing_replicas"),
-        F.coalesce("r.eligibleLeaderReplicas", F.array().cast("array<int>")).alias("eligible_leader_replicas"),
-        F.coalesce("r.lastKnownElr", F.array().cast("array<int>")).alias("last_known_elr"),
-        F.col("r.leader").alias("leader"), F.col("r.leaderEpoch").alias("base_leader_epoch"),
-        F.col("r.partitionEpoch").alias("base_partition_epoch"),
-        F.coalesce("r.leaderRecoveryState", F.lit(0)).alias("leader_recovery_state"),
+    created = parsed(events, PARTITION, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(PARTITION, "topicId", "partitionId"), F.lit("create").alias("kind"),
+        *kafka_columns(PARTITION, "replicas", "isr"),
+        *kafka_columns(PARTITION, "addingReplicas", "removingReplicas", defaults=True),
+        # PartitionRegistration's constructor: a null ELR or last known ELR (a record before them) is empty
+        F.coalesce(kafka_field(PARTITION, "eligibleLeaderReplicas"), F.array().cast("array<int>")).alias(
+            column_name("eligibleLeaderReplicas")),
+        F.coalesce(kafka_field(PARTITION, "lastKnownElr"), F.array().cast("array<int>")).alias(
+            column_name("lastKnownElr")),
+        *kafka_columns(PARTITION, "leader"), kafka_field(PARTITION, "leaderEpoch").alias("base_leader_epoch"),
+        kafka_field(PARTITION, "partitionEpoch").alias("base_partition_epoch"),
+        *kafka_columns(PARTITION, "leaderRecoveryState", defaults=True),
         # PartitionRegistration(PartitionRecord): no directories are none (defaultToMigrating makes them MIGRATING)
-        F.coalesce("r.directories", F.array().cast("array<string>")).alias("record_dirs"))
-    changed = parsed(events, "PartitionChangeRecord", shapes).select(
-        *EVENT_COLUMNS, F.col("r.topicId").alias("topic_id"), F.col("r.partitionId").alias("partition_id"),
-        F.lit("change").alias("kind"),
-        F.col("r.replicas").alias("replicas"), F.col("r.isr").alias("isr"),
-        F.col("r.addingReplicas").alias("adding_replicas"), F.col("r.removingReplicas").alias("removing_replicas"),
-        F.col("r.eligibleLeaderReplicas").alias("eligible_leader_replicas"),
-        F.col("r.lastKnownElr").alias("last_known_elr"),
-        # NO_LEADER_CHANGE (also absent from Kafka's JSON) = no change; anything else sets it and bumps the epoch
-        F.when(F.col("r.leader").isNotNull() & (F.col("r.leader") != NO_LEADER_CHANGE),
-               F.col("r.leader")).alias("leader"),
+        kafka_default(PARTITION, "directories").alias("record_dirs"))
+    leader, recovery = kafka_default(CHANGE, "leader"), kafka_default(CHANGE, "leaderRecoveryState")
+    changed = parsed(events, CHANGE, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(CHANGE, "topicId", "partitionId"), F.lit("change").alias("kind"),
+        # null (Kafka's default) changes nothing
+        *kafka_columns(CHANGE, "replicas", "isr", "addingReplicas", "removingReplicas", "eligibleLeaderReplicas",
+                       "lastKnownElr"),
+        # NO_LEADER_CHANGE (Kafka's default) = no change; anything else sets it and bumps the epoch
+        F.when(leader != NO_LEADER_CHANGE, leader).alias("leader"),
         F.lit(None).cast("int").alias("base_leader_epoch"), F.lit(None).cast("int").alias("base_partition_epoch"),
-        F.when(F.col("r.leaderRecoveryState").isNotNull()
-               & (F.col("r.leaderRecoveryState") != NO_RECOVERY_STATE_CHANGE),
-               F.col("r.leaderRecoveryState")).alias("leader_recovery_state"),
-        F.col("r.directories").alias("record_dirs"))  # null: unchanged; [] is a list, of no directories
+        F.when(recovery != NO_RECOVERY_STATE_CHANGE, recovery).alias("leader_recovery_state"),
+        kafka_field(CHANGE, "directories").alias("record_dirs"))  # null: unchanged; [] is a list, of no directories
 
     # PartitionRecords need a live topic (TopicsDelta.getOrCreateTopicDelta throws otherwise).
     live = topic_live_intervals(topics).alias("t")
-    c = created.alias("c")
     in_topic = (F.col("c.topic_id") == F.col("t.topic_id")) & _while_live("c", "t")
-    matched = c.join(live, in_topic, "left").select("c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
+    matched = created.alias("c").join(live, in_topic, "left").select(
+        "c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
     matched = matched.localCheckpoint(eager=True)  # the creations and their refusals: one parse, one join
     partition = F.concat(F.col("topic_id"), F.lit("-"), F.col("partition_id").cast("string"))
-    refused_creates = matched.where(~F.col("topic_live") | _mismatched_directories()).select(
+    malformed = _mismatched_directories() | _invalid_recovery_state()
+    refused_creates = matched.where(~F.col("topic_live") | malformed).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
         F.when(~F.col("topic_live"), F.concat(F.lit("PartitionRecord of unknown topic id "), F.col("topic_id"),
                                               F.lit(" (partition "), F.col("partition_id").cast("string"),
                                               F.lit(")")))
-        .otherwise(F.concat(F.lit("PartitionRecord of "), partition, F.lit(": "), F.lit(LENGTHS))).alias("reason"))
-    creates = matched.where(F.col("topic_live") & ~_mismatched_directories()).drop("topic_live")
+        .when(_mismatched_directories(), F.concat(F.lit("PartitionRecord of "), partition, F.lit(": "),
+                                                  F.lit(LENGTHS)))
+        .otherwise(_invalid_recovery_state_reason()).alias("reason"))
+    creates = matched.where(F.col("topic_live") & ~malformed).drop("topic_live")
 
     # RemoveTopicRecord deletes every partition ever created under that topic id; a TopicRecord for a
     # live topic id replaces the topic with no partitions (TopicsDelta), which deletes them too.
@@ -187,10 +200,11 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     if clearing:
         cleared = elr_clears(clear_records, live, keys)
 
-    # checkDirectories refuses a change whose own replicas and directories differ in length. Malformed changes
-    # stay in the stream (flagged; a change never starts a generation) so the log's largest record type is
-    # parsed once: the refusals below read the checkpointed stream.
-    changed = changed.withColumn("malformed", _mismatched_directories())
+    # checkDirectories refuses a change whose own replicas and directories differ in length, and
+    # LeaderRecoveryState.changeTo a recovery state Kafka does not know. Malformed changes stay in the stream
+    # (flagged; a change never starts a generation) so the log's largest record type is parsed once: the
+    # refusals below read the checkpointed stream.
+    changed = changed.withColumn("malformed", _mismatched_directories() | _invalid_recovery_state())
     stream = (creates.withColumn("malformed", F.lit(False)).unionByName(changed)
               .unionByName(deletes, allowMissingColumns=True))
     if clearing:
@@ -208,7 +222,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     lengths_refused = F.concat(F.lit("PartitionChangeRecord of "), partition, F.lit(": "), F.lit(LENGTHS))
     refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.when(F.col("malformed"), lengths_refused)
+        F.when(F.col("malformed") & _mismatched_directories(), lengths_refused)
+        .when(F.col("malformed"), _invalid_recovery_state_reason())
         .otherwise(F.concat(F.lit("PartitionChangeRecord of unknown partition "), partition)).alias("reason"))
     tombstones = stream.where(F.col("kind") == "delete")
     live_events = stream.where(applied)
@@ -243,6 +258,18 @@ def _mismatched_directories() -> Column:
             & (F.size("record_dirs") != F.size("replicas")))
 
 
+def _invalid_recovery_state() -> Column:
+    """``LeaderRecoveryState.of`` throws for a value other than RECOVERED and RECOVERING (a change's ``NO_CHANGE``
+    is null here, and a PartitionRecord's ``NO_CHANGE`` is invalid too)."""
+    return F.coalesce(~F.col("leader_recovery_state").isin(*RECOVERY_STATES), F.lit(False))
+
+
+def _invalid_recovery_state_reason() -> Column:
+    """The refusal's reason, in the words of Kafka's ``LeaderRecoveryState.of``."""
+    return F.concat(F.lit("Value "), F.col("leader_recovery_state").cast("string"),
+                    F.lit(" is not a valid leader recovery state"))
+
+
 def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
     """The partition after every applied event, and the changes refused for their directories.
 
@@ -253,23 +280,23 @@ def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, 
     registration's constructor refuses unless it has one entry per replica. Whether a change is refused so
     depends on the state before it: each round finds the first such refusal of every generation (the state
     before it is right), drops it, and folds again; a log without one takes a single round."""
-    g = running(*keyed, "generation")
+    generation = running(*keyed, "generation")  # a partition's events since its creation, up to this one
     event = [*keyed, "generation", "visible_offset", "offset", "seq"]
     refused: DataFrame | None = None
     while True:
         events = live_events if refused is None else live_events.join(
             refused.select(*event), event, "left_anti")
-        last_dirs = last_non_null("record_dirs", g)
+        last_dirs = last_non_null("record_dirs", generation)
         state = events.select(
             *EVENT_COLUMNS, *KEY, "kind", "generation",
-            *[last_non_null(name, g).alias(name) for name in ARRAYS],
-            last_non_null("leader", g).alias("leader"),
-            (F.first("base_leader_epoch").over(g)
-             + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(g)
+            *[last_non_null(name, generation).alias(name) for name in ARRAYS],
+            last_non_null("leader", generation).alias("leader"),
+            (F.first("base_leader_epoch").over(generation)
+             + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(generation)
              ).alias("leader_epoch"),
-            (F.first("base_partition_epoch").over(g)
-             + F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(g)).alias("partition_epoch"),
-            last_non_null("leader_recovery_state", g).alias("leader_recovery_state"),
+            (F.first("base_partition_epoch").over(generation)
+             + F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(generation)).alias("partition_epoch"),
+            last_non_null("leader_recovery_state", generation).alias("leader_recovery_state"),
             last_dirs.alias("last_dirs"))
         migrating = F.forall("last_dirs", lambda directory: directory == F.lit(MIGRATING_DIR))
         state = state.select(

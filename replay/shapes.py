@@ -1,3 +1,4 @@
+# Over 400 lines, one job (typing records by the Avro registry): resolution, Spark types, Kafka form change together.
 """Record shapes: the lake's Avro schema registry decides what each record type's fields are.
 
 The replay types every record with one struct column per record type (``r``), built here from Avro

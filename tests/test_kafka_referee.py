@@ -97,6 +97,7 @@ def test_real_logs(kafka: str, real_log: Callable[[str], Path], name: str) -> No
 def test_hand_built_logs_refused_where_kafka_refuses(kafka: str, tmp_path: Path) -> None:
     """Every refusal and transaction rule of the reference fold, one record per batch: Kafka publishes after every
     record, and the records its loader refuses are the ones we refuse."""
+    from tests.test_bad_inputs import REPEATED, repeated_replicas_log
     from tests.test_replay_vs_reference import _hand_built
 
     try:
@@ -104,7 +105,7 @@ def test_hand_built_logs_refused_where_kafka_refuses(kafka: str, tmp_path: Path)
     except RefereeUnavailable as exc:
         pytest.skip(f"Kafka {kafka} as referee: {exc}")
     compared = 0
-    for name, entries in _hand_built().items():
+    for name, entries in {**_hand_built(), REPEATED: repeated_replicas_log()}.items():
         if _newer_than(entries, known):
             continue  # e.g. ClearElrRecord (Kafka 4.0+) before Kafka 3.9: its loader cannot read them at all
         compared += 1

@@ -43,7 +43,19 @@ REAL = ["ldi-poc", "nurlan-3broker-pre33", "gani-guru-kafka42"]
 def _hand_built() -> dict[str, list[LogEntry]]:
     """Small logs for every refusal, invariant and transaction rule (the reference fold's own cases)."""
     from records.kafka_json import make_record
-    from tests.test_reference_fold import INC, T1, T2, broker, change, elr_clears_log, entries, marker, partition, topic
+    from tests.test_bad_inputs import bad_inputs_log
+    from tests.test_reference_fold import (
+        INC,
+        T1,
+        T2,
+        broker,
+        change,
+        elr_clears_log,
+        entries,
+        marker,
+        partition,
+        topic,
+    )
 
     controller = make_record("RegisterControllerRecord", 0, controllerId=3000, incarnationId=INC)
 
@@ -86,6 +98,7 @@ def _hand_built() -> dict[str, list[LogEntry]]:
         "hand-controllers": entries(
             controller, make_record("UnregisterControllerRecord", 0, controllerId=3000),
             make_record("UnregisterControllerRecord", 0, controllerId=3001), controller),
+        "hand-bad-inputs": bad_inputs_log(),
     }
 
 
@@ -160,6 +173,44 @@ def test_elr_clears_as_kafka_replays_them(compared: dict[str, Any]) -> None:
     simulated = [r for r in compared["spark"]["partition_history"] if r["cluster_id"].endswith("min-isr-change")]
     assert len([r for r in simulated if r["cause_type"] == "ClearElrRecord"]) == 5
     assert not [r for r in simulated if r["valid_to_offset"] is None and r["eligible_leader_replicas"]]
+
+
+def test_bad_inputs_as_kafka_replays_them(compared: dict[str, Any]) -> None:
+    """Invalid recovery states and unknown broker registration change codes are refused with Kafka's reasons,
+    repeated replica ids are kept: the Spark replay gives the same concrete result as the reference fold."""
+    from tests import test_bad_inputs as bad
+
+    assert bad.refusals(compared["spark"]["replay_anomalies"]) == bad.REFUSALS
+    assert bad.partition_versions(compared["spark"]["partition_history"]) == bad.PARTITION_VERSIONS
+    assert bad.broker_versions(compared["spark"]["broker_history"]) == bad.BROKER_VERSIONS
+
+
+@pytest.fixture(scope="module")
+def repeated(spark: SparkSession) -> dict[str, Any]:
+    """The Spark replay and the reference fold of a log that repeats replica ids (tests/test_bad_inputs.py)."""
+    from tests import test_bad_inputs as bad
+
+    log = bad.repeated_replicas_log()
+    result = replay(entries_frame(spark, log, bad.REPEATED))
+    spark_tables = {name: [row.asDict(recursive=True) for row in df.collect()] for name, df in result.tables.items()}
+    spark_tables["replay_anomalies"] = [row.asDict() for row in result.anomalies.collect()]
+    return {"spark": spark_tables, "expected": reference_histories(log, bad.REPEATED)}
+
+
+def test_repeated_replica_ids_are_kept_as_kafka_keeps_them(repeated: dict[str, Any]) -> None:
+    from tests import test_bad_inputs as bad
+
+    assert bad.partition_versions(repeated["spark"]["partition_history"], bad.REPEATED) == bad.REPEATED_VERSIONS
+    for table in ("partition_history", "broker_history", "topic_history", "replay_anomalies"):
+        assert sorted_rows(repeated["spark"][table]) == sorted_rows(repeated["expected"][table]), table
+
+
+@pytest.mark.xfail(strict=True, reason="replay/replicas.py (the timeline workstream's) posexplodes replicas: a "
+                                       "repeated id gives a row per position, where Kafka has one replica")
+def test_a_repeated_replica_id_is_one_replica(repeated: dict[str, Any]) -> None:
+    from tests import test_bad_inputs as bad
+
+    assert bad.replica_versions(repeated["spark"]["replica_history"]) == bad.REPEATED_REPLICAS
 
 
 def test_the_comparison_covers_real_work(compared: dict[str, Any]) -> None:
