@@ -1,0 +1,55 @@
+"""The code's shape (docs/architecture.md): records → lakehouse → replay → kraft_replay, no arrow back up, and
+no product module over 400 lines without a reason at its top."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("records", "lakehouse", "replay", "simulator", "kraft_replay")
+# What each package may import of ours (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "records": set(),
+    "lakehouse": {"records"},
+    "replay": {"records", "lakehouse"},
+    "simulator": {"records"},
+    "kraft_replay": {"records", "lakehouse", "replay", "simulator"},
+}
+MAX_LINES = 400
+REASON = "Over 400 lines"
+
+
+def _modules() -> list[Path]:
+    return sorted(path for package in PACKAGES for path in (REPO / package).glob("*.py"))
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module name ``path`` imports, at any depth (late imports inside functions included)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_no_arrow_runs_back_up(path: Path) -> None:
+    package = path.parent.name
+    ours = {name for name in _imported(path) if name.split(".")[0] in PACKAGES}
+    wrong = sorted(name for name in ours if name.split(".")[0] not in ALLOWED[package] | {package})
+    assert not wrong, f"{package}/{path.name} imports {wrong}: {package} may import only {sorted(ALLOWED[package])}"
+    assert "kraft_replay.cli" not in ours, f"{path.name}: cli.py only assembles the app; import kraft_replay.plumbing"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_a_long_module_says_why_at_its_top(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    if len(lines) > MAX_LINES:
+        assert any(REASON in line for line in lines[:8]), (
+            f"{path.parent.name}/{path.name} has {len(lines)} lines: split it by job, or say at its top "
+            f"why not ('{REASON}: …')")
