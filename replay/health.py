@@ -19,7 +19,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from records.kafka_constants import NO_LEADER
-from replay import broker_timeline as timeline
+from replay.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, broker_timeline
+from replay.broker_timeline import FENCED as FENCED_STATE
+from replay.broker_timeline import UNREGISTERED as UNREGISTERED_STATE
 
 METRICS = ("offline", "under_replicated", "fenced_brokers")
 HEALTH_COLUMNS = ("cluster_id", "offset", "time_ms", *METRICS)
@@ -27,9 +29,8 @@ MAX_POINTS = 4000
 
 # The report's one mapping of the broker timeline's states (``replay.broker_timeline``) to the words it shows
 # (the ``state`` of ``broker_spans``, the fencing plot's legend), declared in the order of the legend.
-BROKER_STATE_LABELS: dict[str, str] = {
-    timeline.ACTIVE: "unfenced", timeline.CONTROLLED_SHUTDOWN: "controlled shutdown", timeline.FENCED: "fenced",
-    timeline.UNREGISTERED: "unregistered"}
+BROKER_STATE_LABELS: dict[str, str] = {ACTIVE: "unfenced", CONTROLLED_SHUTDOWN: "controlled shutdown",
+                                       FENCED_STATE: "fenced", UNREGISTERED_STATE: "unregistered"}
 UNFENCED, SHUTTING_DOWN, FENCED, UNREGISTERED = BROKER_STATES = tuple(BROKER_STATE_LABELS.values())
 
 
@@ -210,7 +211,7 @@ def broker_spans(brokers: DataFrame) -> DataFrame:
     by ``BROKER_STATE_LABELS``: fenced, controlled shutdown (registered, unfenced, shutting down), unfenced, or
     unregistered (between an UnregisterBrokerRecord and the next registration)."""
     labels = F.create_map(*[F.lit(word) for pair in BROKER_STATE_LABELS.items() for word in pair])
-    spans = timeline.broker_timeline(brokers, before_registration=False)
+    spans = broker_timeline(brokers, before_registration=False)
     return spans.select("cluster_id", "broker_id", labels[F.col("state")].alias("state"),
                         F.col("valid_from_offset").alias("from_offset"), F.col("valid_to_offset").alias("to_offset"),
                         F.col("valid_from_time_ms").alias("from_time_ms"),
@@ -234,6 +235,6 @@ def collect_broker_spans(spans: DataFrame, from_offset: int | None = None, to_of
 
 __all__ = ["BROKER_STATES", "BROKER_STATE_LABELS", "FENCED", "HEALTH_COLUMNS", "METRICS", "SHUTTING_DOWN",
            "UNFENCED", "UNREGISTERED", "BrokerSpan", "HealthPoint", "Peak", "TimelinePoint", "broker_spans",
-           "busiest_partition",
-           "collect_broker_spans", "collect_health", "collect_timeline", "health_series", "health_window",
-           "leader_changes", "offline_condition", "partition_timeline", "peaks", "under_replicated_condition"]
+           "busiest_partition", "collect_broker_spans", "collect_health", "collect_timeline", "health_series",
+           "health_window", "leader_changes", "offline_condition", "partition_timeline", "peaks",
+           "under_replicated_condition"]
