@@ -1,14 +1,15 @@
 """The election audit: every leader change classified, checked against Kafka's rule, and every leaderless
 period with the broker event that caused it.
 
-Kafka's controller (``PartitionChangeBuilder.electLeader``) keeps the current leader while it is still
-acceptable; otherwise it elects the first replica, in replica order, that is in the ISR (the ELR when the
-ISR is empty) and acceptable — registered, unfenced and not in controlled shutdown — and only when unclean
-election is allowed and no such replica exists, the first acceptable replica outside the ISR. The audit
-rebuilds that choice from the broker states at the offset of each change and flags any leader that
-differs. Brokers are judged as of the change: Kafka writes a broker's fence *after* the partition changes
-it causes (one batch), so the losing leader itself is never a candidate, and the loss is attributed to the
-broker's state at the change or, failing that, to its next state change (the fence that follows).
+Kafka's controller (``PartitionChangeBuilder.electLeader``, written once in ``replay.election_rule``) keeps the
+current leader while it is still acceptable; otherwise it elects the first replica, in replica order, that is in
+the ISR (the ELR when the ISR is empty) and acceptable — its broker active: registered, unfenced and not in
+controlled shutdown — and only when unclean election is allowed and no such replica exists, the first acceptable
+replica outside the ISR. The audit rebuilds that choice from the broker timeline's states at the offset of each
+change (``replay.broker_timeline``) and flags any leader that differs. Brokers are judged as of the change:
+Kafka writes a broker's fence *after* the partition changes it causes (one batch), so the losing leader itself
+is never a candidate, and the loss is attributed to the broker's state at the change or, failing that, to its
+next state change (the fence that follows).
 """
 
 from __future__ import annotations
@@ -16,64 +17,63 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from records.kafka_constants import NO_LEADER
+from replay.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, broker_timeline, is_active, open_end
+from replay.election_rule import (
+    CLEAN,
+    CONTROLLED_SHUTDOWN_MOVE,
+    LEADER_LOST,
+    PREFERRED,
+    REASSIGNMENT,
+    UNCLEAN,
+    first_candidate,
+    is_acceptable_leader,
+    is_valid_new_leader,
+    was_unclean,
+)
 from replay.history import collapse
-from replay.replicas import broker_timeline, open_end
 
 PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
-ELECTION_TYPES = ("clean", "unclean", "preferred", "controlled-shutdown", "reassignment", "leader-lost")
 ELECTION_COLUMNS = (
     *PARTITION_KEY, "topic_name", "offset", "time_ms", "cause_offset", "cause_type", "election_type",
     "previous_leader", "leader", "leader_epoch", "previous_isr", "isr", "replicas", "leader_recovery_state",
     "lost_leader_cause", "lost_leader_cause_offset", "lost_leader_cause_type", "expected_leader", "deviation")
-
-
-def _status() -> Column:
-    return (F.when(F.col("broker_fenced").isNull(), F.lit("unregistered"))
-            .when(F.col("broker_fenced"), F.lit("fenced"))
-            .when(F.coalesce(F.col("in_controlled_shutdown"), F.lit(False)), F.lit("controlled-shutdown"))
-            .otherwise(F.lit("active")))
+# ``lost_leader_cause`` holds the broker timeline's states as they are (``replay.broker_timeline``).
 
 
 def broker_status(broker_history: DataFrame) -> DataFrame:
-    """Per broker, every interval of one status (active, fenced, controlled-shutdown, unregistered) with the
-    record that started it, and the status and record of the next interval."""
-    w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
-    timeline = broker_timeline(broker_history).withColumn("status", _status())
-    timeline = collapse(timeline.select("cluster_id", "broker_id", "status", "valid_from_offset", "valid_to_offset",
-                                        "valid_from_time_ms", "valid_to_time_ms", "cause_offset", "cause_type"),
-                        ("cluster_id", "broker_id"), ("status",))
-    return (timeline.withColumn("next_status", F.lead("status").over(w))
-            .withColumn("next_cause_offset", F.lead("cause_offset").over(w))
-            .withColumn("next_cause_type", F.lead("cause_type").over(w)))
+    """The broker timeline (``state``: active, fenced, controlled-shutdown, unregistered), each interval with the
+    state and record of the next one (``next_state``, ``next_cause_offset``, ``next_cause_type``)."""
+    by_broker = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
+    return (broker_timeline(broker_history)
+            .withColumn("next_state", F.lead("state").over(by_broker))
+            .withColumn("next_cause_offset", F.lead("cause_offset").over(by_broker))
+            .withColumn("next_cause_type", F.lead("cause_type").over(by_broker)))
 
 
 def _at(left: DataFrame, status: DataFrame, broker: str, offset: str, how: str = "left") -> DataFrame:
-    """``left`` joined with the status of broker column ``broker`` as of offset column ``offset``."""
-    s = F.broadcast(status).alias("s")  # a few intervals per broker: small next to the rows asking
+    """``left`` (alias ``l``) joined with the state (alias ``s``) of broker column ``broker`` as of offset column
+    ``offset``."""
+    states = F.broadcast(status).alias("s")  # a few intervals per broker: small next to the rows asking
     on = ((F.col("l.cluster_id") == F.col("s.cluster_id")) & (F.col(f"l.{broker}") == F.col("s.broker_id"))
           & (F.col("s.valid_from_offset") <= F.col(f"l.{offset}"))
           & (open_end("s.valid_to_offset") > F.col(f"l.{offset}")))
-    return left.alias("l").join(s, on, how)
-
-
-def first_candidate(condition: Column) -> Column:
-    """In an aggregation over ``pos``/``candidate`` rows (a posexplode of the replicas): the first candidate
-    in replica order meeting ``condition`` — the shape of every Kafka election rule."""
-    return F.min(F.when(condition, F.struct(F.col("pos"), F.col("candidate"))))["candidate"]
+    return left.alias("l").join(states, on, how)
 
 
 def elections(partition_history: DataFrame, broker_history: DataFrame, status: DataFrame | None = None
               ) -> DataFrame:
     """One row per leader change (leader differs from the previous version's), classified and checked.
     ``status``: ``broker_status(broker_history)`` when the caller has it already."""
-    w = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
+    by_partition = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
     versions = partition_history.select(
         *PARTITION_KEY, "topic_name", "leader", "leader_epoch", "isr", "replicas", "eligible_leader_replicas",
         "leader_recovery_state", "valid_from_offset", "valid_from_time_ms", "cause_offset", "cause_type",
-        F.lag("leader").over(w).alias("previous_leader"), F.lag("isr").over(w).alias("previous_isr"),
-        F.lag("replicas").over(w).alias("previous_replicas"),
-        F.lag("eligible_leader_replicas").over(w).alias("previous_elr"),
-        F.lag("valid_to_offset").over(w).alias("previous_to"))
+        F.lag("leader").over(by_partition).alias("previous_leader"),
+        F.lag("isr").over(by_partition).alias("previous_isr"),
+        F.lag("replicas").over(by_partition).alias("previous_replicas"),
+        F.lag("eligible_leader_replicas").over(by_partition).alias("previous_elr"),
+        F.lag("valid_to_offset").over(by_partition).alias("previous_to"))
     changes = versions.where((F.col("previous_to") == F.col("valid_from_offset"))
                              & (F.col("leader") != F.col("previous_leader"))).withColumnRenamed(
         "valid_from_offset", "offset").withColumnRenamed("valid_from_time_ms", "time_ms").drop("previous_to")
@@ -81,55 +81,51 @@ def elections(partition_history: DataFrame, broker_history: DataFrame, status: D
     if status is None:
         status = broker_status(broker_history).localCheckpoint(eager=True)
 
-    lost = _lost_leader_status(changes.select(*PARTITION_KEY, "offset", "previous_leader").where(
+    lost = _lost_leader_state(changes.select(*PARTITION_KEY, "offset", "previous_leader").where(
         F.col("previous_leader") >= 0), status).drop("previous_leader")
 
-    # Every replica of the new assignment as a candidate, with its status at the change.
+    # Every replica of the new assignment as a candidate, judged by its broker's state at the change; the
+    # losing leader is the broker being removed (Kafka writes its fence after the changes it causes).
     candidates = changes.select(*PARTITION_KEY, "offset", "previous_leader", "isr", "eligible_leader_replicas",
                                 "previous_isr", "previous_elr",
                                 F.posexplode("replicas").alias("pos", "candidate"))
     judged = _at(candidates, status, "candidate", "offset").select(
-        "l.*", (F.coalesce(F.col("s.status"), F.lit("unregistered")) == "active").alias("acceptable"))
-    other = F.col("candidate") != F.col("previous_leader")
-    in_target = F.when(F.size("isr") > 0, F.array_contains("isr", F.col("candidate"))).otherwise(
-        F.coalesce(F.array_contains("eligible_leader_replicas", F.col("candidate")), F.lit(False)))
+        "l.*", is_acceptable_leader(F.col("s.state"), F.col("candidate") == F.col("previous_leader"))
+        .alias("acceptable"))
+    acceptable = F.col("acceptable")
+    valid = is_valid_new_leader(F.col("candidate"), F.col("isr"), F.col("eligible_leader_replicas"), acceptable)
     was_clean = (F.coalesce(F.array_contains("previous_isr", F.col("candidate")), F.lit(False))
                  | F.coalesce(F.array_contains("previous_elr", F.col("candidate")), F.lit(False)))
     choice = judged.groupBy(*PARTITION_KEY, "offset").agg(
-        first_candidate(F.col("acceptable") & other & in_target).alias("expected_clean"),
-        first_candidate(F.col("acceptable") & other).alias("expected_unclean"),
-        first_candidate(F.col("acceptable") & other & was_clean).alias("clean_candidate"))
+        first_candidate(valid).alias("expected_clean"),
+        first_candidate(acceptable).alias("expected_unclean"),
+        first_candidate(acceptable & was_clean).alias("clean_candidate"))
 
     audit = changes.join(lost, [*PARTITION_KEY, "offset"], "left").join(choice, [*PARTITION_KEY, "offset"], "left")
     leader, previous = F.col("leader"), F.col("previous_leader")
-    # Unclean: the leader was in neither the previous ISR nor ELR, and the ISR restarts from it alone (a
-    # reassignment completing in the same record may elect a replica that joins the ISR with it: clean).
-    unclean = (~F.coalesce(F.array_contains("previous_isr", leader), F.lit(False))
-               & ~F.coalesce(F.array_contains("previous_elr", leader), F.lit(False))
-               & (F.size(F.array_intersect("isr", F.coalesce("previous_isr", F.array().cast("array<int>")))) == 0))
     reassigned = (F.col("replicas") != F.col("previous_replicas")) | (
         (previous >= 0) & ~F.array_contains("replicas", previous))
-    kind = (F.when(leader == -1, F.lit("leader-lost"))
-            .when(unclean, F.lit("unclean"))
-            .when(reassigned, F.lit("reassignment"))
-            .when(F.col("p_status") == "controlled-shutdown", F.lit("controlled-shutdown"))
-            .when((F.col("p_status") == "active") & F.array_contains("isr", previous)
-                  & (leader == F.element_at("replicas", 1)), F.lit("preferred"))
-            .otherwise(F.lit("clean")))
-    expected = F.when(F.col("election_type") == "unclean", F.col("expected_unclean")).otherwise(
-        F.coalesce(F.col("expected_clean"), F.lit(-1)))
+    kind = (F.when(leader == NO_LEADER, F.lit(LEADER_LOST))
+            .when(was_unclean(leader, F.col("previous_isr"), F.col("previous_elr"), F.col("isr")), F.lit(UNCLEAN))
+            .when(reassigned, F.lit(REASSIGNMENT))
+            .when(F.col("p_state") == CONTROLLED_SHUTDOWN, F.lit(CONTROLLED_SHUTDOWN_MOVE))
+            .when(is_active(F.col("p_state")) & F.array_contains("isr", previous)
+                  & (leader == F.element_at("replicas", 1)), F.lit(PREFERRED))
+            .otherwise(F.lit(CLEAN)))
+    unclean = F.col("election_type") == UNCLEAN
+    expected = F.when(unclean, F.col("expected_unclean")).otherwise(
+        F.coalesce(F.col("expected_clean"), F.lit(NO_LEADER)))
     broker = F.col("expected_leader").cast("string")
     deviation = (
-        F.when((leader == -1) & (F.col("expected_leader") >= 0),
+        F.when((leader == NO_LEADER) & (F.col("expected_leader") >= 0),
                F.concat(F.lit("no leader elected although broker "), broker, F.lit(" was an acceptable ISR member")))
-        .when((F.col("election_type") == "unclean") & F.col("clean_candidate").isNotNull(),
+        .when(unclean & F.col("clean_candidate").isNotNull(),
               F.concat(F.lit("unclean election although broker "), F.col("clean_candidate").cast("string"),
                        F.lit(" of the ISR was acceptable")))
-        .when((leader >= 0) & (leader != F.coalesce(F.col("expected_leader"), F.lit(-1))),
+        .when((leader >= 0) & (leader != F.coalesce(F.col("expected_leader"), F.lit(NO_LEADER))),
               F.concat(F.lit("Kafka would elect "),
                        F.coalesce(F.concat(F.lit("broker "), broker), F.lit("no leader")),
-                       F.when(F.col("election_type") == "unclean",
-                              F.lit(" (first acceptable replica in replica order)"))
+                       F.when(unclean, F.lit(" (first acceptable replica in replica order)"))
                        .otherwise(F.lit(" (first acceptable ISR replica in replica order)")))))
     return (_with_lost_cause(audit.withColumn("election_type", kind))
             .withColumn("expected_leader", expected)
@@ -137,23 +133,23 @@ def elections(partition_history: DataFrame, broker_history: DataFrame, status: D
             .select(*ELECTION_COLUMNS))
 
 
-def _lost_leader_status(rows: DataFrame, status: DataFrame) -> DataFrame:
-    """``rows`` (with ``offset``, ``previous_leader``) plus the losing leader's status at the change and its next
-    status (the fence that follows in the batch): ``p_status``, ``p_cause_*``, ``p_next_*``."""
+def _lost_leader_state(rows: DataFrame, status: DataFrame) -> DataFrame:
+    """``rows`` (with ``offset``, ``previous_leader``) plus the losing leader's state at the change and its next
+    state (the fence that follows in the batch): ``p_state``, ``p_cause_*``, ``p_next_*``."""
     return _at(rows, status, "previous_leader", "offset").select(
-        "l.*", F.col("s.status").alias("p_status"), F.col("s.cause_offset").alias("p_cause_offset"),
-        F.col("s.cause_type").alias("p_cause_type"), F.col("s.next_status").alias("p_next_status"),
+        "l.*", F.col("s.state").alias("p_state"), F.col("s.cause_offset").alias("p_cause_offset"),
+        F.col("s.cause_type").alias("p_cause_type"), F.col("s.next_state").alias("p_next_state"),
         F.col("s.next_cause_offset").alias("p_next_offset"), F.col("s.next_cause_type").alias("p_next_type"))
 
 
 def _with_lost_cause(rows: DataFrame) -> DataFrame:
     """The ``lost_leader_cause*`` columns: the losing leader's broker state that took the leadership away, at
     the change or else its next state change; none when an election moved the leader with a choice."""
-    broker_caused = _taken_by_broker(F.col("p_status") == "controlled-shutdown")
-    down_now = F.col("p_status") != "active"
-    down_next = F.col("p_next_status").isNotNull() & (F.col("p_next_status") != "active")
+    broker_caused = _taken_by_broker(F.col("p_state") == CONTROLLED_SHUTDOWN)
+    down_now = F.col("p_state") != ACTIVE
+    down_next = F.col("p_next_state").isNotNull() & (F.col("p_next_state") != ACTIVE)
     now, later = broker_caused & down_now, broker_caused & down_next
-    return (rows.withColumn("lost_leader_cause", F.when(now, F.col("p_status")).when(later, F.col("p_next_status")))
+    return (rows.withColumn("lost_leader_cause", F.when(now, F.col("p_state")).when(later, F.col("p_next_state")))
             .withColumn("lost_leader_cause_offset", F.when(now, F.col("p_cause_offset"))
                         .when(later, F.col("p_next_offset")))
             .withColumn("lost_leader_cause_type", F.when(now, F.col("p_cause_type")).when(
@@ -164,14 +160,14 @@ def explained_losses(unexplained: DataFrame, status: DataFrame) -> DataFrame:
     """Stored election rows whose lost leader was not explained yet (``unexplained_loss``), with the lost-leader
     columns derived again from the broker states known now (``status``: ``broker_status``). The rest of a row
     depends only on the brokers' states at its offset, which later records do not change."""
-    lost = _lost_leader_status(unexplained, status)
+    lost = _lost_leader_state(unexplained, status)
     return _with_lost_cause(lost.drop("lost_leader_cause", "lost_leader_cause_offset", "lost_leader_cause_type")
                             ).select(*ELECTION_COLUMNS)
 
 
 # SQL text, not only Columns: the lake's delta-spark engine replaces the rows these select (``replaceWhere``).
 _STILL_A_REPLICA = "previous_leader >= 0 AND array_contains(replicas, previous_leader)"
-_LEFT_ISR_OR_NO_LEADER = "(NOT array_contains(isr, previous_leader) OR leader = -1)"
+_LEFT_ISR_OR_NO_LEADER = f"(NOT array_contains(isr, previous_leader) OR leader = {NO_LEADER})"
 UNEXPLAINED_LOSS = f"{_STILL_A_REPLICA} AND {_LEFT_ISR_OR_NO_LEADER} AND lost_leader_cause IS NULL"
 
 
@@ -197,7 +193,7 @@ LEADERLESS_COLUMNS = (
 
 def _offline_runs(partition_history: DataFrame) -> DataFrame:
     """Each partition's runs of touching versions without a leader, the first version's isr and cause kept."""
-    flagged = partition_history.withColumn("offline", F.col("leader") == -1)
+    flagged = partition_history.withColumn("offline", F.col("leader") == NO_LEADER)
     return collapse(flagged.select(*PARTITION_KEY, "topic_name", "offline", "isr", "valid_from_offset",
                                    "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
                                    "cause_type"),
@@ -219,7 +215,7 @@ def _period_rows(joined: DataFrame) -> DataFrame:
                   F.lit("leader "), F.col("previous_leader").cast("string"), F.lit(" lost"),
                   F.when(F.col("cause").isNotNull(), F.concat(
                       F.lit(": broker "), F.col("previous_leader").cast("string"), F.lit(" "),
-                      F.when(F.col("cause") == "controlled-shutdown", F.lit("in controlled shutdown"))
+                      F.when(F.col("cause") == CONTROLLED_SHUTDOWN, F.lit("in controlled shutdown"))
                       .otherwise(F.col("cause")), F.lit(" ("), F.col("lost_type"), F.lit(" at offset "),
                       F.col("lost_offset").cast("string"), F.lit(")"))).otherwise(F.lit("")),
                   F.lit("; no other ISR member could lead (ISR ["), F.array_join("isr", ", "), F.lit("])"))))

@@ -8,7 +8,7 @@ sourcing of the replay applied once more, with set operations and one window, no
 aggregated series (one row per changing offset, capped by ``collect_health``) ever reaches the driver.
 
 The other series here are small by nature: one partition's versions (``partition_timeline``) and each
-broker's fenced / unfenced / shutting-down / unregistered spans (``broker_spans``).
+broker's fenced / unfenced / shutting-down / unregistered spans (``broker_spans``, from the one broker timeline).
 """
 
 from __future__ import annotations
@@ -18,20 +18,25 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from replay.history import collapse
+from records.kafka_constants import NO_LEADER
+from replay.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, broker_timeline
+from replay.broker_timeline import FENCED as FENCED_STATE
+from replay.broker_timeline import UNREGISTERED as UNREGISTERED_STATE
 
 METRICS = ("offline", "under_replicated", "fenced_brokers")
 HEALTH_COLUMNS = ("cluster_id", "offset", "time_ms", *METRICS)
 MAX_POINTS = 4000
 
-# Broker states of the fencing timeline, in the order of the legend.
-UNFENCED, SHUTTING_DOWN, FENCED, UNREGISTERED = "unfenced", "controlled shutdown", "fenced", "unregistered"
-BROKER_STATES = (UNFENCED, SHUTTING_DOWN, FENCED, UNREGISTERED)
+# The report's one mapping of the broker timeline's states (``replay.broker_timeline``) to the words it shows
+# (the ``state`` of ``broker_spans``, the fencing plot's legend), declared in the order of the legend.
+BROKER_STATE_LABELS: dict[str, str] = {ACTIVE: "unfenced", CONTROLLED_SHUTDOWN: "controlled shutdown",
+                                       FENCED_STATE: "fenced", UNREGISTERED_STATE: "unregistered"}
+UNFENCED, SHUTTING_DOWN, FENCED, UNREGISTERED = BROKER_STATES = tuple(BROKER_STATE_LABELS.values())
 
 
 def offline_condition() -> Column:
     """No leader: Kafka's OfflinePartitionsCount."""
-    return F.col("leader") == -1
+    return F.col("leader") == NO_LEADER
 
 
 def under_replicated_condition(leader: str = "leader", isr: str = "isr") -> Column:
@@ -173,8 +178,8 @@ def collect_timeline(timeline: DataFrame, from_offset: int | None = None, to_off
 
 def leader_changes(partitions: DataFrame) -> DataFrame:
     """Per partition name: how many versions named another leader than the version before (``-1`` counts)."""
-    w = Window.partitionBy("cluster_id", "topic_id", "partition_id").orderBy("valid_from_offset")
-    previous = F.lag("leader").over(w)
+    by_partition = Window.partitionBy("cluster_id", "topic_id", "partition_id").orderBy("valid_from_offset")
+    previous = F.lag("leader").over(by_partition)
     changed = partitions.withColumn("_changed", F.when(previous.isNotNull() & (previous != F.col("leader")), 1)
                                     .otherwise(0))
     return changed.groupBy("cluster_id", "topic_name", "partition_id").agg(F.sum("_changed").alias("leader_changes"))
@@ -202,24 +207,14 @@ class BrokerSpan:
 
 
 def broker_spans(brokers: DataFrame) -> DataFrame:
-    """Each broker's consecutive spans in one state: fenced, controlled shutdown (registered, unfenced,
-    shutting down), unfenced, or unregistered (between an UnregisterBrokerRecord and the next registration)."""
-    state = (F.when(F.col("fenced"), F.lit(FENCED)).when(F.col("in_controlled_shutdown"), F.lit(SHUTTING_DOWN))
-             .otherwise(F.lit(UNFENCED)))
-    versions = brokers.select("cluster_id", "broker_id", state.alias("state"), "valid_from_offset", "valid_to_offset",
-                              "valid_from_time_ms", "valid_to_time_ms")
-    w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
-    gaps = (versions.withColumn("_next", F.lead("valid_from_offset").over(w))
-            .withColumn("_next_time", F.lead("valid_from_time_ms").over(w))
-            .where(F.col("valid_to_offset").isNotNull()
-                   & (F.col("_next").isNull() | (F.col("_next") > F.col("valid_to_offset"))))
-            .select("cluster_id", "broker_id", F.lit(UNREGISTERED).alias("state"),
-                    F.col("valid_to_offset").alias("valid_from_offset"), F.col("_next").alias("valid_to_offset"),
-                    F.col("valid_to_time_ms").alias("valid_from_time_ms"),
-                    F.col("_next_time").alias("valid_to_time_ms")))
-    spans = collapse(versions.unionByName(gaps), ("cluster_id", "broker_id"), ("state",))
-    return spans.select("cluster_id", "broker_id", "state", F.col("valid_from_offset").alias("from_offset"),
-                        F.col("valid_to_offset").alias("to_offset"), F.col("valid_from_time_ms").alias("from_time_ms"),
+    """Each broker's consecutive spans in one state from its first registration on (``broker_timeline``), named
+    by ``BROKER_STATE_LABELS``: fenced, controlled shutdown (registered, unfenced, shutting down), unfenced, or
+    unregistered (between an UnregisterBrokerRecord and the next registration)."""
+    labels = F.create_map(*[F.lit(word) for pair in BROKER_STATE_LABELS.items() for word in pair])
+    spans = broker_timeline(brokers, before_registration=False)
+    return spans.select("cluster_id", "broker_id", labels[F.col("state")].alias("state"),
+                        F.col("valid_from_offset").alias("from_offset"), F.col("valid_to_offset").alias("to_offset"),
+                        F.col("valid_from_time_ms").alias("from_time_ms"),
                         F.col("valid_to_time_ms").alias("to_time_ms"))
 
 
@@ -238,7 +233,8 @@ def collect_broker_spans(spans: DataFrame, from_offset: int | None = None, to_of
                        r["to_time_ms"]) for r in rows]
 
 
-__all__ = ["BROKER_STATES", "FENCED", "HEALTH_COLUMNS", "METRICS", "SHUTTING_DOWN", "UNFENCED", "UNREGISTERED",
-           "BrokerSpan", "HealthPoint", "Peak", "TimelinePoint", "broker_spans", "busiest_partition",
-           "collect_broker_spans", "collect_health", "collect_timeline", "health_series", "health_window",
-           "leader_changes", "offline_condition", "partition_timeline", "peaks", "under_replicated_condition"]
+__all__ = ["BROKER_STATES", "BROKER_STATE_LABELS", "FENCED", "HEALTH_COLUMNS", "METRICS", "SHUTTING_DOWN",
+           "UNFENCED", "UNREGISTERED", "BrokerSpan", "HealthPoint", "Peak", "TimelinePoint", "broker_spans",
+           "busiest_partition", "collect_broker_spans", "collect_health", "collect_timeline", "health_series",
+           "health_window", "leader_changes", "offline_condition", "partition_timeline", "peaks",
+           "under_replicated_condition"]

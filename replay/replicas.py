@@ -2,63 +2,28 @@
 
 A replica's state changes when its partition changes *or* when its broker is fenced, unfenced or
 re-registered, so its versions are the intersections of the partition's intervals with the
-broker's (gaps where the broker is not registered count as "broker unknown", fenced = null).
+broker's states (``replay.broker_timeline``; where the broker is not registered, ``broker_fenced`` is null).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from replay.broker_timeline import broker_fenced, broker_timeline, open_end
 from replay.history import collapse
 
 REPLICA_VALUES = ("topic_name", "is_leader", "in_isr", "in_elr", "adding", "removing", "directory", "broker_fenced")
-_INFINITY = 1 << 62
 MIN_BUCKET = 1 << 12
-
-
-def open_end(column: str) -> Column:
-    """An interval's end with null (still open) read as infinity, for overlap and containment tests."""
-    return F.coalesce(F.col(column), F.lit(_INFINITY))
-
-
-def broker_timeline(broker_history: DataFrame) -> DataFrame:
-    """Broker intervals plus the gaps between them (fenced null: not registered), covering offsets 0 to
-    infinity: what a replica, an election or a what-if needs to know about its broker at any offset."""
-    w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
-    known = broker_history.select(
-        "cluster_id", "broker_id", F.col("fenced").alias("broker_fenced"), "in_controlled_shutdown",
-        "valid_from_offset", "valid_to_offset",
-        "valid_from_time_ms", "valid_to_time_ms", "cause_offset", "cause_type")
-    after = (known.withColumn("next_from", F.lead("valid_from_offset").over(w))
-             .withColumn("next_from_time", F.lead("valid_from_time_ms").over(w))
-             .where(F.col("valid_to_offset").isNotNull()
-                    & (F.col("next_from").isNull() | (F.col("next_from") > F.col("valid_to_offset"))))
-             .select("cluster_id", "broker_id", F.lit(None).cast("boolean").alias("broker_fenced"),
-                     F.lit(None).cast("boolean").alias("in_controlled_shutdown"),
-                     F.col("valid_to_offset").alias("valid_from_offset"), F.col("next_from").alias("valid_to_offset"),
-                     F.col("valid_to_time_ms").alias("valid_from_time_ms"),
-                     F.col("next_from_time").alias("valid_to_time_ms"),
-                     F.col("valid_to_offset").alias("cause_offset"),
-                     F.lit("UnregisterBrokerRecord").alias("cause_type")))
-    first = (known.withColumn("rank", F.row_number().over(w)).where(
-        (F.col("rank") == 1) & (F.col("valid_from_offset") > 0))
-        .select("cluster_id", "broker_id", F.lit(None).cast("boolean").alias("broker_fenced"),
-                F.lit(None).cast("boolean").alias("in_controlled_shutdown"),
-                F.lit(0).cast("long").alias("valid_from_offset"), F.col("valid_from_offset").alias("valid_to_offset"),
-                F.lit(None).cast("long").alias("valid_from_time_ms"),
-                F.col("valid_from_time_ms").alias("valid_to_time_ms"),
-                F.lit(None).cast("long").alias("cause_offset"), F.lit(None).cast("string").alias("cause_type")))
-    return known.unionByName(after).unionByName(first)
 
 
 def _buckets(partition_history: DataFrame, timeline: DataFrame) -> tuple[int, int]:
     """(offsets per bucket, last bucket) of the replica-broker range join: about 16 buckets over the
     offsets in play, so a replica version usually falls in one or two and a broker's few intervals spread
     over all of them. Open intervals reach the last bucket."""
-    def last(df: DataFrame) -> int:
-        row = df.agg(F.max(F.greatest("valid_from_offset", F.coalesce("valid_to_offset", F.lit(0)))).alias("m")
-                     ).first()
+    def last(intervals: DataFrame) -> int:
+        row = intervals.agg(F.max(F.greatest("valid_from_offset", F.coalesce("valid_to_offset", F.lit(0))))
+                            .alias("m")).first()
         return int(row["m"]) if row is not None and row["m"] is not None else 0
 
     top = max(last(partition_history), last(timeline))
@@ -66,10 +31,11 @@ def _buckets(partition_history: DataFrame, timeline: DataFrame) -> tuple[int, in
     return size, top // size
 
 
-def _explode_buckets(df: DataFrame, size: int, last_bucket: int) -> DataFrame:
+def _explode_buckets(intervals: DataFrame, size: int, last_bucket: int) -> DataFrame:
+    """One row per offset bucket an interval touches (column ``bucket``)."""
     first = F.floor(F.col("valid_from_offset") / size)
     through = F.least(F.floor((open_end("valid_to_offset") - 1) / size), F.lit(last_bucket))
-    return df.withColumn("bucket", F.explode(F.sequence(first, F.greatest(first, through))))
+    return intervals.withColumn("bucket", F.explode(F.sequence(first, F.greatest(first, through))))
 
 
 def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: DataFrame) -> DataFrame:
@@ -80,8 +46,8 @@ def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: Da
     the two starts, so it comes out once. The timeline covers every offset of a registered broker, so
     only a never-registered broker gives null (kept in the version's own first bucket)."""
     size, last_bucket = _buckets(partition_history, timeline)
-    r = _explode_buckets(replicas, size, last_bucket).alias("r")
-    b = _explode_buckets(timeline, size, last_bucket).alias("b")
+    replica_side = _explode_buckets(replicas, size, last_bucket).alias("r")
+    broker_side = _explode_buckets(timeline, size, last_bucket).alias("b")
     overlap = ((F.col("r.cluster_id") == F.col("b.cluster_id")) & (F.col("r.broker_id") == F.col("b.broker_id"))
                & (F.col("r.bucket") == F.col("b.bucket"))
                & (F.col("b.valid_from_offset") < open_end("r.valid_to_offset"))
@@ -90,10 +56,12 @@ def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: Da
     keep_in = F.when(F.col("b.broker_id").isNull(), F.col("r.valid_from_offset")).otherwise(later_start)
     # The broker side is small (a broker's fencing changes are few next to its replicas' versions): broadcast,
     # so the replica rows keep the partitioning they come in with and the collapse needs no shuffle.
-    return r.join(F.broadcast(b), overlap, "left").where(F.col("r.bucket") == F.floor(keep_in / size))
+    return replica_side.join(F.broadcast(broker_side), overlap, "left").where(
+        F.col("r.bucket") == F.floor(keep_in / size))
 
 
 def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
+    """Every replica version: its partition's version cut at its broker's state changes (``broker_timeline``)."""
     replicas = partition_history.select(
         "cluster_id", "topic_id", "topic_name", "partition_id", F.posexplode("replicas").alias("pos", "broker_id"),
         "leader", "isr", "eligible_leader_replicas", "adding_replicas", "removing_replicas", "directories",
@@ -116,7 +84,7 @@ def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> 
         open_end("b.valid_to_offset") < open_end("r.valid_to_offset"))
     pieces = joined.select(
         "r.cluster_id", "r.topic_id", "r.partition_id", "r.broker_id", "r.topic_name", "r.is_leader", "r.in_isr",
-        "r.in_elr", "r.adding", "r.removing", "r.directory", F.col("b.broker_fenced").alias("broker_fenced"),
+        "r.in_elr", "r.adding", "r.removing", "r.directory", broker_fenced(F.col("b.state")).alias("broker_fenced"),
         F.when(broker_starts_later, F.col("b.valid_from_offset")).otherwise(F.col("r.valid_from_offset"))
         .alias("valid_from_offset"),
         F.when(broker_ends_first, F.col("b.valid_to_offset")).otherwise(F.col("r.valid_to_offset"))

@@ -27,8 +27,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from replay.broker_timeline import broker_timeline, is_unfenced, open_end
 from replay.history import collapse
-from replay.replicas import open_end
 
 NEW_REPLICA = "NewReplica"
 ONLINE_REPLICA = "OnlineReplica"
@@ -101,15 +101,15 @@ def _islands(df: DataFrame, key: tuple[str, ...]) -> DataFrame:
 
     Everything per run below is computed over the key's window in offset order (the one this sorts by), not
     over a window per (key, ``_life``): Spark then sorts the versions once instead of once per window spec."""
-    w = Window.partitionBy(*key).orderBy("valid_from_offset")
-    starts = F.coalesce(F.lag("valid_to_offset").over(w) != F.col("valid_from_offset"), F.lit(True))
+    by_key = Window.partitionBy(*key).orderBy("valid_from_offset")
+    starts = F.coalesce(F.lag("valid_to_offset").over(by_key) != F.col("valid_from_offset"), F.lit(True))
     return df.withColumn("_starts", starts).withColumn("_life", F.sum(F.when(F.col("_starts"), 1).otherwise(0)).over(
-        w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+        by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
 
 
-def _first_in_island(w: Window) -> Column:
-    """The version starts its run (``w``: the key's window in offset order, over collapsed versions)."""
-    return F.coalesce(F.lag("_life").over(w) != F.col("_life"), F.lit(True))
+def _first_in_island(by_key: Window) -> Column:
+    """The version starts its run (``by_key``: the key's window in offset order, over collapsed versions)."""
+    return F.coalesce(F.lag("_life").over(by_key) != F.col("_life"), F.lit(True))
 
 
 def _broker(column: str = "broker_id") -> Column:
@@ -130,8 +130,8 @@ def _continued(ordinary: DataFrame, opened: DataFrame | None, key: tuple[str, ..
     # the open rows of the partitions an increment touched: few next to their versions, broadcast (no shuffle)
     out = ordinary.join(F.broadcast(stored), list(key), "left").withColumn(
         "_spliced", F.coalesce(F.col("valid_from_offset") <= F.col("_c"), F.lit(False)))
-    for c in _CONTINUED:
-        out = out.withColumn(c, F.when(F.col("_spliced"), F.col(f"_at_c_{c}")).otherwise(F.col(c)))
+    for column in _CONTINUED:
+        out = out.withColumn(column, F.when(F.col("_spliced"), F.col(f"_at_c_{column}")).otherwise(F.col(column)))
     return out.drop("_c", *[f"_at_c_{c}" for c in _CONTINUED])
 
 
@@ -142,15 +142,16 @@ def _life_starts(partition_history: DataFrame) -> DataFrame:
     """``PARTITION_KEY``, ``valid_from_offset`` of the versions that start a life of their partition (no version
     of it ends there): its creation, or its re-creation. Small: one row per life. From the versions live after
     C it gives the starts after C exactly (a version ending after C is live too)."""
-    w = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
+    by_partition = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
     versions = partition_history.select(*PARTITION_KEY, "valid_from_offset", F.coalesce(
-        F.lag("valid_to_offset").over(w) != F.col("valid_from_offset"), F.lit(True)).alias("_starts"))
+        F.lag("valid_to_offset").over(by_partition) != F.col("valid_from_offset"), F.lit(True)).alias("_starts"))
     return versions.where("_starts").select(*PARTITION_KEY, "valid_from_offset", F.lit(True).alias("_created"))
 
 
 def _alive_periods(broker_history: DataFrame) -> DataFrame:
-    """Merged periods in which each broker is registered and unfenced (a replica on it can be deleted)."""
-    alive = collapse(broker_history.where(~F.col("fenced")).select(
+    """Merged periods of the broker timeline in which each broker is registered and unfenced
+    (``ClusterControlManager.isUnfenced``: a replica on it can be deleted)."""
+    alive = collapse(broker_timeline(broker_history).where(is_unfenced(F.col("state"))).select(
         "cluster_id", "broker_id", F.lit(True).alias("up"), "valid_from_offset", "valid_to_offset",
         "valid_from_time_ms", "valid_to_time_ms", "cause_offset", "cause_type"),
         ("cluster_id", "broker_id"), ("up",))
@@ -178,8 +179,8 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
         rows = rows.join(F.broadcast(members.select(*REPLICA_KEY, F.col("state").alias("_state_at_c"))),
                          list(REPLICA_KEY), "left")
         carry = F.when((F.col("_life") == 1) & (F.col("_state_at_c") != NEW_REPLICA), 1).otherwise(0)
-    w = Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset")
-    running = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    by_replica = Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset")
+    running = by_replica.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     # Still NewReplica while every version of the run so far is catching up: no version that is not
     # catching up since the run's start (the count of those up to here equals the count before the run).
     rows = rows.withColumn("_left", F.sum(F.when(catching_up, 0).otherwise(1)).over(running))
@@ -195,8 +196,8 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
                                     "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
                                     "valid_to_time_ms", "cause_offset", "cause_type"),
                         REPLICA_KEY, ("state", "_life"))
-    first = _first_in_island(w)
-    previous = F.lag("state").over(w)
+    first = _first_in_island(by_replica)
+    previous = F.lag("state").over(by_replica)
     # created with its partition: the membership starts where a life of the partition starts
     versions = versions.join(F.broadcast(_life_starts(partition_history)), [*PARTITION_KEY, "valid_from_offset"],
                              "left")
@@ -228,10 +229,9 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
         _deletions(ordinary, partition_history, broker_history, waiting))
     # A membership that starts while the deletion of the previous one still waits starts from
     # ReplicaDeletionIneligible (NewReplica ← ReplicaDeletionIneligible is invalid, and flagged).
-    w = Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset", "step")
+    state_before = F.lag("state").over(Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset", "step"))
     states = states.withColumn("previous_state", F.when(
-        (F.col("step") == _STEP_CREATE) & F.lag("state").over(w).isNotNull(), F.lag("state").over(w))
-        .otherwise(F.col("previous_state")))
+        (F.col("step") == _STEP_CREATE) & state_before.isNotNull(), state_before).otherwise(F.col("previous_state")))
     return states.withColumn("valid_transition", _valid(REPLICA_VALID_PREVIOUS)).select(
         *REPLICA_KEY, "topic_name", *STATE_COLUMNS)
 
@@ -269,12 +269,12 @@ def _deletions(ordinary: DataFrame, partition_history: DataFrame, broker_history
             .withColumn("change_type", F.coalesce("_waiting_type", "change_type"))
             .drop("_waiting_offset", "_waiting_type"))
     up = F.broadcast(_alive_periods(broker_history)).alias("u")
-    e = ends.alias("e")
+    ended = ends.alias("e")
     reaches = ((F.col("e.cluster_id") == F.col("u.cluster_id")) & (F.col("e.broker_id") == F.col("u.broker_id"))
                & (open_end("u.up_to") > F.col("e.end")))
     first_up = Window.partitionBy(*[F.col(f"e.{k}") for k in REPLICA_KEY], F.col("e._life")).orderBy(
         F.col("u.up_from"))
-    matched = (e.join(up, reaches, "left").withColumn("_rank", F.row_number().over(first_up))
+    matched = (ended.join(up, reaches, "left").withColumn("_rank", F.row_number().over(first_up))
                .where(F.col("_rank") == 1)
                .select("e.*", F.when(open_end("e.next_start") >= F.col("u.up_from"),
                                      F.greatest(F.col("u.up_from"), F.col("e.end"))).alias("back"),
@@ -326,11 +326,11 @@ def partition_state_history(partition_history: DataFrame, opened: DataFrame | No
                                     "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
                                     "valid_to_time_ms", "cause_offset", "cause_type"),
                         PARTITION_KEY, ("state", "_life"))
-    w = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
+    by_partition = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
     reason = F.when(F.col("state") == ONLINE_PARTITION, F.concat(F.lit("leader "), F.col("leader").cast("string"))
                     ).otherwise(F.concat(F.lit("no leader (ISR ["), F.array_join("isr", ", "), F.lit("])")))
-    versions = versions.withColumn("_first", _first_in_island(w)).withColumn(
-        "_previous", F.when(~F.col("_first"), F.lag("state").over(w)))
+    versions = versions.withColumn("_first", _first_in_island(by_partition)).withColumn(
+        "_previous", F.when(~F.col("_first"), F.lag("state").over(by_partition)))
     ordinary = versions.select(
         *PARTITION_KEY, "topic_name", "_life", "state",
         F.when(F.col("_first"), F.lit(NEW_PARTITION)).otherwise(F.col("_previous")).alias("previous_state"),
@@ -345,7 +345,7 @@ def partition_state_history(partition_history: DataFrame, opened: DataFrame | No
         F.col("valid_from_time_ms").alias("valid_to_time_ms"), "cause_offset", "cause_type",
         F.lit("partition created").alias("reason"))
     ordinary = ordinary.drop("_spliced")
-    last_of_run = F.coalesce(F.lead("_life").over(w) != F.col("_life"), F.lit(True))
+    last_of_run = F.coalesce(F.lead("_life").over(by_partition) != F.col("_life"), F.lit(True))
     ends = (ordinary.withColumn("_last", last_of_run)
             .where(F.col("_last") & F.col("valid_to_offset").isNotNull())
             .select(*PARTITION_KEY, "topic_name", "_life", F.col("state").alias("last_state"),

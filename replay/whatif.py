@@ -2,10 +2,9 @@
 
 For every partition it does what ``ReplicationControlManager.generateLeaderAndIsrUpdates`` does for a
 fenced broker: the failed brokers leave the ISR (the last member stays when the ISR would become empty and
-ELR is off); the leader stays if it is still acceptable; otherwise the first replica in replica order that
-is in the ISR (the ELR when the ISR is empty) and acceptable leads; failing that, with ``unclean``, the first
-acceptable replica outside the ISR (its ISR becomes just that leader); else the partition goes offline.
-Acceptable = registered, unfenced, not in controlled shutdown as of the offset, and not failed.
+ELR is off), and the leader is elected by Kafka's rule (``replay.election_rule``: ``electAnyLeader``, unclean
+only with ``unclean``), a replica being acceptable when its broker is active as of the offset (the broker
+timeline's state) and not failed. An unclean leader's ISR becomes just that leader.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from replay.elections import first_candidate
+from replay.broker_timeline import broker_state
+from replay.election_rule import elect_any_leader, first_candidate, is_acceptable_leader, is_valid_new_leader
 from replay.health import under_replicated_condition
 
 OUTCOMES = ("unaffected", "isr-shrink", "leader-moved", "unclean-election", "offline", "still-offline")
@@ -33,30 +33,27 @@ class WhatIf:
 def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclean: bool = False) -> WhatIf:
     """``partitions``/``brokers``: ``partition_history``/``broker_history`` rows valid at one offset."""
     gone = F.array(*[F.lit(b) for b in sorted(set(failed))]).cast("array<int>")
-    active = brokers.where(~F.col("fenced") & ~F.col("in_controlled_shutdown")).select(
-        "cluster_id", F.col("broker_id").alias("candidate"), F.lit(True).alias("up"))
+    states = brokers.select("cluster_id", F.col("broker_id").alias("candidate"),
+                            broker_state(F.col("fenced"), F.col("in_controlled_shutdown")).alias("state"))
     base = partitions.select(*KEY, "topic_name", "leader", "isr", "replicas", "eligible_leader_replicas",
                              F.filter("isr", lambda r: ~F.array_contains(gone, r)).alias("target_isr"),
                              F.filter(F.coalesce("eligible_leader_replicas", F.array().cast("array<int>")),
                                       lambda r: ~F.array_contains(gone, r)).alias("target_elr"))
-    candidates = (base.select(*KEY, "target_isr", "target_elr", F.posexplode("replicas").alias("pos", "candidate"))
-                  .join(F.broadcast(active), ["cluster_id", "candidate"], "left")
-                  .withColumn("acceptable", F.coalesce("up", F.lit(False))
-                              & ~F.array_contains(gone, F.col("candidate"))))
-    in_target = F.when(F.size("target_isr") > 0, F.array_contains("target_isr", F.col("candidate"))).otherwise(
-        F.array_contains("target_elr", F.col("candidate")))
+    candidates = (base.select(*KEY, "leader", "target_isr", "target_elr",
+                              F.posexplode("replicas").alias("pos", "candidate"))
+                  .join(F.broadcast(states), ["cluster_id", "candidate"], "left")
+                  .withColumn("acceptable", is_acceptable_leader(F.col("state"),
+                                                                 F.array_contains(gone, F.col("candidate")))))
+    acceptable = F.col("acceptable")
+    valid = is_valid_new_leader(F.col("candidate"), F.col("target_isr"), F.col("target_elr"), acceptable)
     choice = candidates.groupBy(*KEY).agg(
-        first_candidate(F.col("acceptable") & in_target).alias("clean_choice"),
-        first_candidate(F.col("acceptable")).alias("unclean_choice"))
-    # The leader stays while it is an acceptable replica still in the ISR.
-    leader_acceptable = (candidates.where(F.col("acceptable")).select(*KEY, F.col("candidate").alias("leader"))
-                         .withColumn("leader_acceptable", F.lit(True)))
-    joined = (base.join(choice, list(KEY), "left").join(leader_acceptable, [*KEY, "leader"], "left")
-              .withColumn("leader_acceptable", F.coalesce("leader_acceptable", F.lit(False))))
-    keep = F.col("leader_acceptable") & F.array_contains("target_isr", F.col("leader"))
-    elected_unclean = ~keep & F.col("clean_choice").isNull() & F.lit(unclean) & F.col("unclean_choice").isNotNull()
-    leader_after = (F.when(keep, F.col("leader")).when(F.col("clean_choice").isNotNull(), F.col("clean_choice"))
-                    .when(elected_unclean, F.col("unclean_choice")).otherwise(F.lit(-1)))
+        first_candidate(valid).alias("clean_choice"),
+        first_candidate(acceptable).alias("unclean_choice"),
+        (F.count(F.when((F.col("candidate") == F.col("leader")) & valid, 1)) > 0).alias("leader_valid"))
+    joined = base.join(choice, list(KEY), "left").withColumn(
+        "leader_valid", F.coalesce("leader_valid", F.lit(False)))
+    leader_after, elected_unclean = elect_any_leader(F.col("leader"), F.col("leader_valid"), F.col("clean_choice"),
+                                                     F.col("unclean_choice"), unclean)
     isr_after = (F.when(elected_unclean, F.array(F.col("unclean_choice")))
                  .when(F.size("target_isr") > 0, F.col("target_isr")).otherwise(F.col("isr")))
     touched = F.exists("replicas", lambda r: F.array_contains(gone, r))
