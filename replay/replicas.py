@@ -66,7 +66,9 @@ def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> 
         "cluster_id", "topic_id", "topic_name", "partition_id", F.posexplode("replicas").alias("pos", "broker_id"),
         "leader", "isr", "eligible_leader_replicas", "adding_replicas", "removing_replicas", "directories",
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
-        "cause_type",
+        "cause_type", "replicas",
+    ).where(  # a replica id listed twice is one replica, at its first position (PartitionRegistration.directory)
+        F.col("pos") == F.array_position("replicas", F.col("broker_id")) - 1
     ).select(
         "cluster_id", "topic_id", "topic_name", "partition_id", "broker_id",
         (F.col("leader") == F.col("broker_id")).alias("is_leader"),

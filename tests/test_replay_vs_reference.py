@@ -205,8 +205,6 @@ def test_repeated_replica_ids_are_kept_as_kafka_keeps_them(repeated: dict[str, A
         assert sorted_rows(repeated["spark"][table]) == sorted_rows(repeated["expected"][table]), table
 
 
-@pytest.mark.xfail(strict=True, reason="replay/replicas.py (the timeline workstream's) posexplodes replicas: a "
-                                       "repeated id gives a row per position, where Kafka has one replica")
 def test_a_repeated_replica_id_is_one_replica(repeated: dict[str, Any]) -> None:
     from tests import test_bad_inputs as bad
 
