@@ -26,6 +26,7 @@ from kraft_replay.plumbing import (
     guarded,
     spark_session,
 )
+from kraft_replay.plumbing import standalone_app as commands_app
 from kraft_replay.progress import stage_progress
 
 INGEST_EPILOG = (
@@ -212,8 +213,7 @@ def vacuum(
 
 def standalone_app() -> typer.Typer:
     """`ingest` and `lake` without the rest of the CLI (for subprocesses and before registration)."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
-    app.command("ingest", epilog=INGEST_EPILOG)(ingest)
+    app = commands_app([(ingest, INGEST_EPILOG)])
     app.add_typer(lake_app, name="lake")
     return app
 
