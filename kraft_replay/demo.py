@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from kraft_replay.formatting import format_replay_summary
 from kraft_replay.report import write_report
 from kraft_replay.summary import summarize
 from lakehouse.ingest import IngestOptions, ingest
@@ -66,7 +67,7 @@ def run_demo(spark: SparkSession, root: Path, echo: Callable[[str], None],
 
     echo("3/5 replaying with Spark")
     replayed = run_replay(spark, lake, progress=tell)
-    for line in replayed.lines():
+    for line in format_replay_summary(replayed):
         echo(f"    {line}")
 
     echo("4/5 what happened")

@@ -12,19 +12,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kraft_replay.replay_commands import (
+from kraft_replay.plumbing import (
     ClusterOption,
     FormatOption,
     LakeOption,
     MasterOption,
     OutputFormat,
     RemoteOption,
-    _echo_lines,
-    _run,
-    _spark,
-    _usage,
+    echo_lines,
+    guarded_query,
+    spark_session,
     table_lines,
+    usage_error,
 )
+from records.vocabulary import kafka_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -36,13 +37,9 @@ def _rows(df: DataFrame, columns: Iterable[str]) -> list[dict[str, Any]]:
     return [{name: row[name] for name in names} for row in df.select(*names).toLocalIterator()]
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def _json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{_camel(k): v for k, v in row.items()} for row in rows]
+    """The rows under Kafka's names (``kafka_name``: no exception applies to these columns)."""
+    return [{kafka_name(column): value for column, value in row.items()} for row in rows]
 
 
 def _ms(value: int | None) -> str:
@@ -91,11 +88,11 @@ def incidents(
         from lakehouse.lake import Lake
         from replay.incidents import incidents as find
 
-        found = find(_spark(master, remote), Lake(lake), from_offset, to_offset, cluster_id)
+        found = find(spark_session(master, remote), Lake(lake), from_offset, to_offset, cluster_id)
         offline, unclean = _rows(found.offline, OFFLINE), _rows(found.unclean, UNCLEAN)
         invalid, deviations = _rows(found.invalid, INVALID), _rows(found.deviations, DEVIATION)
         if fmt is OutputFormat.json:
-            _echo_lines([json.dumps({
+            echo_lines([json.dumps({
                 "clusterId": found.cluster_id, "fromOffset": found.from_offset, "toOffset": found.to_offset,
                 "offlinePeriods": _json(offline), "uncleanElections": _json(unclean),
                 "invalidTransitions": _json(invalid), "electionDeviations": _json(deviations)}, default=str)])
@@ -126,9 +123,9 @@ def incidents(
             ("PARTITION", "OFFSET", "TYPE", "LEADER", "EXPECTED", "WHY"),
             [(f"{r['topic_name']}-{r['partition_id']}", r["offset"], r["election_type"],
               f"{r['previous_leader']}→{r['leader']}", r["expected_leader"], r["deviation"]) for r in deviations])
-        _echo_lines(lines)
+        echo_lines(lines)
 
-    _run(run)
+    guarded_query(run)
 
 
 # --- whatif --------------------------------------------------------------------------------------
@@ -144,8 +141,7 @@ def _broker_list(text: str) -> list[int]:
     try:
         brokers = [int(part) for part in text.replace(" ", "").split(",") if part]
     except ValueError:
-        _usage(f"--fail-brokers takes broker ids separated by commas (e.g. 3,5), not {text!r}")
-        raise
+        usage_error(f"--fail-brokers takes broker ids separated by commas (e.g. 3,5), not {text!r}")
     return brokers
 
 
@@ -173,13 +169,13 @@ def whatif(
 
         brokers = _broker_list(fail_brokers)
         if (offset is None) == (time is None):
-            _usage("give exactly one of --offset N or --time ISO8601")
-        at, answer = what_if_at(_spark(master, remote), Lake(lake), brokers, offset, time, unclean, cluster_id)
+            usage_error("give exactly one of --offset N or --time ISO8601")
+        at, answer = what_if_at(spark_session(master, remote), Lake(lake), brokers, offset, time, unclean, cluster_id)
         shown = answer.partitions if show_all else answer.partitions.where(F.col("outcome") != "unaffected")
         rows = _rows(shown, WHATIF_COLUMNS)
         if fmt is OutputFormat.json:
-            _echo_lines([json.dumps({"offset": at, "failedBrokers": sorted(set(brokers)), "unclean": unclean,
-                                     "summary": {_camel(k): v for k, v in answer.summary.items()},
+            echo_lines([json.dumps({"offset": at, "failedBrokers": sorted(set(brokers)), "unclean": unclean,
+                                     "summary": {kafka_name(key): count for key, count in answer.summary.items()},
                                      "partitions": _json(rows)})])
             return
         s = answer.summary
@@ -193,9 +189,9 @@ def whatif(
         lines += table_lines(("PARTITION", "REPLICAS", "LEADER", "ISR", "→ LEADER", "→ ISR", "OUTCOME"),
                              [(f"{r['topic_name']}-{r['partition_id']}", r["replicas"], r["leader"], r["isr"],
                                r["leader_after"], r["isr_after"], r["outcome"]) for r in rows])
-        _echo_lines(lines)
+        echo_lines(lines)
 
-    _run(run)
+    guarded_query(run)
 
 
 INCIDENT_COMMANDS: list[tuple[Callable[..., None], str]] = [(incidents, INCIDENTS_EPILOG), (whatif, WHATIF_EPILOG)]

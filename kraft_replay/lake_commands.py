@@ -15,15 +15,19 @@ from typing import Annotated
 
 import typer
 
-from kraft_replay.progress import QuietOption, stage_progress
-
-LAKE_HELP = "Lake root: a directory or an object-store URI [env KRAFT_REPLAY_LAKE; default ./kraft-lake]"
-LakeOption = Annotated[str | None, typer.Option("--lake", envvar="KRAFT_REPLAY_LAKE", help=LAKE_HELP,
-                                                show_default=False)]
-MasterOption = Annotated[str | None, typer.Option("--master", help="Spark master URL (default local[*], or "
-                                                  "$KRAFT_REPLAY_SPARK_MASTER)")]
-RemoteOption = Annotated[str | None, typer.Option(
-    "--remote", help="Spark Connect URL, e.g. sc://host:15002 (default $SPARK_REMOTE)")]
+from kraft_replay.formatting import format_ingest_summary
+from kraft_replay.plumbing import (
+    IngestSkipCorruptOption,
+    LakeOption,
+    MasterOption,
+    QuietOption,
+    RemoteOption,
+    SourceClusterOption,
+    guarded,
+    spark_session,
+)
+from kraft_replay.plumbing import standalone_app as commands_app
+from kraft_replay.progress import stage_progress
 
 INGEST_EPILOG = (
     "Examples:\n\n"
@@ -43,20 +47,12 @@ lake_app = typer.Typer(
 )
 
 
-def _spark(master: str | None, remote: str | None = None) -> object:
-    from lakehouse.spark import SparkOptions, get_spark
-
-    return get_spark(SparkOptions(master=master, remote=remote, announce=True))
-
-
 def ingest(
     source: Annotated[Path, typer.Argument(help="Kafka data dir, __cluster_metadata-0 dir, a .log segment, a "
                                            ".checkpoint snapshot, JSON lines, kafka-dump-log text or Avro")],
     lake: LakeOption = None,
-    cluster_id: Annotated[str | None, typer.Option("--cluster-id", help="Cluster id when meta.properties "
-                                                   "does not give one (overrides it)")] = None,
-    skip_corrupt: Annotated[bool, typer.Option("--skip-corrupt", help="Skip damaged batches (each one is "
-                                               "recorded in ingest_rejects) instead of stopping")] = False,
+    cluster_id: SourceClusterOption = None,
+    skip_corrupt: IngestSkipCorruptOption = False,
     follow: Annotated[bool, typer.Option("--follow", help="Keep watching SOURCE (a live log directory) and "
                                          "ingest new segments and snapshots until SIGINT/SIGTERM")] = False,
     interval: Annotated[float, typer.Option("--interval", min=0.1, help="Seconds between --follow rounds")] = 10.0,
@@ -65,7 +61,6 @@ def ingest(
     quiet: QuietOption = False,
 ) -> None:
     """Store a KRaft metadata log in the lake, exactly once (re-ingesting adds nothing)."""
-    from kraft_replay.cli import guarded
 
     def run() -> None:
         from lakehouse.follow import follow as follow_log
@@ -78,13 +73,13 @@ def ingest(
         if not follow:
             with stage_progress(quiet) as stages:
                 stages("starting Spark")
-                spark = stages.attach(_spark(master, remote))
-                summary = ingest_source(spark, target, source, options, progress=stages)  # type: ignore[arg-type]
-            typer.echo("\n".join(summary.lines()))
+                spark = stages.attach(spark_session(master, remote))
+                summary = ingest_source(spark, target, source, options, progress=stages)
+            typer.echo("\n".join(format_ingest_summary(summary)))
             return
         if not source.is_dir():
             raise typer.BadParameter("--follow needs a directory (the live __cluster_metadata-0 or its data dir)")
-        spark = _spark(master, remote)
+        spark = spark_session(master, remote)
         stop = threading.Event()
 
         def request_stop(signum: int, _frame: FrameType | None) -> None:
@@ -94,11 +89,11 @@ def ingest(
         previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
 
         def report(summary: IngestSummary) -> None:
-            typer.echo("\n".join(summary.lines()), nl=True)
+            typer.echo("\n".join(format_ingest_summary(summary)), nl=True)
 
         try:
             typer.echo(f"following {source} into {target.root} every {interval:g}s (SIGINT/SIGTERM stops)")
-            rounds = follow_log(spark, target, source, options, interval=interval, stop=stop,  # type: ignore[arg-type]
+            rounds = follow_log(spark, target, source, options, interval=interval, stop=stop,
                                 on_round=report)
             typer.echo(f"stopped after {rounds} ingest round(s)")
         finally:
@@ -111,7 +106,6 @@ def ingest(
 @lake_app.command("tables", epilog="Example: kraft-replay lake tables --lake ./kraft-lake")
 def tables(lake: LakeOption = None) -> None:
     """List the lake's tables with their version, file count, rows and size."""
-    from kraft_replay.cli import guarded
 
     def run() -> None:
         import pyarrow as pa
@@ -141,7 +135,7 @@ def _delta_spark_session(master: str | None, remote: str | None) -> None:
     from lakehouse.spark import DELTA_RS, requested_engine
 
     if remote or os.environ.get("SPARK_REMOTE") or (installed() is not None and requested_engine() != DELTA_RS):
-        _spark(master, remote)
+        spark_session(master, remote)
 
 
 @lake_app.command("history", epilog="Example: kraft-replay lake history metadata_log --limit 20")
@@ -153,7 +147,6 @@ def history(
     remote: RemoteOption = None,
 ) -> None:
     """List a table's versions (newest first): time, operation, rows added, ingest id, engine."""
-    from kraft_replay.cli import guarded
 
     def run() -> None:
         from lakehouse.lake import Lake, LakeError
@@ -185,12 +178,11 @@ def optimize(
     remote: RemoteOption = None,
 ) -> None:
     """Compact small files (metadata_log and snapshots stay sorted by offset) and checkpoint the Delta log."""
-    from kraft_replay.cli import guarded
 
     def run() -> None:
         from lakehouse.lake import Lake
 
-        results = Lake(lake).optimize(_spark(master, remote), table or None)  # type: ignore[arg-type]
+        results = Lake(lake).optimize(spark_session(master, remote), table or None)
         for name, result in results.items():
             typer.echo(f"{name}: {result['files_removed']} files compacted into {result['files_added']}")
 
@@ -207,7 +199,6 @@ def vacuum(
     remote: RemoteOption = None,
 ) -> None:
     """Delete data files no longer referenced within the retention (default 7 days; never current files)."""
-    from kraft_replay.cli import guarded
 
     def run() -> None:
         from lakehouse.lake import Lake
@@ -222,8 +213,7 @@ def vacuum(
 
 def standalone_app() -> typer.Typer:
     """`ingest` and `lake` without the rest of the CLI (for subprocesses and before registration)."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
-    app.command("ingest", epilog=INGEST_EPILOG)(ingest)
+    app = commands_app([(ingest, INGEST_EPILOG)])
     app.add_typer(lake_app, name="lake")
     return app
 

@@ -14,14 +14,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from rich.console import Console
 from rich.markup import escape
-
-QuietOption = Annotated[bool, typer.Option(
-    "--quiet", "-q", help="No progress display (it is also hidden when the output is not a terminal)")]
 
 
 def _interactive(console: Console | None) -> bool:
@@ -113,4 +109,4 @@ def stage_progress(quiet: bool = False, console: Console | None = None, poll_sec
     out.print(f"[dim]done in {time.monotonic() - first:.1f}s[/dim]", highlight=False)
 
 
-__all__ = ["QuietOption", "Stages", "stage_progress"]
+__all__ = ["Stages", "stage_progress"]

@@ -30,8 +30,8 @@ from replay.health import (
     health_window,
     partition_timeline,
 )
+from replay.log_offsets import append_times, offset_bounds
 from replay.query import QueryError, history_table, iso_ms, resolve_cluster
-from replay.store import METADATA_LOG
 
 PLOTS = ("partition_timeline", "cluster_health", "broker_fencing")
 Progress = Callable[[str], None]
@@ -59,20 +59,6 @@ class Report:
         return out
 
 
-def _bounds(spark: SparkSession, lake: Lake, cluster: str) -> tuple[int, int]:
-    log = history_table(spark, lake, METADATA_LOG, cluster)
-    row = log.agg(F.min("offset").alias("lo"), F.max("offset").alias("hi")).first()
-    if row is None or row["lo"] is None:
-        raise QueryError(f"metadata_log holds no record of cluster {cluster}: run `kraft-replay ingest` first")
-    return int(row["lo"]), int(row["hi"])
-
-
-def _times(spark: SparkSession, lake: Lake, cluster: str, offsets: list[int]) -> list[tuple[int, int]]:
-    rows = (history_table(spark, lake, METADATA_LOG, cluster).where(F.col("offset").isin(offsets))
-            .select("offset", "append_time_ms").collect())
-    return [(int(r["offset"]), int(r["append_time_ms"])) for r in rows if r["append_time_ms"] is not None]
-
-
 def write_report(spark: SparkSession, lake: Lake, out: Path, *, cluster_id: str | None = None,
                  from_offset: int | None = None, to_offset: int | None = None, topic: str | None = None,
                  partition: int | None = None, summary: Summary | None = None,
@@ -84,7 +70,7 @@ def write_report(spark: SparkSession, lake: Lake, out: Path, *, cluster_id: str 
         raise QueryError("give both --topic and --partition, or neither (then the partition with the most "
                          "leader changes is shown)")
     cluster = resolve_cluster(spark, lake, cluster_id)
-    first, last = _bounds(spark, lake, cluster)
+    first, last = offset_bounds(spark, lake, cluster)
     start = first if from_offset is None else from_offset
     end = last if to_offset is None else to_offset
     if start > end:
@@ -100,7 +86,7 @@ def write_report(spark: SparkSession, lake: Lake, out: Path, *, cluster_id: str 
         topic, partition, changes = busiest
         notes.append(f"partition timeline: {topic}-{partition}, the partition with the most leader changes "
                      f"({changes}); choose another with --topic and --partition")
-    anchors = _times(spark, lake, cluster, sorted({start, end}))
+    anchors = append_times(spark, lake, cluster, sorted({start, end}))
     images: dict[str, Path] = {}
 
     tell(f"plotting the timeline of {topic}-{partition}")

@@ -1,11 +1,13 @@
-"""`kraft-replay run` and `kraft-replay report`: the demo's answers and plots for a user's own cluster.
+"""`kraft-replay demo | run | report`: the demo's answers and plots, for a simulated incident or your cluster.
 
-`run PATH` ingests a `__cluster_metadata-0` directory (or the Kafka data directory holding it) into a lake,
-replays it and prints what happened, then writes the report; everything goes under one folder of the working
-directory (`./kraft-run/<name>/`), printed at the end. Re-running is safe: the ingest adds only what is new
-and the replay is deterministic. `report` writes the plots and the HTML page of a lake already replayed.
+`demo` runs the whole job on a simulated incident. `run PATH` ingests a `__cluster_metadata-0` directory (or
+the Kafka data directory holding it) into a lake, replays it and prints what happened, then writes the
+report; everything goes under one folder of the working directory (`./kraft-run/<name>/`), printed at the
+end. Re-running is safe: the ingest adds only what is new and the replay is deterministic. `report` writes
+the plots and the HTML page of a lake already replayed.
 
-Register with ``for command, epilog in RUN_COMMANDS: app.command(epilog=epilog)(command)``.
+Register with ``for command, epilog in RUN_COMMANDS: app.command(epilog=epilog)(command)`` and
+``app.command(epilog=DEMO_EPILOG)(demo)``.
 """
 
 from __future__ import annotations
@@ -13,15 +15,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from kraft_replay.progress import QuietOption, stage_progress
-from kraft_replay.replay_commands import LakeOption, MasterOption, RemoteOption, _run, _spark
-
-if TYPE_CHECKING:
-    from lakehouse.lake import Lake
+from kraft_replay.formatting import format_replay_summary
+from kraft_replay.plumbing import (
+    ClusterOption,
+    IngestSkipCorruptOption,
+    LakeOption,
+    MasterOption,
+    QuietOption,
+    RemoteOption,
+    SourceClusterOption,
+    guarded,
+    guarded_query,
+    spark_session,
+)
+from kraft_replay.progress import stage_progress
 
 RUN_ROOT = Path("kraft-run")
 
@@ -46,21 +57,6 @@ def run_name(source: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "cluster"
 
 
-def replayed_version(spark: Any, lake: Lake) -> int | None:
-    """The metadata_log version the lake's history tables were last replayed from, when it is the current one
-    (a re-run with nothing new then skips the replay); None when a replay is needed."""
-    from pyspark.sql import functions as F
-
-    from replay.store import CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
-
-    if not all(lake.table_exists(name) for name in (METADATA_LOG, CHECKPOINTS, *HISTORY_TABLES)):
-        return None
-    current = int(lake.delta_table(METADATA_LOG).version())
-    row = lake.read(spark, CHECKPOINTS).agg(F.max("metadata_log_version").alias("v")).first()
-    done = None if row is None or row["v"] is None else int(row["v"])
-    return current if done == current else None
-
-
 def run(
     source: Annotated[Path, typer.Argument(
         exists=True, help="A Kafka data directory, its __cluster_metadata-0 directory, or any input `ingest` "
@@ -71,10 +67,8 @@ def run(
     lake: Annotated[str | None, typer.Option(
         "--lake", help="Lake root to use instead of <out>/lake: a directory or an object-store URI",
         show_default=False)] = None,
-    cluster_id: Annotated[str | None, typer.Option(
-        "--cluster-id", help="Cluster id when meta.properties does not give one")] = None,
-    skip_corrupt: Annotated[bool, typer.Option(
-        "--skip-corrupt", help="Skip damaged batches (each one is recorded in ingest_rejects)")] = False,
+    cluster_id: SourceClusterOption = None,
+    skip_corrupt: IngestSkipCorruptOption = False,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write the plots and index.html")] = True,
     master: MasterOption = None,
     remote: RemoteOption = None,
@@ -87,6 +81,7 @@ def run(
         from kraft_replay.summary import summarize
         from lakehouse.ingest import IngestOptions, ingest, plan_source
         from lakehouse.lake import Lake
+        from replay.checkpoints import replayed_version
         from replay.store import run_replay
 
         plan = plan_source(source, cluster_id)  # a wrong path fails here, before Spark starts
@@ -95,7 +90,7 @@ def run(
         echo: Callable[[str], None] = typer.echo
         with stage_progress(quiet) as stages:
             stages("starting Spark")
-            spark = stages.attach(_spark(master, remote))
+            spark = stages.attach(spark_session(master, remote))
             echo(f"1/4 ingesting {source} into the Delta lake at {target.root}")
             ingested = ingest(spark, target, source, IngestOptions(cluster_id=cluster_id, skip_corrupt=skip_corrupt),
                               plan=plan, progress=stages)
@@ -108,7 +103,7 @@ def run(
             up_to_date = replayed_version(spark, target) if not ingested.records_added else None
             if up_to_date is None:
                 replayed = run_replay(spark, target, progress=stages)
-                echo("\n".join(f"    {line}" for line in replayed.lines()))
+                echo("\n".join(f"    {line}" for line in format_replay_summary(replayed)))
                 last_offset = replayed.last_offset
             else:
                 echo(f"    up to date: metadata_log v{up_to_date} is already replayed (`kraft-replay replay --full` "
@@ -132,7 +127,7 @@ def run(
         offset = told.focus[2] if told.focus else last_offset
         echo(f"Try: kraft-replay state --lake {target.root} --offset {offset}")
 
-    _run(body)
+    guarded_query(body)
 
 
 def report(
@@ -145,8 +140,7 @@ def report(
     topic: Annotated[str | None, typer.Option("--topic", help="The partition timeline's topic")] = None,
     partition: Annotated[int | None, typer.Option(
         "--partition", min=0, help="The partition timeline's partition id (with --topic)")] = None,
-    cluster_id: Annotated[str | None, typer.Option(
-        "--cluster-id", help="The cluster to plot; needed only when the lake holds several")] = None,
+    cluster_id: ClusterOption = None,
     master: MasterOption = None,
     remote: RemoteOption = None,
     quiet: QuietOption = False,
@@ -159,14 +153,38 @@ def report(
 
         with stage_progress(quiet) as stages:
             stages("starting Spark")
-            spark = stages.attach(_spark(master, remote))
+            spark = stages.attach(spark_session(master, remote))
             written = write_report(spark, Lake(lake), out, cluster_id=cluster_id, from_offset=from_offset,
                                    to_offset=to_offset, topic=topic, partition=partition, progress=stages)
         typer.echo("\n".join(written.lines()))
 
-    _run(body)
+    guarded_query(body)
+
+
+DEMO_EPILOG = ("Examples:\n\n  kraft-replay demo\n\n  kraft-replay demo --out /tmp/demo --master local[2]\n\n"
+               "  kraft-replay demo --quiet > demo.txt")
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Folder for everything the demo makes (log, lake, report).")]
+    = Path("kraft-demo"),
+    master: MasterOption = None,
+    remote: RemoteOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """The main job: simulate an incident, ingest it into a local Delta lake, replay it, explain it, plot it."""
+
+    def body() -> None:
+        from kraft_replay.demo import run_demo
+
+        with stage_progress(quiet) as stages:
+            stages("starting Spark")
+            spark = stages.attach(spark_session(master, remote))
+            run_demo(spark, out, typer.echo, progress=stages)
+
+    guarded(body)
 
 
 RUN_COMMANDS: list[tuple[Callable[..., None], str]] = [(run, RUN_EPILOG), (report, REPORT_EPILOG)]
 
-__all__ = ["RUN_COMMANDS", "RUN_ROOT", "replayed_version", "report", "run", "run_name"]
+__all__ = ["DEMO_EPILOG", "RUN_COMMANDS", "RUN_ROOT", "demo", "report", "run", "run_name"]

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from kraft_replay.plumbing import guarded
 from records.batch import Compression
 from records.errors import RecordsError
 from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario, write_log
@@ -66,7 +67,6 @@ def simulate(
                                       )] = False,
 ) -> None:
     """Simulate a KRaft controller and write its metadata log, with Kafka's records and batches."""
-    from kraft_replay.cli import guarded  # late: cli.py registers this command
 
     def run() -> None:
         if scenario not in SCENARIOS:

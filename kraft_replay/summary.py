@@ -3,8 +3,9 @@
 Brokers fenced and put into controlled shutdown, partitions that went offline (when, until when, which leader
 they lost and the broker event behind it, from the replay's election audit), unclean elections, elections
 against Kafka's rule, the worst moments of the cluster's health, and one partition before and during
-its incident. Every list is a Spark query over the history tables; only the lines shown reach the driver, so
-a log with thousands of incidents prints the first ``limit`` of each kind and how many more there are.
+its incident. Every list is a Spark query of ``replay.incidents`` (the ones ``kraft-replay incidents`` asks);
+only the lines shown reach the driver, so a log with thousands of incidents prints the first ``limit`` of
+each kind and how many more there are.
 """
 
 from __future__ import annotations
@@ -12,34 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, Row, SparkSession, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, Row, SparkSession
 
 from lakehouse.lake import Lake
 from replay.health import health_series, peaks
+from replay.incidents import controlled_shutdowns, election_deviations, fences, offline_periods, unclean_elections
 from replay.query import history_table, iso_ms, resolve_cluster, state_at
 
 DEFAULT_LIMIT = 10
-
-
-def _turned_on(brokers: DataFrame, flag: str, before_registration: bool) -> DataFrame:
-    """The broker versions where ``flag`` became true; ``before_registration`` is the flag's value assumed
-    before a broker's first version (a registration that starts fenced is not a fence)."""
-    w = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
-    return (brokers.withColumn("_was", F.lag(flag).over(w))
-            .where(F.col(flag) & ~F.coalesce(F.col("_was"), F.lit(before_registration)))
-            .select("broker_id", "broker_epoch", "valid_from_offset", "valid_from_time_ms", "cause_type")
-            .orderBy("valid_from_offset", "broker_id"))
-
-
-def fences(brokers: DataFrame) -> DataFrame:
-    """Every time a registered, unfenced broker became fenced."""
-    return _turned_on(brokers, "fenced", before_registration=True)
-
-
-def controlled_shutdowns(brokers: DataFrame) -> DataFrame:
-    """Every time a broker asked for a controlled shutdown (its leaderships move away, or go to -1)."""
-    return _turned_on(brokers, "in_controlled_shutdown", before_registration=False)
 
 
 @dataclass
@@ -89,17 +70,14 @@ def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, li
                 f"({iso_ms(row['valid_from_time_ms'])}) {until}; {row['reason']}")
 
     # The election audit written by the replay (replay/elections.py): periods with the broker event behind each.
-    audit = history_table(spark, lake, "elections", cluster)
-    periods = history_table(spark, lake, "leaderless_periods", cluster).orderBy(
-        "valid_from_offset", "topic_name", "partition_id", "topic_id")
-    offline = _section(lines, "partitions offline (no leader)", periods, offline_line, limit)
-    unclean = audit.where(F.col("election_type") == "unclean").orderBy("offset", "topic_name", "partition_id")
-    _section(lines, "unclean elections (leader not in the previous ISR: possible data loss)", unclean,
+    offline = _section(lines, "partitions offline (no leader)", offline_periods(spark, lake, cluster), offline_line,
+                       limit)
+    _section(lines, "unclean elections (leader not in the previous ISR: possible data loss)",
+             unclean_elections(spark, lake, cluster),
              lambda r: (f"{r['topic_name']}-{r['partition_id']}: broker {r['leader']} elected at offset "
                         f"{r['offset']}, previous ISR {r['previous_isr']}, leader epoch "
                         f"{r['leader_epoch']}, recovery state {r['leader_recovery_state']}"), limit)
-    deviations = audit.where(F.col("deviation").isNotNull()).orderBy("offset", "topic_name", "partition_id")
-    _section(lines, "elections against Kafka's rule", deviations,
+    _section(lines, "elections against Kafka's rule", election_deviations(spark, lake, cluster),
              lambda r: f"{r['topic_name']}-{r['partition_id']} at offset {r['offset']}: {r['deviation']}", limit)
 
     worst = peaks(health_series(partitions, brokers))
@@ -116,12 +94,11 @@ def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, li
         for label, offset in (("before", at - 1), ("during", at)):
             if offset < 0:
                 continue
-            state = state_at(spark, lake, offset=offset, cluster_id=cluster)
-            rows = state.partitions.where((F.col("topic_name") == topic) & (F.col("partition_id") == pid)).collect()
+            rows = state_at(spark, lake, offset=offset, cluster_id=cluster).only(topic, pid).partitions.collect()
             for row in rows:
                 lines.append(f"  {topic}-{pid} {label} the incident (offset {offset}): leader {row['leader']}, "
                              f"leader epoch {row['leader_epoch']}, ISR {row['isr']}, replicas {row['replicas']}")
     return summary
 
 
-__all__ = ["DEFAULT_LIMIT", "Summary", "controlled_shutdowns", "fences", "summarize"]
+__all__ = ["DEFAULT_LIMIT", "Summary", "summarize"]

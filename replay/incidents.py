@@ -1,12 +1,13 @@
 """Incident questions over the derived tables: offline periods, unclean elections, invalid transitions,
-election deviations between two offsets, and what-if failures at an offset."""
+election deviations between two offsets, brokers fenced and put into controlled shutdown, and what-if failures
+at an offset. ``kraft-replay incidents`` and the operator's summary ask the same functions."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
@@ -27,6 +28,55 @@ class Incidents:
     deviations: DataFrame  # elections that differ from Kafka's rule
 
 
+def _audit_table(spark: SparkSession, lake: Lake, name: str, cluster: str) -> DataFrame:
+    if not lake.table_exists(name):
+        raise QueryError(f"no {name} table in {lake.root}: run `kraft-replay replay` (it builds the "
+                         "state machines and the election audit)")
+    return history_table(spark, lake, name, cluster)
+
+
+def _within(column: str, lo: int, hi: int) -> Column:
+    return (F.col(column) >= lo) & (F.col(column) <= hi)
+
+
+def offline_periods(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX) -> DataFrame:
+    """The leaderless periods (the election audit's) overlapping offsets ``lo..hi``, in log order."""
+    return (_audit_table(spark, lake, "leaderless_periods", cluster)
+            .where((F.col("valid_from_offset") <= hi)
+                   & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo)))
+            .orderBy("valid_from_offset", "topic_name", "partition_id", "topic_id"))
+
+
+def unclean_elections(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX) -> DataFrame:
+    """Elections of a leader outside the previous ISR at offsets ``lo..hi``, in log order."""
+    audit = _audit_table(spark, lake, "elections", cluster)
+    return audit.where((F.col("election_type") == "unclean") & _within("offset", lo, hi)).orderBy(
+        "offset", "topic_name", "partition_id", "topic_id")
+
+
+def election_deviations(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX
+                        ) -> DataFrame:
+    """Elections at offsets ``lo..hi`` whose leader differs from the one Kafka's rule picks, in log order."""
+    audit = _audit_table(spark, lake, "elections", cluster)
+    return audit.where(F.col("deviation").isNotNull() & _within("offset", lo, hi)).orderBy(
+        "offset", "topic_name", "partition_id", "topic_id")
+
+
+def invalid_transitions(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX
+                        ) -> DataFrame:
+    """Replica and partition transitions at offsets ``lo..hi`` that Kafka's state machines do not allow."""
+    columns = ("topic_id", "topic_name", "partition_id", "state", "previous_state", "valid_from_offset", "step",
+               "valid_from_time_ms", "cause_offset", "cause_type", "reason")
+    replicas = _audit_table(spark, lake, "replica_state_history", cluster).where(
+        ~F.col("valid_transition") & _within("valid_from_offset", lo, hi))
+    partitions = _audit_table(spark, lake, "partition_state_history", cluster).where(
+        ~F.col("valid_transition") & _within("valid_from_offset", lo, hi))
+    return (replicas.select(F.lit("replica").alias("machine"), *columns, "broker_id")
+            .unionByName(partitions.select(F.lit("partition").alias("machine"), *columns,
+                                           F.lit(None).cast("int").alias("broker_id")))
+            .orderBy("valid_from_offset", "step", "machine", "topic_name", "partition_id", "broker_id"))
+
+
 def incidents(spark: SparkSession, lake: Lake, from_offset: int | None = None, to_offset: int | None = None,
               cluster_id: str | None = None) -> Incidents:
     """What went wrong between two offsets (inclusive; open ends = the whole log)."""
@@ -34,34 +84,29 @@ def incidents(spark: SparkSession, lake: Lake, from_offset: int | None = None, t
     lo, hi = from_offset or 0, _MAX if to_offset is None else to_offset
     if hi < lo:
         raise QueryError(f"--from {lo} is after --to {hi}")
+    return Incidents(cluster, lo, to_offset, offline_periods(spark, lake, cluster, lo, hi),
+                     unclean_elections(spark, lake, cluster, lo, hi), invalid_transitions(spark, lake, cluster, lo, hi),
+                     election_deviations(spark, lake, cluster, lo, hi))
 
-    def table(name: str) -> DataFrame:
-        if not lake.table_exists(name):
-            raise QueryError(f"no {name} table in {lake.root}: run `kraft-replay replay` (it builds the "
-                             "state machines and the election audit)")
-        return history_table(spark, lake, name, cluster)
 
-    def within(column: str) -> F.Column:
-        return (F.col(column) >= lo) & (F.col(column) <= hi)
+def _turned_on(brokers: DataFrame, flag: str, before_registration: bool) -> DataFrame:
+    """The broker versions where ``flag`` became true; ``before_registration`` is the flag's value assumed
+    before a broker's first version (a registration that starts fenced is not a fence)."""
+    broker_versions = Window.partitionBy("cluster_id", "broker_id").orderBy("valid_from_offset")
+    return (brokers.withColumn("_was", F.lag(flag).over(broker_versions))
+            .where(F.col(flag) & ~F.coalesce(F.col("_was"), F.lit(before_registration)))
+            .select("broker_id", "broker_epoch", "valid_from_offset", "valid_from_time_ms", "cause_type")
+            .orderBy("valid_from_offset", "broker_id"))
 
-    offline = (table("leaderless_periods")
-               .where((F.col("valid_from_offset") <= hi)
-                      & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo)))
-               .orderBy("valid_from_offset", "topic_name", "partition_id", "topic_id"))
-    audit = table("elections")
-    unclean = audit.where((F.col("election_type") == "unclean") & within("offset")).orderBy(
-        "offset", "topic_name", "partition_id", "topic_id")
-    deviations = audit.where(F.col("deviation").isNotNull() & within("offset")).orderBy(
-        "offset", "topic_name", "partition_id", "topic_id")
-    columns = ("topic_id", "topic_name", "partition_id", "state", "previous_state", "valid_from_offset", "step",
-               "valid_from_time_ms", "cause_offset", "cause_type", "reason")
-    replicas = table("replica_state_history").where(~F.col("valid_transition") & within("valid_from_offset"))
-    partitions = table("partition_state_history").where(~F.col("valid_transition") & within("valid_from_offset"))
-    invalid = (replicas.select(F.lit("replica").alias("machine"), *columns, "broker_id")
-               .unionByName(partitions.select(F.lit("partition").alias("machine"), *columns,
-                                              F.lit(None).cast("int").alias("broker_id")))
-               .orderBy("valid_from_offset", "step", "machine", "topic_name", "partition_id", "broker_id"))
-    return Incidents(cluster, lo, to_offset, offline, unclean, invalid, deviations)
+
+def fences(brokers: DataFrame) -> DataFrame:
+    """Every time a registered, unfenced broker became fenced (``broker_history`` rows in)."""
+    return _turned_on(brokers, "fenced", before_registration=True)
+
+
+def controlled_shutdowns(brokers: DataFrame) -> DataFrame:
+    """Every time a broker asked for a controlled shutdown (its leaderships move away, or go to -1)."""
+    return _turned_on(brokers, "in_controlled_shutdown", before_registration=False)
 
 
 def what_if_at(spark: SparkSession, lake: Lake, brokers: list[int], offset: int | None = None,

@@ -20,28 +20,35 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
+from records.vocabulary import kafka_name
 from replay.store import ANOMALIES, CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
 
-# snake_case column → Kafka's camelCase JSON name, in output order.
-BROKER_FIELDS: tuple[tuple[str, str], ...] = (
-    ("broker_id", "brokerId"), ("broker_epoch", "brokerEpoch"), ("incarnation_id", "incarnationId"),
-    ("fenced", "fenced"), ("in_controlled_shutdown", "inControlledShutdown"), ("rack", "rack"),
-    ("endpoints", "endPoints"), ("features", "features"), ("log_dirs", "logDirs"),
-    ("is_migrating_zk_broker", "isMigratingZkBroker"))
-TOPIC_FIELDS: tuple[tuple[str, str], ...] = (("topic_id", "topicId"), ("name", "name"))
-PARTITION_FIELDS: tuple[tuple[str, str], ...] = (
-    ("topic_id", "topicId"), ("topic_name", "topicName"), ("partition_id", "partitionId"), ("leader", "leader"),
-    ("leader_epoch", "leaderEpoch"), ("partition_epoch", "partitionEpoch"), ("replicas", "replicas"),
-    ("isr", "isr"), ("adding_replicas", "addingReplicas"), ("removing_replicas", "removingReplicas"),
-    ("eligible_leader_replicas", "eligibleLeaderReplicas"), ("last_known_elr", "lastKnownElr"),
-    ("leader_recovery_state", "leaderRecoveryState"), ("directories", "directories"))
-# Nested structs in Kafka's names too (the history tables keep them snake_case).
-_NESTED = {
-    "endpoints": "transform(endpoints, e -> named_struct('name', e.name, 'host', e.host, 'port', e.port, "
-                 "'securityProtocol', e.security_protocol))",
-    "features": "transform(features, f -> named_struct('name', f.name, 'minSupportedVersion', "
-                "f.min_supported_version, 'maxSupportedVersion', f.max_supported_version))",
+# Kafka's JSON names of the columns are the vocabulary's rule (``kafka_name``); these are the exceptions, all
+# written here: an output name that is not ``kafka_name(column)``.
+KAFKA_NAME_EXCEPTIONS = {
+    "endpoints": "endPoints",  # Kafka's RegisterBrokerRecord field is EndPoints; the lake's column is endpoints
 }
+# ``state --states --format json`` names a state's first offset as the table's SINCE column does.
+MACHINE_STATE_NAMES = {"valid_from_offset": "since"}
+# Nested structs in Kafka's names too (the history tables keep them snake_case): column → (lambda variable,
+# the struct's fields).
+_NESTED = {"endpoints": ("e", ("name", "host", "port", "security_protocol")),
+           "features": ("f", ("name", "min_supported_version", "max_supported_version"))}
+
+
+def kafka_fields(*columns: str, names: dict[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """Each column with its Kafka JSON name, in output order: ``kafka_name`` but for the exceptions above
+    (``names``: one of the exception tables of this module)."""
+    renamed = {**KAFKA_NAME_EXCEPTIONS, **(names or {})}
+    return tuple((column, renamed.get(column, kafka_name(column))) for column in columns)
+
+
+BROKER_FIELDS = kafka_fields("broker_id", "broker_epoch", "incarnation_id", "fenced", "in_controlled_shutdown",
+                             "rack", "endpoints", "features", "log_dirs", "is_migrating_zk_broker")
+TOPIC_FIELDS = kafka_fields("topic_id", "name")
+PARTITION_FIELDS = kafka_fields("topic_id", "topic_name", "partition_id", "leader", "leader_epoch",
+                                "partition_epoch", "replicas", "isr", "adding_replicas", "removing_replicas",
+                                "eligible_leader_replicas", "last_known_elr", "leader_recovery_state", "directories")
 # Sort order of each entity in answers (deterministic: the keys are unique in a state).
 BROKER_ORDER = ("broker_id",)
 TOPIC_ORDER = ("name", "topic_id")
@@ -63,6 +70,18 @@ class ClusterState:
     partitions: DataFrame
     replicas: DataFrame
     cluster_id: str | None = None
+
+    def only(self, topic: str | None = None, partition: int | None = None) -> ClusterState:
+        """The same state with only this topic's (and partition id's) topics, partitions and replicas."""
+        topics, partitions, replicas = self.topics, self.partitions, self.replicas
+        if topic is not None:
+            topics = topics.where(F.col("name") == topic)
+            partitions = partitions.where(F.col("topic_name") == topic)
+            replicas = replicas.where(F.col("topic_name") == topic)
+        if partition is not None:
+            partitions = partitions.where(F.col("partition_id") == partition)
+            replicas = replicas.where(F.col("partition_id") == partition)
+        return ClusterState(self.offset, self.brokers, topics, partitions, replicas, self.cluster_id)
 
 
 # --- clusters ------------------------------------------------------------------------------------
@@ -209,10 +228,16 @@ def history(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster
 # --- Kafka JSON ----------------------------------------------------------------------------------
 
 
+def _nested(column: str) -> Column:
+    """``transform(endpoints, e -> named_struct('name', e.name, …, 'securityProtocol', e.security_protocol))``."""
+    variable, members = _NESTED[column]
+    pairs = ", ".join(f"'{kafka_name(member)}', {variable}.{member}" for member in members)
+    return F.expr(f"transform({column}, {variable} -> named_struct({pairs}))")
+
+
 def kafka_struct(fields: tuple[tuple[str, str], ...]) -> Column:
     """A struct of the columns under Kafka's camelCase names (nested endpoints/features too)."""
-    return F.struct(*[(F.expr(_NESTED[col]) if col in _NESTED else F.col(col)).alias(name)
-                      for col, name in fields])
+    return F.struct(*[(_nested(col) if col in _NESTED else F.col(col)).alias(name) for col, name in fields])
 
 
 def kafka_json(fields: tuple[tuple[str, str], ...]) -> Column:
@@ -291,7 +316,7 @@ def register_views(spark: SparkSession, lake: Lake, cluster_id: str | None = Non
     return names
 
 
-__all__ = ["ANOMALIES", "BROKER_FIELDS", "DIFF_COLUMNS", "HISTORY_TABLES", "PARTITION_FIELDS", "TOPIC_FIELDS",
-           "ClusterState", "QueryError", "as_of", "clusters", "diff", "history", "iso_ms", "kafka_json",
-           "kafka_struct", "parse_time", "register_views", "resolve_cluster", "resolve_offset", "state_at",
-           "to_epoch_ms"]
+__all__ = ["ANOMALIES", "BROKER_FIELDS", "DIFF_COLUMNS", "HISTORY_TABLES", "KAFKA_NAME_EXCEPTIONS",
+           "MACHINE_STATE_NAMES", "PARTITION_FIELDS", "TOPIC_FIELDS", "ClusterState", "QueryError", "as_of",
+           "clusters", "diff", "history", "iso_ms", "kafka_fields", "kafka_json", "kafka_struct", "parse_time",
+           "register_views", "resolve_cluster", "resolve_offset", "state_at", "to_epoch_ms"]

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from typer.testing import CliRunner
 
+from kraft_replay.formatting import format_replay_summary
 from kraft_replay.replay_commands import standalone_app
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
@@ -90,7 +91,7 @@ def test_replay_writes_every_table_and_a_checkpoint(spark: SparkSession, replaye
     assert (checkpoint["cluster_id"], checkpoint["last_offset"], checkpoint["metadata_log_version"],
             checkpoint["mode"]) == (CLUSTER, 4928, 0, "full")
     assert set(checkpoint["tables"]) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES}
-    assert "partition_history" in "\n".join(summary.lines())
+    assert "partition_history" in "\n".join(format_replay_summary(summary))
 
 
 def test_the_real_incident_in_the_state_machines_and_the_audit(spark: SparkSession, lake: Lake) -> None:

@@ -1,0 +1,215 @@
+"""What every command shares: exit codes, the options (each declared once, with one help text), ``guarded``,
+the Spark session, and the output helpers. Command modules import from here, never from ``kraft_replay.cli``
+(which only assembles the app) nor each other's private names.
+
+Exit codes: 0 success, 1 unexpected failure, 2 bad usage, 3 bad input (the message names the file, line or
+byte, and offset). Errors never print a traceback unless ``KRAFT_REPLAY_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from records.errors import RecordsError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 3
+
+T = TypeVar("T")
+
+# --- options -------------------------------------------------------------------------------------
+
+LakeOption = Annotated[str | None, typer.Option(
+    "--lake", envvar="KRAFT_REPLAY_LAKE", show_default=False,
+    help="Lake root: a directory or an object-store URI (default ./kraft-lake)")]
+MasterOption = Annotated[str | None, typer.Option(
+    "--master", help="Spark master URL (default local[*], or $KRAFT_REPLAY_SPARK_MASTER)")]
+RemoteOption = Annotated[str | None, typer.Option(
+    "--remote", help="Spark Connect URL, e.g. sc://host:15002 (default $SPARK_REMOTE)")]
+QuietOption = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="No progress display (it is also hidden when the output is not a terminal)")]
+ClusterOption = Annotated[str | None, typer.Option(
+    "--cluster-id", help="The cluster to ask about; needed only when the lake holds several")]
+# Reading a log (dump, export, ingest, run): the id to use when the log's directory does not name one.
+SourceClusterOption = Annotated[str | None, typer.Option(
+    "--cluster-id", help="Cluster id when meta.properties does not give one (overrides it)")]
+# dump and export list a damaged batch on stderr; ingest and run also record it in the lake.
+SkipCorruptOption = Annotated[bool, typer.Option(
+    "--skip-corrupt", help="Skip damaged batches (each one is listed) instead of stopping.")]
+IngestSkipCorruptOption = Annotated[bool, typer.Option(
+    "--skip-corrupt", help="Skip damaged batches (each one is recorded in ingest_rejects) instead of stopping")]
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+FormatOption = Annotated[OutputFormat, typer.Option("--format", help="table: for people; json: for tools")]
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Print ``kraft-replay: message`` in red on stderr; the caller raises the returned exit."""
+    typer.secho(f"kraft-replay: {message}", err=True, fg=typer.colors.RED)
+    return typer.Exit(code)
+
+
+def guarded(action: Callable[[], T]) -> T:
+    """Run a command body; turn input errors into a clear message and exit code, not a traceback."""
+    try:
+        return action()
+    except typer.Exit:
+        raise
+    except typer.BadParameter as exc:  # a usage problem found while running: exit 2 with the message
+        raise fail(exc.message, EXIT_USAGE) from None
+    except RecordsError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from None
+    except BrokenPipeError:
+        # The reader (e.g. `head`) went away: stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(0) from None
+    except OSError as exc:
+        raise fail(f"{exc.filename or ''}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted", 130) from None
+    except Exception as exc:
+        if os.environ.get("KRAFT_REPLAY_DEBUG") == "1":
+            raise
+        from lakehouse.spark import SparkUnavailableError  # late: pyspark is loaded by now, not at start-up
+
+        if isinstance(exc, SparkUnavailableError):  # no JVM, no jars: one actionable line
+            raise fail(str(exc), EXIT_FAILURE) from None
+        raise fail(f"unexpected error: {type(exc).__name__}: {exc} (set KRAFT_REPLAY_DEBUG=1 "
+                   "for the traceback, and please report it)", EXIT_FAILURE) from None
+
+
+def _lake_usage_errors() -> tuple[type[Exception], ...]:
+    from pyspark.errors import AnalysisException
+
+    from lakehouse.lake import LakeError
+    from replay.query import QueryError
+    from replay.store import ReplayError
+
+    return QueryError, ReplayError, LakeError, AnalysisException
+
+
+def guarded_query(body: Callable[[], None]) -> None:
+    """``guarded`` for a command that asks the lake: its usage errors (unknown cluster, an offset outside the
+    log, tables missing, bad SQL) exit 2 with a one-line message."""
+    problem: list[str] = []
+
+    def wrapped() -> None:
+        try:
+            body()
+        except _lake_usage_errors() as exc:
+            text = str(exc).strip()
+            problem.append(text.splitlines()[0] if text else type(exc).__name__)
+
+    # PySpark logs every analysis error with its whole Java stack trace; the one-line message is enough.
+    quiet = [logging.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
+    levels = [logger.level for logger in quiet]
+    for logger in quiet:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        guarded(wrapped)
+    finally:
+        for logger, level in zip(quiet, levels, strict=True):
+            logger.setLevel(level)
+    if problem:
+        raise fail(problem[0], EXIT_USAGE)
+
+
+def usage_error(message: str) -> NoReturn:
+    """Refuse the question as asked (exit 2 under ``guarded_query``)."""
+    from replay.query import QueryError
+
+    raise QueryError(message)
+
+
+# --- Spark ---------------------------------------------------------------------------------------
+
+
+def spark_session(master: str | None, remote: str | None = None) -> SparkSession:
+    """The session of a command's ``--master``/``--remote``, announcing its engine on stderr."""
+    from lakehouse.spark import SparkOptions, get_spark
+
+    return get_spark(SparkOptions(master=master, remote=remote, announce=True))
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def echo_lines(lines: Iterable[str]) -> None:
+    """Write each line to stdout as it comes (a long answer streams)."""
+    out = sys.stdout
+    for text in lines:
+        out.write(text)
+        out.write("\n")
+    out.flush()
+
+
+def terminal_width() -> int:
+    return shutil.get_terminal_size((160, 24)).columns
+
+
+def cell(value: Any) -> str:
+    """A value as a table shows it: lists comma-joined, structs as compact JSON, booleans yes/no."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ",".join(cell(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"), default=str)
+    if hasattr(value, "asDict"):
+        return json.dumps(value.asDict(recursive=True), separators=(",", ":"), default=str)
+    return str(value)
+
+
+def table_lines(headers: Sequence[str], rows: Iterable[Sequence[Any]], width: int | None = None,
+                right: Sequence[bool] | None = None) -> Iterator[str]:
+    """Aligned columns that fit ``width``: the widest columns are shortened (cut with …) first."""
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    available = (width or terminal_width()) - 2 * (len(headers) - 1)
+    while sum(widths) > available and max(widths) > 6:
+        widest = widths.index(max(widths))
+        widths[widest] -= 1
+    align = right or [False] * len(headers)
+
+    def line(values: Sequence[str]) -> str:
+        parts = []
+        for value, size, to_right in zip(values, widths, align, strict=True):
+            text = value if len(value) <= size else value[: size - 1] + "…"
+            parts.append(text.rjust(size) if to_right else text.ljust(size))
+        return "  ".join(parts).rstrip()
+
+    yield line(list(headers))
+    for row in cells:
+        yield line(row)
+
+
+def standalone_app(commands: Iterable[tuple[Callable[..., None], str]]) -> typer.Typer:
+    """Some commands without the rest of the CLI (tests, subprocesses, before registration)."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                      context_settings={"help_option_names": ["-h", "--help"]})
+    for command, epilog in commands:
+        app.command(epilog=epilog)(command)
+    return app

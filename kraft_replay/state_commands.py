@@ -1,0 +1,253 @@
+"""`kraft-replay state | history`: the cluster as of an offset or a time, and one partition's versions, with the
+controller's state machines beside them (``--states``).
+
+Register through ``kraft_replay.replay_commands.REPLAY_COMMANDS``. Exit codes as the rest of the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kraft_replay.plumbing import (
+    ClusterOption,
+    FormatOption,
+    LakeOption,
+    MasterOption,
+    OutputFormat,
+    RemoteOption,
+    echo_lines,
+    guarded_query,
+    spark_session,
+    table_lines,
+    usage_error,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lakehouse.lake import Lake
+
+
+def _appended(spark: SparkSession, lake: Lake, cluster_id: str, offset: int) -> str:
+    """`appended 2026-…Z` for an offset of the log, or a note that it lies beyond the log's end."""
+    from replay.log_offsets import record_at
+    from replay.query import iso_ms
+
+    if not lake.table_exists("metadata_log"):
+        return ""
+    row = record_at(spark, lake, cluster_id, offset)
+    if row is None:
+        return " (not an offset of the stored log: the state after the last offset before it)"
+    return f" (appended {iso_ms(row['append_time_ms'])}, {row['record_type']})"
+
+
+# --- state ---------------------------------------------------------------------------------------
+
+STATE_EPILOG = ("Examples:\n\n"
+                "  kraft-replay state --offset 4925\n\n"
+                "  kraft-replay state --time 2026-01-30T17:23:55Z --topic orders --partition 7\n\n"
+                "  kraft-replay state --time '2026-01-30 17:23' --brokers\n\n"
+                "  kraft-replay state --offset 4880 --batch-aligned --format json | jq '.partitions[0]'")
+
+BROKER_HEADERS = ("BROKER", "EPOCH", "FENCED", "SHUTDOWN", "RACK", "ENDPOINTS", "SINCE", "CAUSE")
+PARTITION_HEADERS = ("TOPIC", "PART", "LEADER", "L.EPOCH", "P.EPOCH", "REPLICAS", "ISR", "ELR", "ADDING",
+                     "REMOVING", "SINCE", "CAUSE")
+
+
+def _broker_row(r: Any) -> list[Any]:
+    endpoints = [f"{e['name']}://{e['host']}:{e['port']}" for e in (r["endpoints"] or [])]
+    return [r["broker_id"], r["broker_epoch"], r["fenced"], r["in_controlled_shutdown"], r["rack"], endpoints,
+            r["valid_from_offset"], r["cause_type"]]
+
+
+def _partition_row(r: Any) -> list[Any]:
+    return [r["topic_name"], r["partition_id"], r["leader"], r["leader_epoch"], r["partition_epoch"],
+            r["replicas"], r["isr"], r["eligible_leader_replicas"], r["adding_replicas"], r["removing_replicas"],
+            r["valid_from_offset"], r["cause_type"]]
+
+
+def json_items(df: DataFrame, fields: tuple[tuple[str, str], ...]) -> Iterator[str]:
+    """Each row as Kafka JSON text, computed by Spark, streamed in the DataFrame's (sorted) order."""
+    from replay.query import kafka_json
+
+    for row in df.select(kafka_json(fields).alias("j")).toLocalIterator():
+        yield row["j"]
+
+
+def state_json_lines(cluster_id: str, offset: int, sections: dict[str, Iterator[str]]) -> Iterator[str]:
+    """One JSON object ``{"clusterId", "offset", "brokers": […], "topics": […], "partitions": […]}``,
+    written as it streams: one item per line."""
+    yield "{" + f'"clusterId": {json.dumps(cluster_id)}, "offset": {offset},'
+    names = list(sections)
+    for index, name in enumerate(names):
+        items = sections[name]
+        closing = "]" + ("," if index < len(names) - 1 else "")
+        first = next(items, None)
+        if first is None:
+            yield f'"{name}": []' + closing[1:]
+            continue
+        yield f'"{name}": ['
+        previous = first
+        for item in items:
+            yield previous + ","
+            previous = item
+        yield previous
+        yield closing
+    yield "}"
+
+
+def state(
+    offset: Annotated[int | None, typer.Option("--offset", min=0, help="The log offset to look at")] = None,
+    time: Annotated[str | None, typer.Option(
+        "--time", help="ISO-8601 time (naive = UTC): the state after the last record appended at or before it")
+    ] = None,
+    topic: Annotated[str | None, typer.Option("--topic", help="Only this topic's partitions")] = None,
+    partition: Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition id")] = None,
+    brokers: Annotated[bool, typer.Option("--brokers", help="Only the brokers (no topics, no partitions)")]
+    = False,
+    states: Annotated[bool, typer.Option(
+        "--states", help="Also each partition's and replica's controller state (OnlinePartition, "
+                         "OfflineReplica, ReplicaDeletionIneligible, …)")] = False,
+    batch_aligned: Annotated[bool, typer.Option(
+        "--batch-aligned", help="Move the offset to the end of its record batch: the states brokers saw")] = False,
+    fmt: FormatOption = OutputFormat.table,
+    lake: LakeOption = None,
+    cluster_id: ClusterOption = None,
+    master: MasterOption = None,
+    remote: RemoteOption = None,
+) -> None:
+    """The cluster as of an offset or a time: brokers and partitions (leader, epochs, replicas, ISR, ELR)."""
+
+    def run() -> None:
+        from lakehouse.lake import Lake
+        from replay.query import BROKER_FIELDS, PARTITION_FIELDS, TOPIC_FIELDS, state_at
+
+        if (offset is None) == (time is None):
+            usage_error("give exactly one of --offset N or --time ISO8601")
+        spark, target = spark_session(master, remote), Lake(lake)
+        snapshot = state_at(spark, target, offset=offset, time=time, cluster_id=cluster_id,
+                            batch_aligned=batch_aligned)
+        shown = snapshot.only(topic, partition)
+        topics, partitions = shown.topics, shown.partitions
+        cluster = snapshot.cluster_id or ""
+        if fmt is OutputFormat.json:
+            sections = {
+                "brokers": json_items(snapshot.brokers, BROKER_FIELDS),
+                "topics": iter(()) if brokers else json_items(topics, TOPIC_FIELDS),
+                "partitions": iter(()) if brokers else json_items(partitions, PARTITION_FIELDS),
+            }
+            if states and not brokers:
+                sections.update(state_machine_json(spark, target, cluster, snapshot.offset, topic, partition))
+            echo_lines(state_json_lines(cluster, snapshot.offset, sections))
+            return
+        where = _appended(spark, target, cluster, snapshot.offset)
+        lines = [f"cluster {cluster} as of offset {snapshot.offset}{where}", ""]
+        broker_rows = [_broker_row(r) for r in snapshot.brokers.toLocalIterator()]
+        lines += [f"brokers ({len(broker_rows)})",
+                  *table_lines(BROKER_HEADERS, broker_rows, right=[True, True, False, False, False, False, True,
+                                                                    False])]
+        if not brokers:
+            partition_rows = [_partition_row(r) for r in partitions.toLocalIterator()]
+            lines += ["", f"partitions ({len(partition_rows)})",
+                      *table_lines(PARTITION_HEADERS, partition_rows,
+                                   right=[False, True, True, True, True] + [False] * 5 + [True, False])]
+        if states and not brokers:
+            lines += state_machine_lines(spark, target, cluster, snapshot.offset, topic, partition)
+        echo_lines(lines)
+
+    guarded_query(run)
+
+
+# --- history -------------------------------------------------------------------------------------
+
+HISTORY_EPILOG = ("Examples:\n\n"
+                  "  kraft-replay history --topic orders --partition 7\n\n"
+                  "  kraft-replay history --topic __consumer_offsets --partition 0 --format json")
+HISTORY_HEADERS = ("FROM", "TO", "TIME (UTC)", "CAUSE", "RECORD TYPE", "LEADER", "L.EPOCH", "P.EPOCH",
+                   "REPLICAS", "ISR", "ELR", "TOPIC ID")
+
+
+def history(
+    topic: Annotated[str, typer.Option("--topic", help="Topic name (every topic id that had it)")],
+    partition: Annotated[int, typer.Option("--partition", min=0, help="Partition id")],
+    states: Annotated[bool, typer.Option(
+        "--states", help="Also every state-machine transition of the partition and its replicas")] = False,
+    fmt: FormatOption = OutputFormat.table,
+    lake: LakeOption = None,
+    cluster_id: ClusterOption = None,
+    master: MasterOption = None,
+    remote: RemoteOption = None,
+) -> None:
+    """Every version of one partition: from/to offsets, the record (offset, time, type) that caused it."""
+
+    def run() -> None:
+        from lakehouse.lake import Lake
+        from replay.query import PARTITION_FIELDS, iso_ms, kafka_fields
+        from replay.query import history as partition_history
+
+        versions = partition_history(spark_session(master, remote), Lake(lake), topic, partition, cluster_id)
+        if fmt is OutputFormat.json:
+            extra = kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
+                                 "cause_offset", "cause_type")
+            echo_lines(json_items(versions, (*PARTITION_FIELDS, *extra)))
+            return
+        rows = [[r["valid_from_offset"], r["valid_to_offset"], iso_ms(r["valid_from_time_ms"]), r["cause_offset"],
+                 r["cause_type"], r["leader"], r["leader_epoch"], r["partition_epoch"], r["replicas"], r["isr"],
+                 r["eligible_leader_replicas"], r["topic_id"]] for r in versions.toLocalIterator()]
+        if not rows:
+            usage_error(f"no partition {topic}-{partition} in partition_history")
+        echo_lines([f"{topic}-{partition}: {len(rows)} version(s); TO empty = still current",
+                    *table_lines(HISTORY_HEADERS, rows, right=[True, True, False, True, False, True, True, True,
+                                                               False, False, False, False])])
+        if states:
+            echo_lines(transition_lines(spark_session(master, remote), Lake(lake), topic, partition, cluster_id))
+
+    guarded_query(run)
+
+
+# --- state machines ------------------------------------------------------------------------------
+
+STATE_HEADERS = ("PARTITION", "BROKER", "STATE", "SINCE", "FROM STATE", "CAUSE")
+TRANSITION_HEADERS = ("OFFSET", "TIME (UTC)", "MACHINE", "BROKER", "FROM", "TO", "VALID", "CAUSE", "WHY")
+
+
+def state_machine_lines(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
+                        partition: int | None) -> list[str]:
+    from replay.controller_states import machine_states_at
+
+    partitions, replicas = machine_states_at(spark, lake, cluster, offset, topic, partition)
+    rows = [[f"{r['topic_name']}-{r['partition_id']}", "", r["state"], r["valid_from_offset"],
+             r["previous_state"], f"{r['cause_type']}: {r['reason']}"] for r in partitions.toLocalIterator()]
+    rows += [[f"{r['topic_name']}-{r['partition_id']}", r["broker_id"], r["state"], r["valid_from_offset"],
+              r["previous_state"], f"{r['cause_type']}: {r['reason']}"] for r in replicas.toLocalIterator()]
+    return ["", f"controller states ({len(rows)})", *table_lines(STATE_HEADERS, rows)]
+
+
+def state_machine_json(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
+                       partition: int | None) -> dict[str, Iterator[str]]:
+    from replay.controller_states import machine_states_at
+    from replay.query import MACHINE_STATE_NAMES, kafka_fields
+
+    partitions, replicas = machine_states_at(spark, lake, cluster, offset, topic, partition)
+    common = kafka_fields("topic_id", "topic_name", "partition_id")
+    tail = kafka_fields("state", "previous_state", "valid_from_offset", "cause_offset", "cause_type", "reason",
+                        names=MACHINE_STATE_NAMES)
+    return {"partitionStates": json_items(partitions, (*common, *tail)),
+            "replicaStates": json_items(replicas, (*common, *kafka_fields("broker_id"), *tail))}
+
+
+def transition_lines(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster_id: str | None
+                     ) -> list[str]:
+    from replay.controller_states import transitions
+    from replay.query import iso_ms
+
+    both = transitions(spark, lake, topic, partition, cluster_id)
+    rows = [[r["valid_from_offset"], iso_ms(r["valid_from_time_ms"]), r["machine"], r["broker_id"],
+             r["previous_state"], r["state"], r["valid_transition"], r["cause_type"], r["reason"]]
+            for r in both.toLocalIterator()]
+    return ["", f"state-machine transitions ({len(rows)}); VALID no = Kafka's controller would refuse it",
+            *table_lines(TRANSITION_HEADERS, rows)]
