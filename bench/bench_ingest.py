@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"log: {partition.parent} {manifest['records']:,} records, {manifest['bytes'] / 2**20:,.0f} MB, "
           f"{manifest['segments']} segments (generated/cached in {time.perf_counter() - started:.0f}s)", flush=True)
 
+    from kraft_replay.formatting import format_ingest_summary
     from lakehouse.ingest import ingest
     from lakehouse.lake import Lake
     from lakehouse.spark import SparkOptions, get_spark
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     lake = Lake(lake_root)
     summary = ingest(spark, lake, partition.parent)
     wall = time.perf_counter() - started
-    print("\n".join(summary.lines()), flush=True)
+    print("\n".join(format_ingest_summary(summary)), flush=True)
 
     cluster = summary.cluster_ids[0]
     target = manifest["records"] // 2 + 7

@@ -1,5 +1,6 @@
-"""The code's shape (docs/architecture.md): records → lakehouse → replay → kraft_replay, no arrow back up, and
-no product module over 400 lines without a reason at its top."""
+"""The code's shape (docs/architecture.md): records → lakehouse → replay → kraft_replay, no arrow back up;
+``kraft_replay/cli.py`` only assembles the app (nothing imports it, command modules share ``kraft_replay.plumbing``,
+never another's private names); no product module over 400 lines without a reason at its top."""
 
 from __future__ import annotations
 
@@ -26,24 +27,30 @@ def _modules() -> list[Path]:
     return sorted(path for package in PACKAGES for path in (REPO / package).glob("*.py"))
 
 
-def _imported(path: Path) -> set[str]:
-    """Every module name ``path`` imports, at any depth (late imports inside functions included)."""
-    names: set[str] = set()
+def _imports(path: Path) -> list[tuple[str, str | None]]:
+    """``(module, name)`` of every import in ``path``, at any depth (late imports inside functions included)."""
+    found: list[tuple[str, str | None]] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            found += [(alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
+            found += [(node.module, alias.name) for alias in node.names]
+    return found
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_no_arrow_runs_back_up(path: Path) -> None:
     package = path.parent.name
-    ours = {name for name in _imported(path) if name.split(".")[0] in PACKAGES}
+    ours = {module if name is None else f"{module}.{name}" for module, name in _imports(path)
+            if module.split(".")[0] in PACKAGES}
     wrong = sorted(name for name in ours if name.split(".")[0] not in ALLOWED[package] | {package})
     assert not wrong, f"{package}/{path.name} imports {wrong}: {package} may import only {sorted(ALLOWED[package])}"
-    assert "kraft_replay.cli" not in ours, f"{path.name}: cli.py only assembles the app; import kraft_replay.plumbing"
+    assert not any(name == "kraft_replay.cli" or name.startswith("kraft_replay.cli.") for name in ours), (
+        f"{path.name}: cli.py only assembles the app; import kraft_replay.plumbing")
+    if package == "kraft_replay":
+        private = sorted(f"{module}.{name}" for module, name in _imports(path)
+                         if module.startswith("kraft_replay") and name is not None and name.startswith("_"))
+        assert not private, f"{path.name} imports another module's private names {private}"
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda path: f"{path.parent.name}/{path.name}")
