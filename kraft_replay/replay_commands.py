@@ -153,11 +153,12 @@ def _append_time(spark: SparkSession, lake: Lake, cluster_id: str, offset: int) 
     """`appended 2026-…Z` for an offset of the log, or a note that it lies beyond the log's end."""
     from pyspark.sql import functions as F
 
+    from lakehouse.tables import METADATA_LOG
     from replay.query import iso_ms
 
-    if not lake.table_exists("metadata_log"):
+    if not lake.table_exists(METADATA_LOG):
         return ""
-    row = (lake.read(spark, "metadata_log")
+    row = (lake.read(spark, METADATA_LOG)
            .where((F.col("cluster_id") == cluster_id) & (F.col("offset") == offset))
            .select("append_time_ms", "record_type").first())
     if row is None:
@@ -380,12 +381,13 @@ TRANSITION_HEADERS = ("OFFSET", "TIME (UTC)", "MACHINE", "BROKER", "FROM", "TO",
 
 
 def _machine_tables(spark: SparkSession, lake: Lake, cluster: str) -> tuple[DataFrame, DataFrame]:
+    from lakehouse.tables import PARTITION_STATE_HISTORY, REPLICA_STATE_HISTORY
     from replay.query import QueryError, history_table
 
-    if not lake.table_exists("replica_state_history"):
+    if not lake.table_exists(REPLICA_STATE_HISTORY):
         raise QueryError(f"no state-machine tables in {lake.root}: run `kraft-replay replay` again")
-    return (history_table(spark, lake, "partition_state_history", cluster),
-            history_table(spark, lake, "replica_state_history", cluster))
+    return (history_table(spark, lake, PARTITION_STATE_HISTORY, cluster),
+            history_table(spark, lake, REPLICA_STATE_HISTORY, cluster))
 
 
 def _machine_states(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,

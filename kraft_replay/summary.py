@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
+from lakehouse.tables import BROKER_HISTORY, ELECTIONS, LEADERLESS_PERIODS, PARTITION_HISTORY
 from replay.health import health_series, peaks
 from replay.query import history_table, iso_ms, resolve_cluster, state_at
 
@@ -68,8 +69,8 @@ def _section(lines: list[str], title: str, df: DataFrame, render: Callable[[Row]
 def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, limit: int = DEFAULT_LIMIT) -> Summary:
     """The operator's summary of one cluster of the lake (``cluster_id`` needed only when it holds several)."""
     cluster = resolve_cluster(spark, lake, cluster_id)
-    partitions = history_table(spark, lake, "partition_history", cluster)
-    brokers = history_table(spark, lake, "broker_history", cluster)
+    partitions = history_table(spark, lake, PARTITION_HISTORY, cluster)
+    brokers = history_table(spark, lake, BROKER_HISTORY, cluster)
     summary = Summary()
     lines = summary.lines
 
@@ -89,8 +90,8 @@ def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, li
                 f"({iso_ms(row['valid_from_time_ms'])}) {until}; {row['reason']}")
 
     # The election audit written by the replay (replay/elections.py): periods with the broker event behind each.
-    audit = history_table(spark, lake, "elections", cluster)
-    periods = history_table(spark, lake, "leaderless_periods", cluster).orderBy(
+    audit = history_table(spark, lake, ELECTIONS, cluster)
+    periods = history_table(spark, lake, LEADERLESS_PERIODS, cluster).orderBy(
         "valid_from_offset", "topic_name", "partition_id", "topic_id")
     offline = _section(lines, "partitions offline (no leader)", periods, offline_line, limit)
     unclean = audit.where(F.col("election_type") == "unclean").orderBy("offset", "topic_name", "partition_id")

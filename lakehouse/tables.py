@@ -1,4 +1,9 @@
-"""The lake's table schemas, defined once in Arrow (delta-rs) and derived for Spark.
+"""The lake's table registry: every table's name and schema (and key and sort order where it has one), defined
+once, in Arrow (delta-rs), and derived for Spark.
+
+The log tables (`SCHEMAS`) are written by the ingest to exactly these schemas. The replay's tables
+(`REPLAY_SCHEMAS`) are written by ``replay.store`` from the DataFrames the replay builds;
+``tests/test_replay_store_query.py`` checks that what it writes is exactly what is declared here.
 
 Every column is nullable: Spark reads Parquet back as nullable, and the commit layer refuses appends whose
 nullability disagrees with the table, so NOT NULL would only add a way to fail.
@@ -14,6 +19,21 @@ METADATA_LOG = "metadata_log"
 SNAPSHOTS = "snapshots"
 INGEST_REJECTS = "ingest_rejects"
 AVRO_SCHEMAS = "avro_schemas"
+
+# The replay's tables: history (a version per entity and offset range), derived (state machines, election audit),
+# the anomalies it found and its checkpoints.
+PARTITION_HISTORY = "partition_history"
+BROKER_HISTORY = "broker_history"
+TOPIC_HISTORY = "topic_history"
+FEATURE_HISTORY = "feature_history"
+CONTROLLER_HISTORY = "controller_history"
+REPLICA_HISTORY = "replica_history"
+REPLICA_STATE_HISTORY = "replica_state_history"
+PARTITION_STATE_HISTORY = "partition_state_history"
+ELECTIONS = "elections"
+LEADERLESS_PERIODS = "leaderless_periods"
+REPLAY_ANOMALIES = "replay_anomalies"
+REPLAY_CHECKPOINTS = "replay_checkpoints"
 
 _UTC = pa.timestamp("us", tz="UTC")
 
@@ -90,3 +110,32 @@ SORT_COLUMNS: dict[str, tuple[str, ...]] = {
 def spark_schema(name: str) -> StructType:
     """The Spark schema of a lake table (timestamps as Spark TIMESTAMP, UTC)."""
     return from_arrow_schema(SCHEMAS[name])
+
+
+# --- the replay's tables -------------------------------------------------------------------------------------
+
+_PARTITION = ("cluster_id", "topic_id", "partition_id")
+_REPLICA = (*_PARTITION, "broker_id")
+
+# history table → the key of its entity: one version per key and [valid_from_offset, valid_to_offset)
+HISTORY_KEYS: dict[str, tuple[str, ...]] = {
+    PARTITION_HISTORY: _PARTITION,
+    BROKER_HISTORY: ("cluster_id", "broker_id"),
+    TOPIC_HISTORY: ("cluster_id", "topic_id"),
+    FEATURE_HISTORY: ("cluster_id", "feature"),
+    CONTROLLER_HISTORY: ("cluster_id", "controller_id"),
+    REPLICA_HISTORY: _REPLICA,
+}
+HISTORY_TABLES: tuple[str, ...] = tuple(HISTORY_KEYS)
+
+# derived table → the sort order it is written in (a unique key, so the layout is deterministic)
+DERIVED_ORDER: dict[str, tuple[str, ...]] = {
+    REPLICA_STATE_HISTORY: (*_REPLICA, "valid_from_offset", "step"),
+    PARTITION_STATE_HISTORY: (*_PARTITION, "valid_from_offset", "step"),
+    ELECTIONS: (*_PARTITION, "offset"),
+    LEADERLESS_PERIODS: (*_PARTITION, "valid_from_offset"),
+}
+DERIVED_TABLES: tuple[str, ...] = tuple(DERIVED_ORDER)
+
+# the sort order of replay_anomalies
+ANOMALY_ORDER = ("cluster_id", "offset", "record_type", "kind", "reason")

@@ -10,6 +10,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
+from lakehouse.tables import (
+    BROKER_HISTORY,
+    ELECTIONS,
+    LEADERLESS_PERIODS,
+    PARTITION_HISTORY,
+    PARTITION_STATE_HISTORY,
+    REPLICA_STATE_HISTORY,
+)
 from replay.query import QueryError, as_of, history_table, resolve_cluster, resolve_offset
 from replay.whatif import WhatIf, what_if
 
@@ -44,19 +52,19 @@ def incidents(spark: SparkSession, lake: Lake, from_offset: int | None = None, t
     def within(column: str) -> F.Column:
         return (F.col(column) >= lo) & (F.col(column) <= hi)
 
-    offline = (table("leaderless_periods")
+    offline = (table(LEADERLESS_PERIODS)
                .where((F.col("valid_from_offset") <= hi)
                       & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo)))
                .orderBy("valid_from_offset", "topic_name", "partition_id", "topic_id"))
-    audit = table("elections")
+    audit = table(ELECTIONS)
     unclean = audit.where((F.col("election_type") == "unclean") & within("offset")).orderBy(
         "offset", "topic_name", "partition_id", "topic_id")
     deviations = audit.where(F.col("deviation").isNotNull() & within("offset")).orderBy(
         "offset", "topic_name", "partition_id", "topic_id")
     columns = ("topic_id", "topic_name", "partition_id", "state", "previous_state", "valid_from_offset", "step",
                "valid_from_time_ms", "cause_offset", "cause_type", "reason")
-    replicas = table("replica_state_history").where(~F.col("valid_transition") & within("valid_from_offset"))
-    partitions = table("partition_state_history").where(~F.col("valid_transition") & within("valid_from_offset"))
+    replicas = table(REPLICA_STATE_HISTORY).where(~F.col("valid_transition") & within("valid_from_offset"))
+    partitions = table(PARTITION_STATE_HISTORY).where(~F.col("valid_transition") & within("valid_from_offset"))
     invalid = (replicas.select(F.lit("replica").alias("machine"), *columns, "broker_id")
                .unionByName(partitions.select(F.lit("partition").alias("machine"), *columns,
                                               F.lit(None).cast("int").alias("broker_id")))
@@ -72,8 +80,8 @@ def what_if_at(spark: SparkSession, lake: Lake, brokers: list[int], offset: int 
         raise QueryError("name at least one broker to fail (--fail-brokers 3,5)")
     cluster = resolve_cluster(spark, lake, cluster_id)
     at = resolve_offset(spark, lake, cluster, offset, time)
-    partitions = as_of(history_table(spark, lake, "partition_history", cluster), at)
-    live = as_of(history_table(spark, lake, "broker_history", cluster), at)
+    partitions = as_of(history_table(spark, lake, PARTITION_HISTORY, cluster), at)
+    live = as_of(history_table(spark, lake, BROKER_HISTORY, cluster), at)
     known = {r["broker_id"] for r in live.select("broker_id").collect()}
     unknown = sorted(set(brokers) - known)
     if unknown:

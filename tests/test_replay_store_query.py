@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 from kraft_replay.replay_commands import standalone_app
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
+from lakehouse.tables import DERIVED_TABLES
 from records.sources import read_entries
-from replay.derived import DERIVED_TABLES
 from replay.query import (
     QueryError,
     as_of,
