@@ -20,7 +20,6 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from lakehouse.lake import ROWS_PER_FILE, Lake
 from lakehouse.spark import spark_conf
@@ -54,15 +53,7 @@ MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 GROWING_TABLES = (PARTITION_HISTORY, REPLICA_HISTORY)
 
-CHECKPOINT_SCHEMA = StructType([
-    StructField("cluster_id", StringType()),
-    StructField("last_offset", LongType()),  # the last metadata_log offset of the cluster that was replayed
-    StructField("metadata_log_version", LongType()),  # the Delta version of metadata_log that was read
-    StructField("mode", StringType()),  # "full": every table rebuilt; "incremental": only offsets after the last
-    # checkpoint folded in (`last_offset` is then a safe point: no metadata transaction open there)
-    StructField("replayed_at", TimestampType()),
-    StructField("tables", MapType(StringType(), LongType())),  # table → Delta version written
-])
+CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
 
 
 class ReplayError(ValueError):

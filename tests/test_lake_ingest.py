@@ -1,6 +1,6 @@
 """Ingest into the Delta lake, in process with the shared SparkSession: real logs, overlap, conflicts,
-several clusters, following a growing log. (Gaps: test_ingest_gaps; time travel: test_lake_read; the
-optimistic-commit retry: test_lake_commit; maintenance: test_lake_maintenance.)"""
+several clusters, following a growing log. (Snapshots and gaps: test_ingest_gaps; time travel:
+test_lake_read; the optimistic-commit retry: test_lake_commit; maintenance: test_lake_maintenance.)"""
 
 from __future__ import annotations
 

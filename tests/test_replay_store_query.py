@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from kraft_replay.replay_commands import standalone_app
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
-from lakehouse.tables import DERIVED_TABLES
+from lakehouse.tables import DERIVED_TABLES, METADATA_LOG, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
 from replay.query import (
     QueryError,
@@ -91,6 +91,17 @@ def test_replay_writes_every_table_and_a_checkpoint(spark: SparkSession, replaye
             checkpoint["mode"]) == (CLUSTER, 4928, 0, "full")
     assert set(checkpoint["tables"]) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES}
     assert "partition_history" in "\n".join(summary.lines())
+
+
+def test_the_written_tables_are_exactly_the_registry(spark: SparkSession, replayed: dict[str, Any]) -> None:
+    """Every table the replay writes is declared in ``lakehouse.tables``: the same columns in the same order with
+    the same types, so a change to the replay's DataFrames that the registry does not follow fails here."""
+    lake = replayed["lake"]
+    assert set(lake.table_names()) == {METADATA_LOG, *REPLAY_SCHEMAS}
+    for name in REPLAY_SCHEMAS:
+        written = [(f.name, f.dataType.simpleString()) for f in lake.read(spark, name).schema.fields]
+        declared = [(f.name, f.dataType.simpleString()) for f in spark_schema(name).fields]
+        assert written == declared, name
 
 
 def test_the_real_incident_in_the_state_machines_and_the_audit(spark: SparkSession, lake: Lake) -> None:
