@@ -94,7 +94,6 @@ class IngestSummary:
         return lines
 
 
-
 class _Ingest(Staging):
     """One ingest run: shared Spark session, lake, ids and the running summary."""
 

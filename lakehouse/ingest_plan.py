@@ -59,7 +59,6 @@ class SourcePlan:
     notes: list[str] = field(default_factory=list)
 
 
-
 def _cluster_id_near(path: Path) -> str | None:
     """cluster.id of the meta.properties beside a segment file or in the data dir above it."""
     for directory in (path.parent, path.parent.parent):

@@ -44,8 +44,6 @@ def read_table(spark: SparkSession, lake: Lake | str | Path | None, name: str, v
     return target.read(spark, name, version=version, timestamp=timestamp)
 
 
-
-
 __all__ = ["DATABASE", "DEFAULT_LAKE", "DEFAULT_RETENTION_HOURS", "LAKE_ENV", "MAX_COMMIT_ATTEMPTS", "ROWS_PER_FILE",
            "CommitOutcome", "HistoryEntry", "Lake", "LakeError", "arrow_filesystem", "overlapping_files", "read_table",
            "resolve_lake_root", "writer_id"]

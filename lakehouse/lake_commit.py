@@ -64,7 +64,6 @@ class CommitOutcome:
     attempts: int
 
 
-
 class LakeCommits(LakeRoot):
     """The writing half of `lakehouse.lake.Lake`."""
 
@@ -175,8 +174,7 @@ class LakeCommits(LakeRoot):
             if rows is None:
                 return CommitOutcome(None, 0, number)
             if spark is not None:
-                outcome = self._idempotent_append(rows, name, table, operation, ingest_id, number)
-                return outcome if outcome is not None else CONFLICT
+                return self._idempotent_append(rows, name, table, operation, ingest_id, number)
             staging, actions = stage_spark_parquet(rows, root)
             added = sum(json.loads(action.stats)["numRecords"] for action in actions)
             if not actions:
@@ -213,9 +211,9 @@ class LakeCommits(LakeRoot):
         raise LakeError(gave_up)
 
     def _idempotent_append(self, rows: DataFrame, name: str, table: DeltaTable, operation: str,
-                           ingest_id: str | None, attempt: int) -> CommitOutcome | None:
+                           ingest_id: str | None, attempt: int) -> CommitOutcome | Conflict:
         """delta-spark's half of ``commit_new_rows``: append ``rows`` (computed against ``table``'s version v) as
-        a Delta idempotent write (txnAppId = ``writer_id``, txnVersion = v + 1). None when another writer
+        a Delta idempotent write (txnAppId = ``writer_id``, txnVersion = v + 1). ``CONFLICT`` when another writer
         committed since v (Delta skipped the write or refused it): the caller recomputes."""
         if rows.isEmpty():  # Delta commits an empty write too: a version that adds nothing is noise
             return CommitOutcome(None, 0, attempt)
@@ -226,10 +224,10 @@ class LakeCommits(LakeRoot):
             done = self._spark_write(writer, name, operation, metadata={INGEST_KEY: ingest_id} if ingest_id else None)
         except Exception as error:
             if any(kind in str(error) for kind in _CONCURRENT):
-                return None
+                return CONFLICT
             raise
         if done is None:
-            return None  # skipped: this writer id reached v + 1 through another process's commit
+            return CONFLICT  # skipped: this writer id reached v + 1 through another process's commit
         return CommitOutcome(done[0], done[1], attempt)
 
     # --- avro_schemas ----------------------------------------------------------------------------

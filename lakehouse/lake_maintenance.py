@@ -46,7 +46,6 @@ class HistoryEntry:
     engine_info: str | None = None  # commitInfo.engineInfo: the engine that made the commit
 
 
-
 class LakeMaintenance(LakeCommits):
     """The maintenance half of `lakehouse.lake.Lake` (its compaction commits through the commit layer)."""
 
@@ -183,7 +182,6 @@ class LakeMaintenance(LakeCommits):
 
 def _int_or_none(value: Any) -> int | None:
     return int(value) if value is not None else None
-
 
 
 def _props(operation: str) -> Any:

@@ -30,8 +30,6 @@ class LakeError(RuntimeError):
     """A lake operation that cannot proceed (unknown table, no such version, commit contention)."""
 
 
-
-
 def resolve_lake_root(lake: str | Path | None = None) -> str:
     """`--lake`, else `$KRAFT_REPLAY_LAKE`, else `./kraft-lake`; local paths made absolute."""
     value = str(lake) if lake is not None else os.environ.get(LAKE_ENV) or DEFAULT_LAKE
@@ -42,7 +40,6 @@ def resolve_lake_root(lake: str | Path | None = None) -> str:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
 
 
 class LakeRoot:
@@ -196,7 +193,6 @@ def as_datetime(value: datetime | str) -> datetime:
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
 
 
 def table_arrow_schema(table: DeltaTable) -> pa.Schema:

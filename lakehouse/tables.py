@@ -107,8 +107,6 @@ SORT_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-
-
 # --- the replay's tables -------------------------------------------------------------------------------------
 
 _PARTITION = ("cluster_id", "topic_id", "partition_id")
