@@ -36,6 +36,8 @@ _RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 
 @dataclass(frozen=True)
 class HistoryEntry:
+    """One version of a table as `LakeMaintenance.history` lists it (both engines' histories in one shape)."""
+
     version: int
     timestamp: datetime
     operation: str

@@ -7,6 +7,8 @@ generated file names differ).
 
 Replaying one cluster (``cluster_id=...``) replaces only that cluster's rows: the rows of the other
 clusters are read from the current version of each table and written back unchanged.
+
+Every table's name, key or sort order and schema is declared in the lake's registry (``lakehouse.tables``).
 """
 
 from __future__ import annotations

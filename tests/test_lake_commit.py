@@ -3,7 +3,9 @@ every writer that retries, the same words when it gives up."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import deltalake
@@ -57,10 +59,15 @@ def test_ingest_retries_and_deduplicates_after_losing_a_commit_race(
     assert [h.operation for h in lake.history(METADATA_LOG)][:2] == ["ingest", "ingest"]
 
 
+def _record_sleeps(monkeypatch: pytest.MonkeyPatch, sleeps: list[float]) -> None:
+    """The commit layer's backoff waits, recorded instead of slept (only its own: other threads keep sleeping)."""
+    monkeypatch.setattr(lake_commit, "time", SimpleNamespace(sleep=sleeps.append, time=time.time))
+
+
 def test_commit_with_retry_recomputes_against_each_new_version(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     sleeps: list[float] = []
-    monkeypatch.setattr(lake_commit.time, "sleep", sleeps.append)
+    _record_sleeps(monkeypatch, sleeps)
     lake = Lake(tmp_path / "lake", engine=DELTA_RS)
     lake.ensure_table(AVRO_SCHEMAS)
     seen: list[tuple[int, int]] = []
@@ -81,7 +88,7 @@ def test_commit_with_retry_recomputes_against_each_new_version(tmp_path: Path,
 def test_commit_with_retry_gives_up_in_the_callers_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          cap: int | None, longest: float) -> None:
     sleeps: list[float] = []
-    monkeypatch.setattr(lake_commit.time, "sleep", sleeps.append)
+    _record_sleeps(monkeypatch, sleeps)
     lake = Lake(tmp_path / "lake", engine=DELTA_RS)
     lake.ensure_table(AVRO_SCHEMAS)
     with pytest.raises(LakeError, match=r"^avro_schemas: gave up$"):
@@ -93,7 +100,7 @@ def test_commit_with_retry_gives_up_in_the_callers_words(tmp_path: Path, monkeyp
 
 def test_register_schemas_retries_a_lost_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sleeps: list[float] = []
-    monkeypatch.setattr(lake_commit.time, "sleep", sleeps.append)
+    _record_sleeps(monkeypatch, sleeps)
     real = deltalake.write_deltalake
     calls: list[int] = []
 
