@@ -11,9 +11,12 @@ nullability disagrees with the table, so NOT NULL would only add a way to fail.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 METADATA_LOG = "metadata_log"
 SNAPSHOTS = "snapshots"
@@ -201,5 +204,8 @@ REPLAY_SCHEMAS: dict[str, pa.Schema] = {
 
 
 def spark_schema(name: str) -> StructType:
-    """The Spark schema of a lake table, the log's or the replay's (timestamps as Spark TIMESTAMP, UTC)."""
+    """The Spark schema of a lake table, the log's or the replay's (timestamps as Spark TIMESTAMP, UTC). Spark is
+    imported here only: the names and Arrow schemas serve code without Spark (the reference fold)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     return from_arrow_schema(SCHEMAS[name] if name in SCHEMAS else REPLAY_SCHEMAS[name])
