@@ -63,12 +63,12 @@ def test_real_log_ingest_is_exactly_once_and_readable_without_spark(
         assert struct_to_json(body, version, trim_to_version(body, version, data)) == json.loads(row["payload_json"])
 
     # The incident at the end of the log, by SQL over the Spark read.
-    shutdown = lake.readstored_offsets(spark, METADATA_LOG, "q1w2e3r4t5y6u7i8o9p0", 4871, 4926)
+    shutdown = lake.read_offsets(spark, METADATA_LOG, "q1w2e3r4t5y6u7i8o9p0", 4871, 4926)
     kinds = {r["record_type"]: r["n"] for r in shutdown.groupBy("record_type").agg(F.count("*").alias("n")).collect()}
     assert kinds == {"BrokerRegistrationChangeRecord": 2, "PartitionChangeRecord": 54}
 
 
-def test_overlapping_sources_add_only_newstored_offsets(spark: SparkSession, tmp_path: Path) -> None:
+def test_overlapping_sources_add_only_new_offsets(spark: SparkSession, tmp_path: Path) -> None:
     entries = simulated()
     n = len(entries)
     lake = Lake(tmp_path / "lake")
