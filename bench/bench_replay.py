@@ -35,8 +35,8 @@ from lakehouse.ingest import ingest
 from lakehouse.jars import KAFKA_VERSIONS
 from lakehouse.lake import Lake
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, SparkOptions, get_spark
+from lakehouse.tables import DERIVED_TABLES, PARTITION_HISTORY, TOPIC_HISTORY
 from records.sources import read_entries
-from replay.derived import DERIVED_TABLES
 from replay.query import history, state_at
 from replay.reference import image_at
 from replay.store import ANOMALIES, DERIVING, HISTORY_TABLES, run_replay
@@ -113,7 +113,7 @@ def _measure(spark: SparkSession, args: argparse.Namespace, lake: Lake, count: i
     incremental_times = incremental_stages.durations()  # now: the last stage ends with the replay
     assert incremental.mode == "incremental", incremental.notes
     count += more
-    partitions = incremental.rows.get("partition_history")
+    partitions = incremental.rows.get(PARTITION_HISTORY)
 
     rng = random.Random(5)
     offsets = [rng.randrange(count) for _ in range(args.queries)]
@@ -123,7 +123,7 @@ def _measure(spark: SparkSession, args: argparse.Namespace, lake: Lake, count: i
         _, seconds = _timed(lambda o=offset: (state_at(spark, lake, offset=o).partitions.count(),
                                               state_at(spark, lake, offset=o).brokers.count()))
         state_times.append(seconds)
-    topic = lake.read(spark, "topic_history").select("name").first()["name"]
+    topic = lake.read(spark, TOPIC_HISTORY).select("name").first()["name"]
     history(spark, lake, topic, 0).count()  # warm up
     _, history_s = _timed(lambda: history(spark, lake, topic, 0).count())
     _, naive_s = _timed(lambda: image_at(itertools.takewhile(lambda e: e.offset <= offsets[0],
@@ -148,7 +148,7 @@ def _measure(spark: SparkSession, args: argparse.Namespace, lake: Lake, count: i
           f"tables {incremental_derived:.1f} s; stages: "
           + "; ".join(f"{stage} {seconds:.1f} s" for stage, seconds in incremental_times))
     print(f"partition_history rows: {partitions}; "
-          f"{lake.read(spark, 'partition_history').where(F.col('valid_to_offset').isNull()).count()} current")
+          f"{lake.read(spark, PARTITION_HISTORY).where(F.col('valid_to_offset').isNull()).count()} current")
     if args.verify:
         _verify(spark, lake)
     return replay_s, warm_state

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from kraft_replay.plots import broker_fencing_figure, cluster_health_figure, partition_timeline_figure, save_png
 from kraft_replay.summary import Summary, summarize
 from lakehouse.lake import Lake
+from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY
 from replay.health import (
     broker_spans,
     busiest_partition,
@@ -76,8 +77,8 @@ def write_report(spark: SparkSession, lake: Lake, out: Path, *, cluster_id: str 
     if start > end:
         raise QueryError(f"--from {start} is after --to {end}: the log of cluster {cluster} holds offsets "
                          f"{first}..{last}")
-    partitions = history_table(spark, lake, "partition_history", cluster)
-    brokers = history_table(spark, lake, "broker_history", cluster)
+    partitions = history_table(spark, lake, PARTITION_HISTORY, cluster)
+    brokers = history_table(spark, lake, BROKER_HISTORY, cluster)
     notes: list[str] = []
     if topic is None or partition is None:
         busiest = busiest_partition(partitions)

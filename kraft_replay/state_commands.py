@@ -34,10 +34,11 @@ if TYPE_CHECKING:
 
 def _appended(spark: SparkSession, lake: Lake, cluster_id: str, offset: int) -> str:
     """`appended 2026-…Z` for an offset of the log, or a note that it lies beyond the log's end."""
+    from lakehouse.tables import METADATA_LOG
     from replay.log_offsets import record_at
     from replay.query import iso_ms
 
-    if not lake.table_exists("metadata_log"):
+    if not lake.table_exists(METADATA_LOG):
         return ""
     row = record_at(spark, lake, cluster_id, offset)
     if row is None:

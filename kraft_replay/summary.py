@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from lakehouse.lake import Lake
+from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY
 from replay.health import health_series, peaks
 from replay.incidents import controlled_shutdowns, election_deviations, fences, offline_periods, unclean_elections
 from replay.query import history_table, iso_ms, resolve_cluster, state_at
@@ -49,8 +50,8 @@ def _section(lines: list[str], title: str, df: DataFrame, render: Callable[[Row]
 def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, limit: int = DEFAULT_LIMIT) -> Summary:
     """The operator's summary of one cluster of the lake (``cluster_id`` needed only when it holds several)."""
     cluster = resolve_cluster(spark, lake, cluster_id)
-    partitions = history_table(spark, lake, "partition_history", cluster)
-    brokers = history_table(spark, lake, "broker_history", cluster)
+    partitions = history_table(spark, lake, PARTITION_HISTORY, cluster)
+    brokers = history_table(spark, lake, BROKER_HISTORY, cluster)
     summary = Summary()
     lines = summary.lines
 

@@ -11,87 +11,39 @@ Pipeline per chunk of input (a group of segments, one snapshot, one JSON-lines/d
 3. rejects (conflicts, skipped/partial batches, gaps) go to `ingest_rejects`, deduplicated as well.
 A process killed anywhere leaves each table at a committed version (staged files are never referenced
 before their commit); running the ingest again adds exactly what is missing.
+
+Jobs: planning (`lakehouse.ingest_plan`), staging (`lakehouse.ingest_stage`), gaps (`lakehouse.ingest_gaps`); the
+classifying and committing are here.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from lakehouse.lake import ROWS_PER_FILE, Lake, arrow_filesystem, overlapping_files
-from lakehouse.log_rows import (
-    LOG_ROW_DDL,
-    LOG_ROW_SCHEMA,
-    ROW_KIND_ERROR,
-    ROW_KIND_ISSUE,
-    ROW_KIND_RECORD,
-    IssueRow,
-    entry_row,
-    issue_row,
-    to_record_batches,
+from lakehouse.ingest_gaps import find_gaps
+from lakehouse.ingest_plan import (
+    CHUNK_BYTES,
+    SPARK_DECODE_MIN_BYTES,
+    IngestOptions,
+    SegmentInput,
+    SnapshotInput,
+    SourcePlan,
+    plan_source,
+    segment_chunks,
 )
-from lakehouse.spark_decode import DEFAULT_SPLIT_BYTES, SegmentFile, _has_context, decode_segments, decode_slice
-from lakehouse.tables import INGEST_REJECTS, KEYS, METADATA_LOG, SNAPSHOTS, SORT_COLUMNS, spark_schema
-from records import log_dir
-from records.errors import RecordsError
-from records.sources import ReadOptions, ReadReport, detect_format, read_entries
-
-SPARK_DECODE_MIN_BYTES = 32 * 2**20  # below this, decoding in the driver beats scheduling Spark tasks
-CHUNK_BYTES = 2 * 2**30  # segments committed together: bounds staging space and work lost to a kill
-MAX_GAPS_REPORTED = 10_000
-
-
-@dataclass(frozen=True)
-class IngestOptions:
-    """Knobs of an ingest; the defaults suit the CLI."""
-
-    cluster_id: str | None = None
-    skip_corrupt: bool = False
-    spark_decode_min_bytes: int = SPARK_DECODE_MIN_BYTES
-    chunk_bytes: int = CHUNK_BYTES
-    split_bytes: int = DEFAULT_SPLIT_BYTES
-
-
-@dataclass(frozen=True)
-class SegmentInput:
-    """A segment, or the byte range `[start, end)` of one (follow mode re-reads a growing segment)."""
-
-    path: Path
-    is_last: bool
-    start: int = 0
-    end: int | None = None
-
-    def size(self) -> int:
-        end = self.end if self.end is not None else self.path.stat().st_size
-        return max(0, end - self.start)
-
-
-@dataclass(frozen=True)
-class SnapshotInput:
-    path: Path
-    end_offset: int
-    epoch: int
-
-
-@dataclass
-class SourcePlan:
-    """What one source holds, in the order it is ingested."""
-
-    source: Path
-    cluster_id: str | None
-    segments: list[SegmentInput] = field(default_factory=list)
-    snapshots: list[SnapshotInput] = field(default_factory=list)
-    entry_file: tuple[Path, str] | None = None  # (path, format) of a JSONL / dump-log / Avro input
-    notes: list[str] = field(default_factory=list)
+from lakehouse.ingest_stage import Staging, staged_profile
+from lakehouse.lake import ROWS_PER_FILE, Lake, arrow_filesystem, overlapping_files
+from lakehouse.log_rows import ROW_KIND_ISSUE, ROW_KIND_RECORD
+from lakehouse.tables import AVRO_SCHEMAS, INGEST_REJECTS, KEYS, METADATA_LOG, SNAPSHOTS, SORT_COLUMNS, spark_schema
 
 
 @dataclass
@@ -118,169 +70,22 @@ class IngestSummary:
         if version is not None:
             self.versions.setdefault(table, []).append(version)
 
-    def lines(self) -> list[str]:
-        """The human summary the CLI prints."""
-        lines = [
-            f"ingest {self.ingest_id} of {self.source} (cluster {', '.join(self.cluster_ids) or '?'})",
-            f"  records read:              {self.records_read:,}",
-            f"  records added:             {self.records_added:,}",
-            f"  skipped (already present): {self.records_skipped:,}",
-            f"  conflicts:                 {self.conflicts:,}",
-            f"  batch/record issues:       {self.issues:,}",
-            f"  gaps:                      {len(self.gaps):,}",
-            f"  rejects added:             {self.rejects_added:,}",
-        ]
-        if self.snapshot_records_added or self.snapshot_records_skipped:
-            lines.append(f"  snapshot records added:    {self.snapshot_records_added:,} "
-                         f"(skipped {self.snapshot_records_skipped:,})")
-        lines += [f"  gap: cluster {c} offsets {a}..{b} missing" for c, a, b in self.gaps[:20]]
-        versions = ", ".join(f"{t} v{'/'.join(map(str, v))}" for t, v in sorted(self.versions.items()))
-        lines.append(f"  new table versions:        {versions or 'none'}")
-        if self.commit_retries:
-            lines.append(f"  commit retries:            {self.commit_retries} (another writer committed first)")
-        lines += [f"  note: {note}" for note in self.notes[:20]]
-        return lines
 
-
-# --- planning ------------------------------------------------------------------------------------
-
-
-def _cluster_id_near(path: Path) -> str | None:
-    """cluster.id of the meta.properties beside a segment file or in the data dir above it."""
-    for directory in (path.parent, path.parent.parent):
-        meta = directory / "meta.properties"
-        if meta.is_file():
-            cluster_id = log_dir.parse_properties(meta.read_text(encoding="utf-8")).get("cluster.id")
-            if cluster_id:
-                return cluster_id
-    return None
-
-
-def _no_cluster_id(path: Path) -> RecordsError:
-    return RecordsError(f"{path}: no cluster id: no meta.properties with cluster.id beside the log; "
-                        "pass --cluster-id")
-
-
-def plan_source(source: Path, cluster_id: str | None = None) -> SourcePlan:
-    """Find what to ingest in `source`, and its cluster id (`cluster_id` wins over meta.properties)."""
-    kind = detect_format(source)
-    if kind == "directory":
-        layout = log_dir.discover(source)
-        resolved = cluster_id or layout.cluster_id
-        if not resolved:
-            raise _no_cluster_id(source)
-        plan = SourcePlan(source, resolved)
-        last = len(layout.segments) - 1
-        plan.segments = [SegmentInput(s.path, index == last) for index, s in enumerate(layout.segments)]
-        plan.snapshots = [SnapshotInput(s.path, s.snapshot_end_offset or 0, s.snapshot_epoch or 0)
-                          for s in layout.snapshots]
-        plan.notes += [f"{path.name}: {why}" for path, why in layout.skipped]
-        if layout.bootstrap is not None:
-            plan.notes.append(f"{layout.bootstrap.path}: bootstrap snapshot not stored (its records are "
-                              "also the first records of the log)")
-        if not plan.segments and not plan.snapshots:
-            raise RecordsError(f"{source}: no log segments or snapshots to ingest")
-        return plan
-    if kind == "segment":
-        resolved = cluster_id or _cluster_id_near(source)
-        if not resolved:
-            raise _no_cluster_id(source)
-        return SourcePlan(source, resolved, segments=[SegmentInput(source, True)])
-    if kind == "snapshot":
-        classified = log_dir.classify(source)
-        if classified.kind != "snapshot":
-            raise RecordsError(f"{source}: only snapshots named NNNNNNNNNNNNNNNNNNNN-NNNNNNNNNN.checkpoint can be "
-                               "ingested (the name gives the end offset and epoch)")
-        resolved = cluster_id or _cluster_id_near(source)
-        if not resolved:
-            raise _no_cluster_id(source)
-        return SourcePlan(source, resolved, snapshots=[SnapshotInput(
-            source, classified.snapshot_end_offset or 0, classified.snapshot_epoch or 0)])
-    # JSON lines and Avro may carry the cluster id in every entry; checked per row when staged.
-    return SourcePlan(source, cluster_id, entry_file=(source, kind))
-
-
-def segment_chunks(segments: list[SegmentInput], chunk_bytes: int) -> list[list[SegmentInput]]:
-    """Consecutive segments grouped up to `chunk_bytes`: each group is decoded and committed on its own."""
-    chunks: list[list[SegmentInput]] = []
-    size = 0
-    for segment in segments:
-        if chunks and size + segment.size() <= chunk_bytes:
-            chunks[-1].append(segment)
-            size += segment.size()
-        else:
-            chunks.append([segment])
-            size = segment.size()
-    return chunks
-
-
-# --- staging (decoding once) ---------------------------------------------------------------------
-
-
-class _Ingest:
+class _Ingest(Staging):
     """One ingest run: shared Spark session, lake, ids and the running summary."""
 
     def __init__(self, spark: SparkSession, lake: Lake, options: IngestOptions, summary: IngestSummary) -> None:
-        self.spark = spark
+        super().__init__(spark, options, lake.staging_path(summary.ingest_id))
         self.lake = lake
-        self.options = options
         self.summary = summary
         self.ingest_time = datetime.now(UTC)
-        self.staging = lake.staging_path(summary.ingest_id)
-        self.chunk = 0
         self.touched: dict[str, tuple[int, int]] = {}
-
-    def _staged_dir(self, label: str) -> str:
-        self.chunk += 1
-        return f"{self.staging}/{label}-{self.chunk:05d}"
-
-    def stage_segments(self, segments: list[SegmentInput], cluster_id: str) -> DataFrame:
-        target = self._staged_dir("segments")
-        # Executors read whole files only (a follow round's byte range of a growing file stays in the driver).
-        whole = all(s.start == 0 and (s.end is None or s.end == s.path.stat().st_size) for s in segments)
-        if whole and sum(s.size() for s in segments) >= self.options.spark_decode_min_bytes:
-            # absolute: executors of a cluster run in their own working directories
-            files = [SegmentFile(str(s.path.absolute()), s.is_last) for s in segments]
-            # Slices small enough that every core gets several (decoding is CPU-bound Python).
-            cores = self.spark.sparkContext.defaultParallelism if _has_context(self.spark) else 2
-            split = max(2**20, min(self.options.split_bytes, sum(s.size() for s in segments) // (4 * cores)))
-            decoded = decode_segments(self.spark, files, cluster_id=cluster_id,
-                                      skip_corrupt=self.options.skip_corrupt, split_bytes=split)
-            decoded.write.mode("error").parquet(target)
-        else:
-            rows = (row for s in segments for row in decode_slice(
-                str(s.path), s.start, s.end if s.end is not None else s.path.stat().st_size, s.is_last,
-                cluster_id, self.options.skip_corrupt))
-            _write_rows(target, rows)
-        return self.spark.read.schema(LOG_ROW_DDL).parquet(target)
-
-    def stage_entries(self, path: Path, fmt: str, cluster_id: str | None) -> DataFrame:
-        target = self._staged_dir("entries")
-        report = ReadReport()
-        options = ReadOptions(skip_corrupt=self.options.skip_corrupt, cluster_id=cluster_id)
-
-        def rows() -> Iterator[dict[str, object]]:
-            for entry in read_entries(path, options, report, fmt):
-                row = entry_row(entry, cluster_id)
-                if row["source_file"] is None:
-                    row["source_file"] = str(path)
-                yield row
-            for issue in report.issues:
-                yield issue_row(IssueRow(ROW_KIND_ISSUE, issue.source, issue.position, issue.base_offset,
-                                         f"{issue.kind}: {issue.message}"), cluster_id)
-            for note in report.notes:
-                if not any(note == issue.message for issue in report.issues):
-                    yield issue_row(IssueRow(ROW_KIND_ISSUE, str(path), None, None, f"skipped: {note}"),
-                                    cluster_id)
-
-        _write_rows(target, rows())
-        return self.spark.read.schema(LOG_ROW_DDL).parquet(target)
 
     # --- the log ---------------------------------------------------------------------------------
 
     def ingest_log_rows(self, staged: DataFrame, source: str) -> None:
         """Staged rows of one chunk → metadata_log (new offsets) and ingest_rejects (everything refused)."""
-        profile = _profile(staged, source)
+        profile = staged_profile(staged, source)
         records = staged.filter(F.col("row_kind") == ROW_KIND_RECORD)
         ranges, total = profile.ranges, profile.records
         self.summary.records_read += total
@@ -402,7 +207,7 @@ class _Ingest:
     def ingest_snapshot(self, snapshot: SnapshotInput, cluster_id: str) -> None:
         segment = SegmentInput(snapshot.path, True)
         staged = self.stage_segments([segment], cluster_id)
-        profile = _profile(staged, str(snapshot.path))
+        profile = staged_profile(staged, str(snapshot.path))
         records = staged.filter(F.col("row_kind") == ROW_KIND_RECORD)
         rows = self._table_rows(records.withColumn("snapshot_end_offset", F.lit(snapshot.end_offset))
                                 .withColumn("snapshot_epoch", F.lit(snapshot.epoch)), SNAPSHOTS, str(snapshot.path))
@@ -455,97 +260,6 @@ class _Ingest:
                 pass
         else:
             shutil.rmtree(self.staging, ignore_errors=True)
-
-
-def find_gaps(spark: SparkSession, lake: Lake, cluster_id: str) -> list[tuple[int, int]]:
-    """Ranges of offsets missing from `metadata_log` for one cluster (see `_Ingest.report_gaps`)."""
-    table = lake.delta_table(METADATA_LOG)
-    uris = overlapping_files(table, {cluster_id: (0, 2**63 - 1)})
-    if not uris:
-        return []
-    offsets = spark.read.schema(spark_schema(METADATA_LOG)).parquet(*uris).filter(
-        F.col("cluster_id") == cluster_id).select("offset")
-    stats = offsets.agg(F.count(F.lit(1)).alias("n"), F.min("offset").alias("lo"),
-                        F.max("offset").alias("hi")).collect()[0]
-    gaps: list[tuple[int, int]] = []
-    if stats["n"] == 0:
-        return gaps
-    if stats["lo"] > 0:
-        covered_from = _snapshot_reach(spark, lake, cluster_id, stats["lo"])
-        if covered_from is not None:
-            gaps.append((covered_from, stats["lo"] - 1))
-    if stats["n"] != stats["hi"] - stats["lo"] + 1:
-        window = Window.partitionBy("cluster_id").orderBy("offset")
-        found = (offsets.withColumn("cluster_id", F.lit(cluster_id))
-                 .withColumn("previous", F.lag("offset").over(window))
-                 .filter(F.col("offset") - F.col("previous") > 1)
-                 .select((F.col("previous") + 1).alias("first"), (F.col("offset") - 1).alias("last"))
-                 .orderBy("first").limit(MAX_GAPS_REPORTED).collect())
-        gaps += [(row["first"], row["last"]) for row in found]
-    return gaps
-
-
-def _snapshot_reach(spark: SparkSession, lake: Lake, cluster_id: str, first_offset: int) -> int | None:
-    """Where a leading gap starts: None when a stored snapshot ends at or after the log's first offset."""
-    if not lake.table_exists(SNAPSHOTS):
-        return 0
-    table = lake.delta_table(SNAPSHOTS)
-    uris = overlapping_files(table, {cluster_id: (0, 2**63 - 1)})
-    if not uris:
-        return 0
-    ends = [row[0] for row in spark.read.schema(spark_schema(SNAPSHOTS)).parquet(*uris)
-            .filter(F.col("cluster_id") == cluster_id).select("snapshot_end_offset").distinct().collect()]
-    if any(end >= first_offset for end in ends):
-        return None
-    return max(ends, default=0)
-
-
-# --- helpers ---------------------------------------------------------------------------------------
-
-
-def _write_rows(target: str, rows: Iterable[dict[str, object]]) -> None:
-    """Driver-decoded rows to one Parquet file, batch by batch (memory stays bounded)."""
-    filesystem, path = arrow_filesystem(target)
-    filesystem.create_dir(path, recursive=True)
-    with pq.ParquetWriter(f"{path}/part-00000.parquet", LOG_ROW_SCHEMA, filesystem=filesystem) as writer:
-        for batch in to_record_batches(rows, 65536):
-            writer.write_batch(batch)
-
-
-@dataclass(frozen=True)
-class _Profile:
-    ranges: dict[str, tuple[int, int]]  # cluster id -> (first, last offset)
-    records: int
-    duplicates: bool  # some offset appears twice within the staged rows themselves
-    issues: int
-
-
-def _profile(staged: DataFrame, source: str) -> _Profile:
-    """One aggregate over the staged rows: errors, offset ranges, in-source duplicates, issue count.
-
-    A row without a cluster id, or an error row (the file could not be read), stops the ingest here,
-    before anything of this chunk is committed.
-    """
-    rows = staged.groupBy("row_kind", "cluster_id").agg(
-        F.count(F.lit(1)).alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
-        F.count_distinct("offset").alias("distinct"), F.first("message", ignorenulls=True).alias("message"),
-    ).collect()
-    ranges: dict[str, tuple[int, int]] = {}
-    records = issues = 0
-    duplicates = False
-    for row in rows:
-        if row["row_kind"] == ROW_KIND_ERROR:
-            raise RecordsError(str(row["message"]))
-        if row["row_kind"] == ROW_KIND_ISSUE:
-            issues += row["n"]
-            continue
-        if row["cluster_id"] is None:
-            raise RecordsError(f"{source}: {row['n']} records carry no cluster id (offsets {row['lo']}.."
-                               f"{row['hi']}); pass --cluster-id")
-        ranges[row["cluster_id"]] = (row["lo"], row["hi"])
-        records += row["n"]
-        duplicates = duplicates or row["distinct"] != row["n"]
-    return _Profile(ranges, records, duplicates, issues)
 
 
 def _conform(df: DataFrame, table: str, computed: dict[str, Column]) -> DataFrame:
@@ -603,7 +317,7 @@ def ingest(spark: SparkSession, lake: Lake | str | Path | None, source: str | Pa
     plan = plan or plan_source(source_path, options.cluster_id)
     summary = IngestSummary(ingest_id or target.new_ingest_id(), str(source_path), notes=list(plan.notes))
     target.ensure_tables()
-    summary.add_version("avro_schemas", target.register_schemas())
+    summary.add_version(AVRO_SCHEMAS, target.register_schemas())
     run = _Ingest(spark, target, options, summary)
     try:
         for number, snapshot in enumerate(plan.snapshots, 1):

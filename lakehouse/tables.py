@@ -1,4 +1,9 @@
-"""The lake's table schemas, defined once in Arrow (delta-rs) and derived for Spark.
+"""The lake's table registry: every table's name and schema (and key and sort order where it has one), defined
+once, in Arrow (delta-rs), and derived for Spark.
+
+The log tables (`SCHEMAS`) are written by the ingest to exactly these schemas. The replay's tables
+(`REPLAY_SCHEMAS`) are written by ``replay.store`` from the DataFrames the replay builds;
+``tests/test_replay_store_query.py`` checks that what it writes is exactly what is declared here.
 
 Every column is nullable: Spark reads Parquet back as nullable, and the commit layer refuses appends whose
 nullability disagrees with the table, so NOT NULL would only add a way to fail.
@@ -6,14 +11,32 @@ nullability disagrees with the table, so NOT NULL would only add a way to fail.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 METADATA_LOG = "metadata_log"
 SNAPSHOTS = "snapshots"
 INGEST_REJECTS = "ingest_rejects"
 AVRO_SCHEMAS = "avro_schemas"
+
+# The replay's tables: history (a version per entity and offset range), derived (state machines, election audit),
+# the anomalies it found and its checkpoints.
+PARTITION_HISTORY = "partition_history"
+BROKER_HISTORY = "broker_history"
+TOPIC_HISTORY = "topic_history"
+FEATURE_HISTORY = "feature_history"
+CONTROLLER_HISTORY = "controller_history"
+REPLICA_HISTORY = "replica_history"
+REPLICA_STATE_HISTORY = "replica_state_history"
+PARTITION_STATE_HISTORY = "partition_state_history"
+ELECTIONS = "elections"
+LEADERLESS_PERIODS = "leaderless_periods"
+REPLAY_ANOMALIES = "replay_anomalies"
+REPLAY_CHECKPOINTS = "replay_checkpoints"
 
 _UTC = pa.timestamp("us", tz="UTC")
 
@@ -87,6 +110,102 @@ SORT_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
+# --- the replay's tables -------------------------------------------------------------------------------------
+
+_PARTITION = ("cluster_id", "topic_id", "partition_id")
+_REPLICA = (*_PARTITION, "broker_id")
+
+# history table → the key of its entity: one version per key and [valid_from_offset, valid_to_offset)
+HISTORY_KEYS: dict[str, tuple[str, ...]] = {
+    PARTITION_HISTORY: _PARTITION,
+    BROKER_HISTORY: ("cluster_id", "broker_id"),
+    TOPIC_HISTORY: ("cluster_id", "topic_id"),
+    FEATURE_HISTORY: ("cluster_id", "feature"),
+    CONTROLLER_HISTORY: ("cluster_id", "controller_id"),
+    REPLICA_HISTORY: _REPLICA,
+}
+HISTORY_TABLES: tuple[str, ...] = tuple(HISTORY_KEYS)
+
+# derived table → the sort order it is written in (a unique key, so the layout is deterministic)
+DERIVED_ORDER: dict[str, tuple[str, ...]] = {
+    REPLICA_STATE_HISTORY: (*_REPLICA, "valid_from_offset", "step"),
+    PARTITION_STATE_HISTORY: (*_PARTITION, "valid_from_offset", "step"),
+    ELECTIONS: (*_PARTITION, "offset"),
+    LEADERLESS_PERIODS: (*_PARTITION, "valid_from_offset"),
+}
+DERIVED_TABLES: tuple[str, ...] = tuple(DERIVED_ORDER)
+
+# the sort order of replay_anomalies
+ANOMALY_ORDER = ("cluster_id", "offset", "record_type", "kind", "reason")
+
+_INTS = pa.list_(pa.int32())
+# [valid_from_offset, valid_to_offset) of a version, its times and the record that started it (replay.history)
+_INTERVAL = [("valid_from_offset", pa.int64()), ("valid_to_offset", pa.int64()), ("valid_from_time_ms", pa.int64()),
+             ("valid_to_time_ms", pa.int64()), ("cause_offset", pa.int64()), ("cause_type", pa.string())]
+_ENDPOINTS = pa.list_(pa.struct([("name", pa.string()), ("host", pa.string()), ("port", pa.int32()),
+                                 ("security_protocol", pa.int32())]))
+_FEATURES = pa.list_(pa.struct([("name", pa.string()), ("min_supported_version", pa.int32()),
+                                ("max_supported_version", pa.int32())]))
+_PARTITION_COLUMNS = [("cluster_id", pa.string()), ("topic_id", pa.string()), ("partition_id", pa.int32())]
+# a state machine's step: the state a transition left, the one it entered, whether Kafka allows it
+_STATE_STEP = [("state", pa.string()), ("previous_state", pa.string()), ("step", pa.int32()), *_INTERVAL,
+               ("reason", pa.string()), ("valid_transition", pa.bool_())]
+
+# The replay's tables, as written (every column nullable, as Spark writes them).
+REPLAY_SCHEMAS: dict[str, pa.Schema] = {
+    PARTITION_HISTORY: pa.schema([
+        *_PARTITION_COLUMNS, ("leader", pa.int32()), ("leader_epoch", pa.int64()), ("partition_epoch", pa.int64()),
+        ("replicas", _INTS), ("isr", _INTS), ("adding_replicas", _INTS), ("removing_replicas", _INTS),
+        ("eligible_leader_replicas", _INTS), ("last_known_elr", _INTS), ("leader_recovery_state", pa.int32()),
+        ("directories", pa.list_(pa.string())), *_INTERVAL, ("topic_name", pa.string())]),
+    BROKER_HISTORY: pa.schema([
+        ("cluster_id", pa.string()), ("broker_id", pa.int32()), ("broker_epoch", pa.int64()),
+        ("incarnation_id", pa.string()), ("fenced", pa.bool_()), ("in_controlled_shutdown", pa.bool_()),
+        ("rack", pa.string()), ("endpoints", _ENDPOINTS), ("features", _FEATURES),
+        ("log_dirs", pa.list_(pa.string())), ("is_migrating_zk_broker", pa.bool_()), *_INTERVAL]),
+    TOPIC_HISTORY: pa.schema([("cluster_id", pa.string()), ("topic_id", pa.string()), ("name", pa.string()),
+                              *_INTERVAL]),
+    FEATURE_HISTORY: pa.schema([("cluster_id", pa.string()), ("feature", pa.string()), ("level", pa.int32()),
+                                *_INTERVAL]),
+    CONTROLLER_HISTORY: pa.schema([
+        ("cluster_id", pa.string()), ("controller_id", pa.int32()), ("incarnation_id", pa.string()),
+        ("zk_migration_ready", pa.bool_()), ("endpoints", _ENDPOINTS), ("features", _FEATURES), *_INTERVAL]),
+    REPLICA_HISTORY: pa.schema([
+        *_PARTITION_COLUMNS, ("broker_id", pa.int32()), ("topic_name", pa.string()), ("is_leader", pa.bool_()),
+        ("in_isr", pa.bool_()), ("in_elr", pa.bool_()), ("adding", pa.bool_()), ("removing", pa.bool_()),
+        ("directory", pa.string()), ("broker_fenced", pa.bool_()), *_INTERVAL]),
+    REPLICA_STATE_HISTORY: pa.schema([*_PARTITION_COLUMNS, ("broker_id", pa.int32()), ("topic_name", pa.string()),
+                                      *_STATE_STEP]),
+    PARTITION_STATE_HISTORY: pa.schema([*_PARTITION_COLUMNS, ("topic_name", pa.string()), *_STATE_STEP]),
+    ELECTIONS: pa.schema([
+        *_PARTITION_COLUMNS, ("topic_name", pa.string()), ("offset", pa.int64()), ("time_ms", pa.int64()),
+        ("cause_offset", pa.int64()), ("cause_type", pa.string()), ("election_type", pa.string()),
+        ("previous_leader", pa.int32()), ("leader", pa.int32()), ("leader_epoch", pa.int64()),
+        ("previous_isr", _INTS), ("isr", _INTS), ("replicas", _INTS), ("leader_recovery_state", pa.int32()),
+        ("lost_leader_cause", pa.string()), ("lost_leader_cause_offset", pa.int64()),
+        ("lost_leader_cause_type", pa.string()), ("expected_leader", pa.int32()), ("deviation", pa.string())]),
+    LEADERLESS_PERIODS: pa.schema([
+        *_PARTITION_COLUMNS, ("topic_name", pa.string()), *_INTERVAL[:4], ("duration_ms", pa.int64()),
+        ("previous_leader", pa.int32()), ("isr", _INTS), ("cause", pa.string()), ("cause_broker", pa.int32()),
+        ("cause_offset", pa.int64()), ("cause_type", pa.string()), ("ended_by", pa.string()),
+        ("new_leader", pa.int32()), ("reason", pa.string())]),
+    REPLAY_ANOMALIES: pa.schema([("cluster_id", pa.string()), ("offset", pa.int64()), ("record_type", pa.string()),
+                                 ("kind", pa.string()), ("reason", pa.string())]),
+    REPLAY_CHECKPOINTS: pa.schema([
+        ("cluster_id", pa.string()),
+        ("last_offset", pa.int64()),  # the last metadata_log offset of the cluster that was replayed
+        ("metadata_log_version", pa.int64()),  # the Delta version of metadata_log that was read
+        ("mode", pa.string()),  # "full": every table rebuilt; "incremental": only offsets after the last
+        # checkpoint folded in (`last_offset` is then a safe point: no metadata transaction open there)
+        ("replayed_at", _UTC),
+        ("tables", pa.map_(pa.string(), pa.int64())),  # table → Delta version written
+    ]),
+}
+
+
 def spark_schema(name: str) -> StructType:
-    """The Spark schema of a lake table (timestamps as Spark TIMESTAMP, UTC)."""
-    return from_arrow_schema(SCHEMAS[name])
+    """The Spark schema of a lake table, the log's or the replay's (timestamps as Spark TIMESTAMP, UTC). Spark is
+    imported here only: the names and Arrow schemas serve code without Spark (the reference fold)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(SCHEMAS[name] if name in SCHEMAS else REPLAY_SCHEMAS[name])

@@ -7,6 +7,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
+from lakehouse.tables import PARTITION_STATE_HISTORY, REPLICA_STATE_HISTORY
 from replay.query import QueryError, as_of, history_table, resolve_cluster
 
 TRANSITION_COLUMNS = ("machine", "broker_id", "topic_name", "partition_id", "valid_from_offset", "step",
@@ -16,10 +17,10 @@ TRANSITION_COLUMNS = ("machine", "broker_id", "topic_name", "partition_id", "val
 def machine_tables(spark: SparkSession, lake: Lake, cluster: str) -> tuple[DataFrame, DataFrame]:
     """``(partition_state_history, replica_state_history)`` of one cluster; a lake replayed before the state
     machines existed is told to replay again."""
-    if not lake.table_exists("replica_state_history"):
+    if not lake.table_exists(REPLICA_STATE_HISTORY):
         raise QueryError(f"no state-machine tables in {lake.root}: run `kraft-replay replay` again")
-    return (history_table(spark, lake, "partition_state_history", cluster),
-            history_table(spark, lake, "replica_state_history", cluster))
+    return (history_table(spark, lake, PARTITION_STATE_HISTORY, cluster),
+            history_table(spark, lake, REPLICA_STATE_HISTORY, cluster))
 
 
 def machine_states_at(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None = None,

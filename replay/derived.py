@@ -17,6 +17,15 @@ from operator import or_
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.tables import (
+    BROKER_HISTORY,
+    ELECTIONS,
+    LEADERLESS_PERIODS,
+    PARTITION_HISTORY,
+    PARTITION_STATE_HISTORY,
+    REPLICA_HISTORY,
+    REPLICA_STATE_HISTORY,
+)
 from replay.elections import (
     broker_status,
     elections,
@@ -28,46 +37,36 @@ from replay.layout import mutable
 from replay.state_machines import (
     DELETION_INELIGIBLE,
     PARTITION_KEY,
-    REPLICA_KEY,
     partition_state_history,
     replica_state_history,
 )
-
-# table → the sort order it is written in (a unique key, so the layout is deterministic)
-DERIVED_ORDER: dict[str, tuple[str, ...]] = {
-    "replica_state_history": (*REPLICA_KEY, "valid_from_offset", "step"),
-    "partition_state_history": (*PARTITION_KEY, "valid_from_offset", "step"),
-    "elections": (*PARTITION_KEY, "offset"),
-    "leaderless_periods": (*PARTITION_KEY, "valid_from_offset"),
-}
-DERIVED_TABLES: tuple[str, ...] = tuple(DERIVED_ORDER)
 
 
 def derived_tables(history: dict[str, DataFrame]) -> dict[str, DataFrame]:
     """``history``: at least partition_history, replica_history and broker_history."""
     # Every derived table is a set of windows and aggregates per partition (or per replica of a partition):
     # distributed by partition once here, none of them shuffles the history again.
-    partitions = history["partition_history"].repartition(*PARTITION_KEY).localCheckpoint(eager=True)
-    replicas = history["replica_history"].repartition(*PARTITION_KEY)
-    brokers = history["broker_history"]
+    partitions = history[PARTITION_HISTORY].repartition(*PARTITION_KEY).localCheckpoint(eager=True)
+    replicas = history[REPLICA_HISTORY].repartition(*PARTITION_KEY)
+    brokers = history[BROKER_HISTORY]
     audit = elections(partitions, brokers).localCheckpoint(eager=True)
     return {
-        "replica_state_history": replica_state_history(replicas, partitions, brokers),
-        "partition_state_history": partition_state_history(partitions),
-        "elections": audit,
-        "leaderless_periods": leaderless_periods(partitions, audit),
+        REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers),
+        PARTITION_STATE_HISTORY: partition_state_history(partitions),
+        ELECTIONS: audit,
+        LEADERLESS_PERIODS: leaderless_periods(partitions, audit),
     }
 
 
 # table → its offset columns: a row with one of them after the checkpoint C was made (or changed) by the records
 # after C; a row with none, and not mutable, was written as it is by an earlier replay.
 _OFFSETS: dict[str, tuple[str, ...]] = {
-    "replica_state_history": ("valid_to_offset",),
-    "partition_state_history": ("valid_to_offset",),
-    "elections": ("offset", "lost_leader_cause_offset"),
-    "leaderless_periods": ("valid_to_offset", "cause_offset"),
+    REPLICA_STATE_HISTORY: ("valid_to_offset",),
+    PARTITION_STATE_HISTORY: ("valid_to_offset",),
+    ELECTIONS: ("offset", "lost_leader_cause_offset"),
+    LEADERLESS_PERIODS: ("valid_to_offset", "cause_offset"),
 }
-GROWING_HISTORY = ("partition_history", "replica_history")
+GROWING_HISTORY = (PARTITION_HISTORY, REPLICA_HISTORY)
 
 
 def _mutable(name: str, columns: list[str]) -> Column:
@@ -99,10 +98,10 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
              for name in GROWING_HISTORY]
     moved = F.broadcast(after(brokers, "valid_from_offset", "valid_to_offset")
                         .select("cluster_id", "broker_id").distinct())
-    deletions = waiting["replica_state_history"].where(
+    deletions = waiting[REPLICA_STATE_HISTORY].where(
         (F.col("state") == DELETION_INELIGIBLE) & F.col("valid_to_offset").isNull())
     parts.append(deletions.join(moved, ["cluster_id", "broker_id"]).select(*PARTITION_KEY))
-    losses = waiting["elections"].where(mutable("elections", waiting["elections"].columns))
+    losses = waiting[ELECTIONS].where(mutable(ELECTIONS, waiting[ELECTIONS].columns))
     parts.append(losses.join(moved.withColumnRenamed("broker_id", "previous_leader"),
                              ["cluster_id", "previous_leader"]).select(*PARTITION_KEY))
     return reduce(DataFrame.unionByName, parts).distinct()
@@ -125,20 +124,20 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
                 .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_c"))).drop("_c"))
 
     # distributed by partition once, as in ``derived_tables``
-    partitions = after_c(live["partition_history"]).repartition(*PARTITION_KEY).localCheckpoint(eager=True)
-    replicas = after_c(live["replica_history"]).repartition(*PARTITION_KEY)
+    partitions = after_c(live[PARTITION_HISTORY]).repartition(*PARTITION_KEY).localCheckpoint(eager=True)
+    replicas = after_c(live[REPLICA_HISTORY]).repartition(*PARTITION_KEY)
     opened = {name: df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns))
               .join(cps, ["cluster_id"]).localCheckpoint(eager=True) for name, df in stored.items()}
     status = broker_status(brokers).localCheckpoint(eager=True)
     audit = elections(partitions, brokers, status).unionByName(
-        explained_losses(opened["elections"].drop("_c"), status)).localCheckpoint(eager=True)
+        explained_losses(opened[ELECTIONS].drop("_c"), status)).localCheckpoint(eager=True)
     return {
-        "replica_state_history": replica_state_history(replicas, partitions, brokers,
-                                                       opened["replica_state_history"]),
-        "partition_state_history": partition_state_history(partitions, opened["partition_state_history"]),
-        "elections": audit,
-        "leaderless_periods": resumed_leaderless_periods(partitions, audit, opened["leaderless_periods"],
-                                                         checkpoints),
+        REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers,
+                                                     opened[REPLICA_STATE_HISTORY]),
+        PARTITION_STATE_HISTORY: partition_state_history(partitions, opened[PARTITION_STATE_HISTORY]),
+        ELECTIONS: audit,
+        LEADERLESS_PERIODS: resumed_leaderless_periods(partitions, audit, opened[LEADERLESS_PERIODS],
+                                                       checkpoints),
     }
 
 

@@ -12,6 +12,15 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.tables import (
+    BROKER_HISTORY,
+    CONTROLLER_HISTORY,
+    FEATURE_HISTORY,
+    HISTORY_KEYS,
+    PARTITION_HISTORY,
+    REPLICA_HISTORY,
+    TOPIC_HISTORY,
+)
 from replay.brokers import BROKER_VALUES, broker_states, controller_states, feature_states
 from replay.events import transaction_anomalies, visible, with_base
 from replay.history import collapse, to_intervals
@@ -22,14 +31,7 @@ from replay.shapes import RecordShapes, record_shapes
 PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")
 PARTITION_VALUES = ("leader", "leader_epoch", "partition_epoch", *ARRAYS, "leader_recovery_state", "directories")
 
-TABLE_KEYS: dict[str, tuple[str, ...]] = {
-    "partition_history": ("cluster_id", "topic_id", "partition_id"),
-    "broker_history": ("cluster_id", "broker_id"),
-    "topic_history": ("cluster_id", "topic_id"),
-    "feature_history": ("cluster_id", "feature"),
-    "controller_history": ("cluster_id", "controller_id"),
-    "replica_history": ("cluster_id", "topic_id", "partition_id", "broker_id"),
-}
+TABLE_KEYS = HISTORY_KEYS  # the history tables and their keys, declared in the lake's registry
 
 
 @dataclass(frozen=True)
@@ -83,13 +85,13 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         controller_states(others, shapes), ("cluster_id", "controller_id"),
         ("incarnation_id", "zk_migration_ready", "endpoints", "features"))
     tables = {
-        "partition_history": partition_history,
-        "broker_history": broker_history,
-        "topic_history": topic_history,
-        "feature_history": feature_history,
-        "controller_history": controller_history,
+        PARTITION_HISTORY: partition_history,
+        BROKER_HISTORY: broker_history,
+        TOPIC_HISTORY: topic_history,
+        FEATURE_HISTORY: feature_history,
+        CONTROLLER_HISTORY: controller_history,
     }
-    tables["replica_history"] = replica_history(partition_history, broker_history)
+    tables[REPLICA_HISTORY] = replica_history(partition_history, broker_history)
     anomalies = (transaction_anomalies(log).unionByName(topics.anomalies).unionByName(partitions.anomalies)
                  .unionByName(brokers.anomalies))
     # Unordered: ``replay.store.write_sorted`` sorts each table as it writes it (a sort here would make Spark

@@ -11,6 +11,14 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
+from lakehouse.tables import (
+    BROKER_HISTORY,
+    ELECTIONS,
+    LEADERLESS_PERIODS,
+    PARTITION_HISTORY,
+    PARTITION_STATE_HISTORY,
+    REPLICA_STATE_HISTORY,
+)
 from replay.query import QueryError, as_of, history_table, resolve_cluster, resolve_offset
 from replay.whatif import WhatIf, what_if
 
@@ -41,7 +49,7 @@ def _within(column: str, lo: int, hi: int) -> Column:
 
 def offline_periods(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX) -> DataFrame:
     """The leaderless periods (the election audit's) overlapping offsets ``lo..hi``, in log order."""
-    return (_audit_table(spark, lake, "leaderless_periods", cluster)
+    return (_audit_table(spark, lake, LEADERLESS_PERIODS, cluster)
             .where((F.col("valid_from_offset") <= hi)
                    & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo)))
             .orderBy("valid_from_offset", "topic_name", "partition_id", "topic_id"))
@@ -49,7 +57,7 @@ def offline_periods(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, 
 
 def unclean_elections(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX) -> DataFrame:
     """Elections of a leader outside the previous ISR at offsets ``lo..hi``, in log order."""
-    audit = _audit_table(spark, lake, "elections", cluster)
+    audit = _audit_table(spark, lake, ELECTIONS, cluster)
     return audit.where((F.col("election_type") == "unclean") & _within("offset", lo, hi)).orderBy(
         "offset", "topic_name", "partition_id", "topic_id")
 
@@ -57,7 +65,7 @@ def unclean_elections(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0
 def election_deviations(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX
                         ) -> DataFrame:
     """Elections at offsets ``lo..hi`` whose leader differs from the one Kafka's rule picks, in log order."""
-    audit = _audit_table(spark, lake, "elections", cluster)
+    audit = _audit_table(spark, lake, ELECTIONS, cluster)
     return audit.where(F.col("deviation").isNotNull() & _within("offset", lo, hi)).orderBy(
         "offset", "topic_name", "partition_id", "topic_id")
 
@@ -67,9 +75,9 @@ def invalid_transitions(spark: SparkSession, lake: Lake, cluster: str, lo: int =
     """Replica and partition transitions at offsets ``lo..hi`` that Kafka's state machines do not allow."""
     columns = ("topic_id", "topic_name", "partition_id", "state", "previous_state", "valid_from_offset", "step",
                "valid_from_time_ms", "cause_offset", "cause_type", "reason")
-    replicas = _audit_table(spark, lake, "replica_state_history", cluster).where(
+    replicas = _audit_table(spark, lake, REPLICA_STATE_HISTORY, cluster).where(
         ~F.col("valid_transition") & _within("valid_from_offset", lo, hi))
-    partitions = _audit_table(spark, lake, "partition_state_history", cluster).where(
+    partitions = _audit_table(spark, lake, PARTITION_STATE_HISTORY, cluster).where(
         ~F.col("valid_transition") & _within("valid_from_offset", lo, hi))
     return (replicas.select(F.lit("replica").alias("machine"), *columns, "broker_id")
             .unionByName(partitions.select(F.lit("partition").alias("machine"), *columns,
@@ -117,8 +125,8 @@ def what_if_at(spark: SparkSession, lake: Lake, brokers: list[int], offset: int 
         raise QueryError("name at least one broker to fail (--fail-brokers 3,5)")
     cluster = resolve_cluster(spark, lake, cluster_id)
     at = resolve_offset(spark, lake, cluster, offset, time)
-    partitions = as_of(history_table(spark, lake, "partition_history", cluster), at)
-    live = as_of(history_table(spark, lake, "broker_history", cluster), at)
+    partitions = as_of(history_table(spark, lake, PARTITION_HISTORY, cluster), at)
+    live = as_of(history_table(spark, lake, BROKER_HISTORY, cluster), at)
     known = {r["broker_id"] for r in live.select("broker_id").collect()}
     unknown = sorted(set(brokers) - known)
     if unknown:

@@ -36,6 +36,15 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehouse.tables import (
+    BROKER_HISTORY,
+    CONTROLLER_HISTORY,
+    FEATURE_HISTORY,
+    PARTITION_HISTORY,
+    REPLAY_ANOMALIES,
+    REPLICA_HISTORY,
+    TOPIC_HISTORY,
+)
 from records.kafka_constants import BEGIN
 from replay.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
 from replay.events import BASE_COLUMNS, kafka_struct, transaction_markers
@@ -43,8 +52,8 @@ from replay.partitions import CLEAR_ELR
 from replay.replicas import replica_history
 from replay.shapes import RecordShapes, record_shapes
 
-REPLICAS = "replica_history"
-ANOMALIES = "replay_anomalies"
+REPLICAS = REPLICA_HISTORY
+ANOMALIES = REPLAY_ANOMALIES
 # seq of the seeds at offset C: topics before the partitions that need them live, register before unregister
 _TOPIC_SEQ, _SEED_SEQ, _GHOST_UNREGISTER_SEQ = 0, 1, 2
 
@@ -75,8 +84,8 @@ _BROKER_TYPES = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerR
 _CONTROLLER_TYPES = ("RegisterControllerRecord", "UnregisterControllerRecord")
 _FEATURE_TYPES = ("FeatureLevelRecord",)
 # the small tables and the record types they are folded from: without such a record their rows stay as stored
-FOLDED_FROM = {"topic_history": _TOPIC_TYPES, "feature_history": _FEATURE_TYPES,
-               "controller_history": _CONTROLLER_TYPES}
+FOLDED_FROM = {TOPIC_HISTORY: _TOPIC_TYPES, FEATURE_HISTORY: _FEATURE_TYPES,
+               CONTROLLER_HISTORY: _CONTROLLER_TYPES}
 
 
 @dataclass(frozen=True)
@@ -154,17 +163,17 @@ def _open(stored: DataFrame, checkpoints: DataFrame, keys: DataFrame, key: tuple
 
 def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, entities: Touched) -> DataFrame:
     """One synthetic record per touched entity that rebuilds its stored open version at offset C."""
-    topics = _seed(_open(stored["topic_history"], checkpoints, entities.topics, ("topic_id",)), "TopicRecord",
+    topics = _seed(_open(stored[TOPIC_HISTORY], checkpoints, entities.topics, ("topic_id",)), "TopicRecord",
                    kafka_struct("TopicRecord", "name", "topicId"), _TOPIC_SEQ)
     partitions = _seed(
-        _open(stored["partition_history"], checkpoints, entities.partitions, ("topic_id", "partition_id")),
+        _open(stored[PARTITION_HISTORY], checkpoints, entities.partitions, ("topic_id", "partition_id")),
         "PartitionRecord", kafka_struct(
             "PartitionRecord", "partitionId", "topicId", "replicas", "isr", "removingReplicas", "addingReplicas",
             "leader", "leaderRecoveryState", "leaderEpoch", "partitionEpoch", "directories",
             "eligibleLeaderReplicas", "lastKnownElr"), _SEED_SEQ)
     # A broker's latest version: open → re-register it as it is; closed (unregistered) → register and
     # unregister it again, so a later record still sees "unknown broker" and its last registered epoch.
-    latest = (stored["broker_history"].join(F.broadcast(checkpoints), ["cluster_id"]).join(
+    latest = (stored[BROKER_HISTORY].join(F.broadcast(checkpoints), ["cluster_id"]).join(
         F.broadcast(entities.brokers), ["cluster_id", "broker_id"])
         .withColumn("_rank", F.row_number().over(
             Window.partitionBy("cluster_id", "broker_id").orderBy(F.col("valid_from_offset").desc())))
@@ -175,11 +184,11 @@ def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, entities: Touche
     unregisters = _seed(latest.where(F.col("valid_to_offset").isNotNull()), "UnregisterBrokerRecord",
                         kafka_struct("UnregisterBrokerRecord", "brokerId", "brokerEpoch"), _GHOST_UNREGISTER_SEQ)
     controllers = _seed(
-        _open(stored["controller_history"], checkpoints, entities.controllers, ("controller_id",)),
+        _open(stored[CONTROLLER_HISTORY], checkpoints, entities.controllers, ("controller_id",)),
         "RegisterControllerRecord", kafka_struct(
             "RegisterControllerRecord", "controllerId", "incarnationId", "zkMigrationReady", "endPoints",
             "features"), _SEED_SEQ)
-    features = _seed(_open(stored["feature_history"], checkpoints, entities.features, ("feature",)),
+    features = _seed(_open(stored[FEATURE_HISTORY], checkpoints, entities.features, ("feature",)),
                      "FeatureLevelRecord", kafka_struct("FeatureLevelRecord", "name", "featureLevel"), _SEED_SEQ)
     return (topics.unionByName(partitions).unionByName(registers).unionByName(unregisters)
             .unionByName(controllers).unionByName(features))
@@ -252,9 +261,9 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     if shapes is None:
         shapes = record_shapes(spark)
     cps = spark.createDataFrame(sorted(checkpoints.items()), "cluster_id STRING, _c BIGINT")
-    open_partitions = stored["partition_history"].where(F.col("valid_to_offset").isNull()).select(
+    open_partitions = stored[PARTITION_HISTORY].where(F.col("valid_to_offset").isNull()).select(
         "cluster_id", "topic_id", "partition_id", "eligible_leader_replicas", "last_known_elr")
-    open_topics = stored["topic_history"].where(F.col("valid_to_offset").isNull()).select(
+    open_topics = stored[TOPIC_HISTORY].where(F.col("valid_to_offset").isNull()).select(
         "cluster_id", "topic_id", "name")
     entities = touched(new_log, open_partitions, shapes, open_topics)
     result: ReplayResult = replay(new_log, seeds(stored, cps, entities), shapes)
@@ -266,10 +275,10 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     for name, key in TABLE_KEYS.items():
         if name != REPLICAS:
             tables[name] = _merge(stored[name], folded[name], cps, key)
-    for name in ("partition_history", "broker_history"):
+    for name in (PARTITION_HISTORY, BROKER_HISTORY):
         tables[name] = tables[name].localCheckpoint(eager=True)
-    tables[REPLICAS] = _replicas(stored[REPLICAS], tables["partition_history"], tables["broker_history"],
-                                 folded["partition_history"], cps, entities)
+    tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
+                                 folded[PARTITION_HISTORY], cps, entities)
     new_anomalies = result.anomalies.join(F.broadcast(cps), ["cluster_id"]).where(
         F.col("offset") > F.col("_c")).drop("_c").localCheckpoint(eager=True)
     old = stored_anomalies.join(F.broadcast(cps), ["cluster_id"], "left").where(

@@ -23,12 +23,20 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse.tables import (
+    ELECTIONS,
+    LEADERLESS_PERIODS,
+    PARTITION_HISTORY,
+    PARTITION_STATE_HISTORY,
+    REPLICA_HISTORY,
+    REPLICA_STATE_HISTORY,
+)
 from replay.elections import UNEXPLAINED_LOSS
 
 OPEN = "open"
 TOPIC_RANGES = 8
-RANGED_TABLES = ("partition_history", "replica_history", "replica_state_history", "partition_state_history",
-                 "elections")
+RANGED_TABLES = (PARTITION_HISTORY, REPLICA_HISTORY, REPLICA_STATE_HISTORY, PARTITION_STATE_HISTORY,
+                 ELECTIONS)
 # The base64url alphabet in byte order (the order Spark and Parquet sort strings in).
 _ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 
@@ -62,11 +70,11 @@ def mutable_where(name: str, columns: list[str]) -> str | None:
     A version is open until a later record ends it. An election's lost-leader cause and the leaderless period
     it starts wait for the broker's next state change (``replay.elections``); for a period the test is a
     superset (its row does not keep the replicas): a period whose cause stays unknown just stays apart."""
-    if name == "elections":
+    if name == ELECTIONS:
         return f"coalesce({UNEXPLAINED_LOSS}, false)"
     if "valid_to_offset" not in columns:
         return None
-    if name == "leaderless_periods":
+    if name == LEADERLESS_PERIODS:
         return "valid_to_offset IS NULL OR coalesce(cause IS NULL AND previous_leader >= 0, false)"
     return "valid_to_offset IS NULL"
 

@@ -7,8 +7,8 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
+from lakehouse.tables import METADATA_LOG
 from replay.query import QueryError, history_table
-from replay.store import METADATA_LOG
 
 
 def record_at(spark: SparkSession, lake: Lake, cluster: str, offset: int) -> Row | None:

@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
+from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY, REPLICA_HISTORY, TOPIC_HISTORY
 from records.vocabulary import kafka_name
 from replay.store import ANOMALIES, CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
 
@@ -207,10 +208,10 @@ def state_at(spark: SparkSession, lake: Lake, offset: int | None = None, time: d
 
     return ClusterState(
         offset=at,
-        brokers=table("broker_history", BROKER_ORDER),
-        topics=table("topic_history", TOPIC_ORDER),
-        partitions=table("partition_history", PARTITION_ORDER),
-        replicas=table("replica_history", ("topic_name", "partition_id", "broker_id", "topic_id")),
+        brokers=table(BROKER_HISTORY, BROKER_ORDER),
+        topics=table(TOPIC_HISTORY, TOPIC_ORDER),
+        partitions=table(PARTITION_HISTORY, PARTITION_ORDER),
+        replicas=table(REPLICA_HISTORY, ("topic_name", "partition_id", "broker_id", "topic_id")),
         cluster_id=cluster,
     )
 
@@ -220,7 +221,7 @@ def history(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster
     """Every version of partition ``topic``-``partition`` (all topic ids that had that name), oldest first,
     each with the offset, time and record type that caused it."""
     cluster = resolve_cluster(spark, lake, cluster_id)
-    return (history_table(spark, lake, "partition_history", cluster)
+    return (history_table(spark, lake, PARTITION_HISTORY, cluster)
             .where((F.col("topic_name") == topic) & (F.col("partition_id") == partition))
             .orderBy("valid_from_offset", "topic_id"))
 

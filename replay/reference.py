@@ -22,12 +22,21 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lakehouse.tables import (
+    BROKER_HISTORY,
+    CONTROLLER_HISTORY,
+    FEATURE_HISTORY,
+    PARTITION_HISTORY,
+    REPLAY_ANOMALIES,
+    REPLICA_HISTORY,
+    TOPIC_HISTORY,
+)
 from records.kafka_constants import ABORT, BEGIN, END
 from records.model import LogEntry, MetadataRecord, RawRecord
 from replay.metadata_delta import Anomaly, Broker, Cause, Changes, Controller, Image, MetadataDelta, Partition
 
-TABLES = ("partition_history", "broker_history", "topic_history", "feature_history", "controller_history",
-          "replica_history", "replay_anomalies")
+TABLES = (PARTITION_HISTORY, BROKER_HISTORY, TOPIC_HISTORY, FEATURE_HISTORY, CONTROLLER_HISTORY,
+          REPLICA_HISTORY, REPLAY_ANOMALIES)
 VERSION_COLUMNS = ("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
                    "cause_offset", "cause_type")
 ANOMALY_COLUMNS = ("cluster_id", "offset", "record_type", "kind", "reason")
@@ -277,10 +286,10 @@ class HistoryBuilder:
                 self.open_by_broker.setdefault(bid, set()).add(key)
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
-        return {"partition_history": self.partitions.rows, "broker_history": self.brokers.rows,
-                "topic_history": self.topics.rows, "feature_history": self.features.rows,
-                "controller_history": self.controllers.rows, "replica_history": self.replicas.rows,
-                "replay_anomalies": self.anomalies}
+        return {PARTITION_HISTORY: self.partitions.rows, BROKER_HISTORY: self.brokers.rows,
+                TOPIC_HISTORY: self.topics.rows, FEATURE_HISTORY: self.features.rows,
+                CONTROLLER_HISTORY: self.controllers.rows, REPLICA_HISTORY: self.replicas.rows,
+                REPLAY_ANOMALIES: self.anomalies}
 
 
 def reference_histories(entries: Iterable[LogEntry], cluster_id: str,

@@ -7,6 +7,8 @@ generated file names differ).
 
 Replaying one cluster (``cluster_id=...``) replaces only that cluster's rows: the rows of the other
 clusters are read from the current version of each table and written back unchanged.
+
+Every table's name, key or sort order and schema is declared in the lake's registry (``lakehouse.tables``).
 """
 
 from __future__ import annotations
@@ -20,45 +22,40 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
-from lakehouse.lake import Lake
+from lakehouse.lake import ROWS_PER_FILE, Lake
 from lakehouse.spark import spark_conf
-from lakehouse.tables import SNAPSHOTS, spark_schema
-from replay.derived import (
+from lakehouse.tables import (
+    ANOMALY_ORDER,
+    BROKER_HISTORY,
     DERIVED_ORDER,
     DERIVED_TABLES,
-    affected_partitions,
-    derived_tables,
-    refreshed_rows,
-    resumed_partitions,
+    HISTORY_KEYS,
+    HISTORY_TABLES,
+    METADATA_LOG,
+    PARTITION_HISTORY,
+    REPLAY_ANOMALIES,
+    REPLAY_CHECKPOINTS,
+    REPLICA_HISTORY,
+    SNAPSHOTS,
+    spark_schema,
 )
-from replay.engine import TABLE_KEYS, replay
-from replay.incremental import ANOMALIES, incremental_replay, safe_offsets
+from replay.derived import affected_partitions, derived_tables, refreshed_rows, resumed_partitions
+from replay.engine import replay
+from replay.incremental import incremental_replay, safe_offsets
 from replay.layout import OPEN, mutable_where, sorted_layout
 from replay.shapes import lake_shapes
 from replay.snapshots import first_offsets, snapshot_input
 
-METADATA_LOG = "metadata_log"
-CHECKPOINTS = "replay_checkpoints"
-HISTORY_TABLES: tuple[str, ...] = tuple(TABLE_KEYS)
-ANOMALY_ORDER = ("cluster_id", "offset", "record_type", "kind", "reason")
-ROWS_PER_FILE = 1_000_000
+ANOMALIES = REPLAY_ANOMALIES
+CHECKPOINTS = REPLAY_CHECKPOINTS
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 # The history tables an incremental replay updates file by file (only the files of open versions); the small
 # ones are rewritten whole.
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
-GROWING_TABLES = ("partition_history", "replica_history")
+GROWING_TABLES = (PARTITION_HISTORY, REPLICA_HISTORY)
 
-CHECKPOINT_SCHEMA = StructType([
-    StructField("cluster_id", StringType()),
-    StructField("last_offset", LongType()),  # the last metadata_log offset of the cluster that was replayed
-    StructField("metadata_log_version", LongType()),  # the Delta version of metadata_log that was read
-    StructField("mode", StringType()),  # "full": every table rebuilt; "incremental": only offsets after the last
-    # checkpoint folded in (`last_offset` is then a safe point: no metadata transaction open there)
-    StructField("replayed_at", TimestampType()),
-    StructField("tables", MapType(StringType(), LongType())),  # table → Delta version written
-])
+CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
 
 
 class ReplayError(ValueError):
@@ -79,17 +76,6 @@ class ReplaySummary:
     @property
     def last_offset(self) -> int:
         return max(self.clusters.values())
-
-    def lines(self) -> list[str]:
-        clusters = ", ".join(f"{c} (offsets 0..{o})" for c, o in sorted(self.clusters.items()))
-        out = [f"replayed {clusters} from metadata_log v{self.metadata_log_version} ({self.mode}) "
-               f"in {self.seconds:.1f}s"]
-        width = max(len(name) for name in self.rows)
-        for name, rows in self.rows.items():
-            out.append(f"  {name:<{width}}  {rows:>12,} rows  v{self.versions[name]}")
-        out.append(f"  anomalies: {self.anomalies:,}")
-        out.extend(f"  note: {note}" for note in self.notes)
-        return out
 
 
 def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
@@ -184,7 +170,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     tell("folding the log into states (Spark window functions)")
     result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
     outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
-        name: (df, (*TABLE_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
+        name: (df, (*HISTORY_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
     outputs[ANOMALIES] = (result.anomalies, ANOMALY_ORDER)
     versions: dict[str, int] = {}
     for name, (df, order) in outputs.items():
@@ -222,7 +208,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     # every version live after C is in the files the increment wrote (it replaced those of the open versions)
     changed = {name: lake.read_files(spark, name, lake.added_files(name, before[name], versions[name]))
                for name in GROWING_TABLES}
-    brokers = lake.read(spark, "broker_history", version=versions["broker_history"])
+    brokers = lake.read(spark, BROKER_HISTORY, version=versions[BROKER_HISTORY])
     current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
     split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
     # a table not written split (delta-spark, an older layout): every file is replaced, settled rows too
@@ -334,7 +320,7 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         for name, df in result.tables.items():
             if name in result.unchanged:
                 continue  # its rows are the stored ones: the current version stays
-            order = (*TABLE_KEYS[name], "valid_from_offset")
+            order = (*HISTORY_KEYS[name], "valid_from_offset")
             tell(f"writing {name}")
             versions[name] = (replace_open_versions(lake, df, name, order, open_files[name], current[name])
                               if name in open_files else write_sorted(lake, df, name, order))

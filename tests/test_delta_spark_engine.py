@@ -26,8 +26,7 @@ from pyspark.sql import SparkSession
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import DATABASE, Lake, writer_id
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, has_delta_spark
-from lakehouse.tables import METADATA_LOG
-from replay.derived import DERIVED_TABLES
+from lakehouse.tables import DERIVED_TABLES, METADATA_LOG
 from replay.engine import TABLE_KEYS
 from replay.query import register_views
 from replay.store import ANOMALIES, run_replay

@@ -1,10 +1,16 @@
-"""Builders shared by the lake tests (no tests here): simulated logs as segments or JSON lines."""
+"""Builders shared by the lake tests (no tests here): simulated logs as segments or JSON lines, the offsets a
+lake holds."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
 
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from lakehouse.lake import Lake
+from lakehouse.tables import METADATA_LOG
 from records.jsonl import write_jsonl
 from records.model import LogEntry
 from records.writer import write_meta_properties, write_segments
@@ -32,3 +38,9 @@ def write_jsonl_file(path: Path, entries: list[LogEntry] | tuple[LogEntry, ...])
     with path.open("w", encoding="utf-8") as out:
         write_jsonl(entries, out)
     return path
+
+
+def stored_offsets(lake: Lake, cluster_id: str | None = None) -> list[int]:
+    table = pa.table(DeltaTable(lake.path(METADATA_LOG)).to_pyarrow_table(columns=["cluster_id", "offset"]))
+    return sorted(o for c, o in zip(table.column("cluster_id").to_pylist(), table.column("offset").to_pylist(),
+                                    strict=True) if cluster_id is None or c == cluster_id)

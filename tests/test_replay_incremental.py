@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
+from lakehouse.tables import DERIVED_TABLES
 from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_from_str
-from replay.derived import DERIVED_TABLES
 from replay.engine import TABLE_KEYS, replay
 from replay.incremental import FOLDED_FROM
 from replay.reference import Image, image_at, reference_histories

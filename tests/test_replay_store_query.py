@@ -25,8 +25,8 @@ from kraft_replay.formatting import format_replay_summary
 from kraft_replay.replay_commands import standalone_app
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
+from lakehouse.tables import DERIVED_TABLES, METADATA_LOG, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
-from replay.derived import DERIVED_TABLES
 from replay.query import (
     QueryError,
     as_of,
@@ -92,6 +92,17 @@ def test_replay_writes_every_table_and_a_checkpoint(spark: SparkSession, replaye
             checkpoint["mode"]) == (CLUSTER, 4928, 0, "full")
     assert set(checkpoint["tables"]) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES}
     assert "partition_history" in "\n".join(format_replay_summary(summary))
+
+
+def test_the_written_tables_are_exactly_the_registry(spark: SparkSession, replayed: dict[str, Any]) -> None:
+    """Every table the replay writes is declared in ``lakehouse.tables``: the same columns in the same order with
+    the same types, so a change to the replay's DataFrames that the registry does not follow fails here."""
+    lake = replayed["lake"]
+    assert set(lake.table_names()) == {METADATA_LOG, *REPLAY_SCHEMAS}
+    for name in REPLAY_SCHEMAS:
+        written = [(f.name, f.dataType.simpleString()) for f in lake.read(spark, name).schema.fields]
+        declared = [(f.name, f.dataType.simpleString()) for f in spark_schema(name).fields]
+        assert written == declared, name
 
 
 def test_the_real_incident_in_the_state_machines_and_the_audit(spark: SparkSession, lake: Lake) -> None:

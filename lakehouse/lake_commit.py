@@ -1,0 +1,294 @@
+"""The lake's commit layer: every write to a table, and Delta's optimistic concurrency for the writers that retry.
+
+Concurrency: every append goes through `LakeCommits.commit_new_rows`, which computes what to add against one
+pinned table version v and commits it only if nothing else committed since. delta-rs: as exactly version v + 1
+(retries off: a put-if-absent of the next log entry). delta-spark: a Delta idempotent write with
+``txnAppId`` = the table's writer id and ``txnVersion`` = v + 1, which Delta skips when that writer id already
+reached v + 1 and refuses (``ConcurrentTransactionException``) when another such commit lands first; both
+engines record the same application transaction. Either way the rows are recomputed against the new version
+and the commit retried (`LakeCommits.commit_with_retry`), so no two writers can both decide that the same offset
+is new.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
+from deltalake.transaction import AddAction, RemoveAction
+from pyspark.sql import DataFrame
+
+from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, stage_spark_parquet, table_columns
+from lakehouse.lake_root import LakeError, LakeRoot, table_arrow_schema, utc_now
+from lakehouse.spark import spark_conf
+from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, spark_schema
+
+MAX_COMMIT_ATTEMPTS = 50
+ROWS_PER_FILE = 1_000_000
+OPERATION_KEY = "kraftReplay.operation"
+ROWS_KEY = "kraftReplay.rowsAdded"
+INGEST_KEY = "kraftReplay.ingestId"
+COMMIT_KEY = "kraftReplay.commit"  # a token naming one commit: finds its version among concurrent ones
+CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+# Delta refuses a replaceWhere whose new rows do not all match the condition; an incremental replay replaces the
+# rows that may change (open versions) with what they became (many now closed), so the check does not apply.
+_REPLACE_WHERE_CHECK = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
+# Delta's exceptions for a commit that lost against a concurrent one: recompute and retry.
+_CONCURRENT = ("ConcurrentTransactionException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
+               "ConcurrentDeleteDeleteException", "MetadataChangedException", "ProtocolChangedException",
+               "DELTA_CONCURRENT")
+Result = TypeVar("Result")
+
+
+class Conflict:
+    """What a commit attempt returns when it lost against a concurrent commit: recompute and try again."""
+
+
+CONFLICT = Conflict()
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """What one `commit_new_rows` did: the version it created (None: nothing to add) and rows added."""
+
+    version: int | None
+    rows_added: int
+    attempts: int
+
+
+class LakeCommits(LakeRoot):
+    """The writing half of `lakehouse.lake.Lake`."""
+
+    def write(self, df: DataFrame, name: str, mode: Literal["append", "overwrite"] = "append",
+              split_by: str | None = None, change_data_feed: bool = False) -> int:
+        """Write a DataFrame to a table (created if missing) as one commit; returns the new version.
+
+        A plain write, for state tables computed elsewhere (the replay's): no deduplication. ``split_by``:
+        a boolean column (not stored) whose true and false rows go to separate files (delta-rs: directories;
+        delta-spark: the writing tasks keep them apart, see ``replay.layout``). ``change_data_feed``: Delta's
+        Change Data Feed on (delta-spark), so ``table_changes`` answers what each replay changed.
+        """
+        spark = self.delta_spark(df.sparkSession)
+        if spark is not None:
+            writer = table_columns(df, split_by).write.format("delta").mode(mode)
+            if mode == "overwrite":
+                writer = writer.option("overwriteSchema", "true")
+            done = self._spark_write(writer, name, "write", change_data_feed=change_data_feed)
+            return done[0] if done is not None else int(DeltaTable(self.path(name)).version())
+        version = commit_spark_parquet(df, self.path(name), mode, split_by=split_by)
+        self.maybe_checkpoint(name, version)
+        return version
+
+    def _spark_write(self, writer: Any, name: str, operation: str, *, change_data_feed: bool = False,
+                     metadata: dict[str, str] | None = None) -> tuple[int, int] | None:
+        """Save with delta-spark; returns the version of this commit (found by its token: others may commit
+        after it) and the rows it wrote, None when Delta made no commit (an idempotent write it had seen, a
+        ``replaceWhere`` that changes nothing). Change Data Feed is switched on for a table that wants it (new, or
+        written by delta-rs)."""
+        root = self.path(name)
+        token = uuid.uuid4().hex
+        current = DeltaTable(root) if self.table_exists(name) else None
+        if change_data_feed:
+            if current is None:
+                writer = writer.option(CHANGE_DATA_FEED, "true")
+            elif current.metadata().configuration.get(CHANGE_DATA_FEED) != "true":
+                self.delta_spark().sql(  # type: ignore[union-attr]
+                    f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ('{CHANGE_DATA_FEED}' = 'true')")
+                current = DeltaTable(root)  # the ALTER is a commit of its own
+        since = int(current.version()) if current is not None else -1
+        info = {OPERATION_KEY: operation, COMMIT_KEY: token, **(metadata or {})}
+        writer.option("userMetadata", json.dumps(info, sort_keys=True)).save(root)
+        return self._committed(name, token, since)
+
+    def _committed(self, name: str, token: str, since: int) -> tuple[int, int] | None:
+        """(version, rows added) of the commit made after ``since`` whose user metadata names ``token``."""
+        latest = DeltaTable(self.path(name))
+        for commit in latest.history(limit=max(1, int(latest.version()) - since)):
+            info = user_metadata(commit)
+            if info.get(COMMIT_KEY) == token:
+                rows = (commit.get("operationMetrics") or {}).get("numOutputRows")
+                return int(commit["version"]), int(rows or 0)
+        return None
+
+    def replace_files(self, df: DataFrame, name: str, remove: list[str], version: int,
+                      split_by: str | None = None, where: str | None = None) -> int:
+        """One commit that replaces the rows ``read_replaceable`` gave with ``df`` (their replacement plus any
+        new rows); the other files stay as they are. Refused when the table moved past ``version`` (the
+        replaced rows were chosen from it).
+
+        delta-rs removes the files ``remove`` (paths relative to the table, all in ``version``); delta-spark
+        replaces the rows matching ``where`` (Delta's ``replaceWhere``: a file of those rows only is removed, not
+        rewritten), or the whole table when ``where`` is None.
+        """
+        spark = df.sparkSession
+        root = self.path(name)
+        rows = table_columns(df, split_by)
+        table = DeltaTable(root)
+        if int(table.version()) != version:
+            raise LakeError(f"{name}: another writer committed after version {version}: run the replay again")
+        if self.delta_spark(spark) is not None:
+            change_data_feed = table.metadata().configuration.get(CHANGE_DATA_FEED) == "true"
+            if where is None:
+                return self.write(rows, name, "overwrite", change_data_feed=change_data_feed)
+            writer = rows.write.format("delta").mode("overwrite").option("replaceWhere", where)
+            with spark_conf(spark, _REPLACE_WHERE_CHECK, "false"):
+                done = self._spark_write(writer, name, "replace where")
+            return done[0] if done is not None else version
+        staging, adds = stage_spark_parquet(df, root, split_by=split_by)
+        files = pa.table(table.get_add_actions(flatten=True))
+        sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))
+        now_ms = int(time.time() * 1000)
+        actions: list[AddAction | RemoveAction] = [*adds]
+        actions += [RemoveAction(path, True, now_ms, sizes.get(path)) for path in remove]
+        try:
+            version = commit_at_version(table, actions, table_arrow_schema(table), {OPERATION_KEY: "replace files"})
+        except CommitFailedError:
+            self._delete_dir(f"{root}/{staging}")
+            raise LakeError(f"{name}: another writer committed while the replay replaced its files: "
+                            "run the replay again") from None
+        self.maybe_checkpoint(name, version)
+        return version
+
+    def commit_new_rows(self, name: str, build: Callable[[DeltaTable], DataFrame | None], *,
+                        operation: str, ingest_id: str | None = None) -> CommitOutcome:
+        """Optimistic append: `build(table)` computes the rows to add against that pinned version.
+
+        Executors write the rows as Parquet, the driver commits them as exactly the next version; when
+        another writer committed first, the staged files are deleted and `build` runs again against the
+        new version (so deduplication always sees everything committed before us).
+        """
+        self.ensure_table(name)
+        root = self.path(name)
+        spark = self.delta_spark()
+
+        def attempt(table: DeltaTable, number: int) -> CommitOutcome | Conflict:
+            rows = build(table)
+            if rows is None:
+                return CommitOutcome(None, 0, number)
+            if spark is not None:
+                return self._idempotent_append(rows, name, table, operation, ingest_id, number)
+            staging, actions = stage_spark_parquet(rows, root)
+            added = sum(json.loads(action.stats)["numRecords"] for action in actions)
+            if not actions:
+                self._delete_dir(f"{root}/{staging}")
+                return CommitOutcome(None, 0, number)
+            metadata = {OPERATION_KEY: operation, ROWS_KEY: str(added)}
+            if ingest_id:
+                metadata[INGEST_KEY] = ingest_id
+            try:
+                version = commit_at_version(table, list(actions), SCHEMAS.get(name) or table_arrow_schema(table),
+                                            metadata, app_transaction=(writer_id(name), table.version() + 1))
+            except CommitFailedError:
+                self._delete_dir(f"{root}/{staging}")
+                return CONFLICT
+            self.maybe_checkpoint(name, version)
+            return CommitOutcome(version, added, number)
+
+        return self.commit_with_retry(name, attempt, gave_up=f"{name}: gave up after {MAX_COMMIT_ATTEMPTS} attempts: "
+                                      "other writers keep committing")
+
+    def commit_with_retry(self, name: str, attempt: Callable[[DeltaTable, int], Result | Conflict], *,
+                          gave_up: str, backoff_cap: int | None = 10) -> Result:
+        """Delta's optimistic concurrency, for every writer that retries: ``attempt(table, n)`` computes its
+        commit against the table's latest version and makes it, or returns ``CONFLICT`` when another writer
+        committed first (having cleaned up what it staged); then, after a random backoff growing with n (up to
+        ``backoff_cap`` times; None: no cap), it runs again against the new version, at most
+        ``MAX_COMMIT_ATTEMPTS`` times before `LakeError` ``gave_up``."""
+        root = self.path(name)
+        for number in range(1, MAX_COMMIT_ATTEMPTS + 1):
+            result = attempt(DeltaTable(root), number)
+            if not isinstance(result, Conflict):
+                return result
+            time.sleep(random.uniform(0.05, 0.3) * (number if backoff_cap is None else min(number, backoff_cap)))
+        raise LakeError(gave_up)
+
+    def _idempotent_append(self, rows: DataFrame, name: str, table: DeltaTable, operation: str,
+                           ingest_id: str | None, attempt: int) -> CommitOutcome | Conflict:
+        """delta-spark's half of ``commit_new_rows``: append ``rows`` (computed against ``table``'s version v) as
+        a Delta idempotent write (txnAppId = ``writer_id``, txnVersion = v + 1). ``CONFLICT`` when another writer
+        committed since v (Delta skipped the write or refused it): the caller recomputes."""
+        if rows.isEmpty():  # Delta commits an empty write too: a version that adds nothing is noise
+            return CommitOutcome(None, 0, attempt)
+        pinned = int(table.version())
+        writer = (rows.write.format("delta").mode("append").option("txnAppId", writer_id(name))
+                  .option("txnVersion", pinned + 1))
+        try:
+            done = self._spark_write(writer, name, operation, metadata={INGEST_KEY: ingest_id} if ingest_id else None)
+        except Exception as error:
+            if any(kind in str(error) for kind in _CONCURRENT):
+                return CONFLICT
+            raise
+        if done is None:
+            return CONFLICT  # skipped: this writer id reached v + 1 through another process's commit
+        return CommitOutcome(done[0], done[1], attempt)
+
+    # --- avro_schemas ----------------------------------------------------------------------------
+
+    def register_schemas(self) -> int | None:
+        """Add the shipped `.avsc` of every record type missing from `avro_schemas`; returns the version."""
+        from records.avro_codec import schema_id, schema_text
+        from records.definitions import definitions
+
+        self.ensure_table(AVRO_SCHEMAS)
+        root = self.path(AVRO_SCHEMAS)
+
+        def missing(table: DeltaTable) -> list[dict[str, Any]]:
+            stored = set(table.to_pyarrow_table(columns=["schema_id"]).column("schema_id").to_pylist())
+            now = utc_now()
+            return [{"schema_id": schema_id(name), "record_type": name, "api_key": message.api_key,
+                     "control_type": message.control_type, "kafka_versions": str(message.valid_versions),
+                     "avsc": schema_text(name), "registered_time": now}
+                    for name, message in sorted(definitions().items()) if schema_id(name) not in stored]
+
+        spark = self.delta_spark()
+        if spark is not None:
+            def build(table: DeltaTable) -> DataFrame | None:
+                rows = missing(table)
+                return spark.createDataFrame(rows, spark_schema(AVRO_SCHEMAS)).coalesce(1) if rows else None
+
+            return self.commit_new_rows(AVRO_SCHEMAS, build, operation="register-schemas").version
+
+        def attempt(table: DeltaTable, _number: int) -> int | Conflict | None:
+            rows = missing(table)
+            if not rows:
+                return None
+            data = pa.Table.from_pylist(rows, schema=SCHEMAS[AVRO_SCHEMAS])
+            try:
+                from deltalake import CommitProperties, write_deltalake
+
+                write_deltalake(table, data, mode="append", commit_properties=CommitProperties(
+                    custom_metadata={OPERATION_KEY: "register-schemas", ROWS_KEY: str(len(rows))},
+                    max_commit_retries=0))
+            except CommitFailedError:
+                return CONFLICT
+            return int(DeltaTable(root).version())
+
+        return self.commit_with_retry(
+            AVRO_SCHEMAS, attempt, gave_up="avro_schemas: gave up registering schemas: other writers keep committing",
+            backoff_cap=None)
+
+def writer_id(name: str) -> str:
+    """The application id of every ``commit_new_rows`` commit to a table (its Delta ``txn`` action)."""
+    return f"kraft-replay/{name}"
+
+
+def user_metadata(commit: Mapping[str, Any]) -> dict[str, Any]:
+    """delta-spark keeps a commit's own keys as JSON in ``userMetadata`` (delta-rs: top-level keys)."""
+    text = commit.get("userMetadata")
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
