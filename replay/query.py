@@ -21,26 +21,22 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY, REPLICA_HISTORY, TOPIC_HISTORY
-from records.vocabulary import kafka_name
+from records.vocabulary import column_name, fields, kafka_name
 from replay.store import ANOMALIES, CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
 
-# Kafka's JSON names of the columns are the vocabulary's rule (``kafka_name``); these are the exceptions, all
-# written here: an output name that is not ``kafka_name(column)``.
-KAFKA_NAME_EXCEPTIONS = {
-    "endpoints": "endPoints",  # Kafka's RegisterBrokerRecord field is EndPoints; the lake's column is endpoints
-}
 # ``state --states --format json`` names a state's first offset as the table's SINCE column does.
 MACHINE_STATE_NAMES = {"valid_from_offset": "since"}
-# Nested structs in Kafka's names too (the history tables keep them snake_case): column → (lambda variable,
-# the struct's fields).
-_NESTED = {"endpoints": ("e", ("name", "host", "port", "security_protocol")),
-           "features": ("f", ("name", "min_supported_version", "max_supported_version"))}
+# The broker columns in Kafka's names as RegisterBrokerRecord has them (``endpoints`` is ``endPoints``), and the
+# columns that hold Kafka structs (endpoints, features) with their members' Kafka names: all from the vocabulary.
+_BROKER_NAMES = {definition.column: definition.kafka_name for definition in fields()["RegisterBrokerRecord"]}
+_NESTED = {definition.column: definition.nested for definition in fields()["RegisterBrokerRecord"]
+           if definition.nested}
 
 
 def kafka_fields(*columns: str, names: dict[str, str] | None = None) -> tuple[tuple[str, str], ...]:
-    """Each column with its Kafka JSON name, in output order: ``kafka_name`` but for the exceptions above
-    (``names``: one of the exception tables of this module)."""
-    renamed = {**KAFKA_NAME_EXCEPTIONS, **(names or {})}
+    """Each column with its Kafka JSON name, in output order: the vocabulary's (``records.vocabulary``), or
+    ``names`` where an output names a column its own way (``MACHINE_STATE_NAMES``)."""
+    renamed = {**_BROKER_NAMES, **(names or {})}
     return tuple((column, renamed.get(column, kafka_name(column))) for column in columns)
 
 
@@ -230,10 +226,9 @@ def history(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster
 
 
 def _nested(column: str) -> Column:
-    """``transform(endpoints, e -> named_struct('name', e.name, …, 'securityProtocol', e.security_protocol))``."""
-    variable, members = _NESTED[column]
-    pairs = ", ".join(f"'{kafka_name(member)}', {variable}.{member}" for member in members)
-    return F.expr(f"transform({column}, {variable} -> named_struct({pairs}))")
+    """An array of Kafka structs (endpoints, features) with its members under their Kafka names."""
+    return F.transform(F.col(column), lambda element: F.struct(
+        *[element[column_name(member)].alias(member) for member in _NESTED[column]]))
 
 
 def kafka_struct(fields: tuple[tuple[str, str], ...]) -> Column:
@@ -317,7 +312,7 @@ def register_views(spark: SparkSession, lake: Lake, cluster_id: str | None = Non
     return names
 
 
-__all__ = ["ANOMALIES", "BROKER_FIELDS", "DIFF_COLUMNS", "HISTORY_TABLES", "KAFKA_NAME_EXCEPTIONS",
-           "MACHINE_STATE_NAMES", "PARTITION_FIELDS", "TOPIC_FIELDS", "ClusterState", "QueryError", "as_of",
+__all__ = ["ANOMALIES", "BROKER_FIELDS", "DIFF_COLUMNS", "HISTORY_TABLES", "MACHINE_STATE_NAMES", "PARTITION_FIELDS",
+           "TOPIC_FIELDS", "ClusterState", "QueryError", "as_of",
            "clusters", "diff", "history", "iso_ms", "kafka_fields", "kafka_json", "kafka_struct", "parse_time",
            "register_views", "resolve_cluster", "resolve_offset", "state_at", "to_epoch_ms"]

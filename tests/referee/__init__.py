@@ -22,16 +22,14 @@ from typing import Any
 
 from lakehouse.jars import Jars, JarSet, installed, kafka_jars, missing_reason
 from records.model import LogEntry, MetadataRecord
-from replay.query import BROKER_FIELDS, PARTITION_FIELDS
+from records.vocabulary import kafka_name
+from replay.query import BROKER_FIELDS, PARTITION_FIELDS, kafka_fields
 from replay.reference import Image, broker_values, controller_values, fold, partition_values
 from simulator import ScenarioOptions
 
 SOURCE = Path(__file__).with_name("KafkaFold.java")
 # The controllers in Kafka's camelCase (``state --format json`` has brokers, topics and partitions: replay.query).
-CONTROLLER_FIELDS = (("controller_id", "controllerId"), ("incarnation_id", "incarnationId"),
-                     ("zk_migration_ready", "zkMigrationReady"), ("endpoints", "endPoints"), ("features", "features"))
-NESTED = {"security_protocol": "securityProtocol", "min_supported_version": "minSupportedVersion",
-          "max_supported_version": "maxSupportedVersion"}
+CONTROLLER_FIELDS = kafka_fields("controller_id", "incarnation_id", "zk_migration_ready", "endpoints", "features")
 # Kafka 3.9's FeaturesImage says metadata.version 3.0-IV1 (level 1, MINIMUM_KRAFT_VERSION) for a log that never
 # set it; 4.x says nothing (Optional.empty). Our image, like 4.x, holds only what a FeatureLevelRecord said.
 DEFAULT_METADATA_VERSION_39 = 1
@@ -140,7 +138,7 @@ def _camel(values: dict[str, Any], fields: tuple[tuple[str, str], ...]) -> dict[
     for snake, camel in fields:
         value = values[snake]
         if snake in ("endpoints", "features"):  # Kafka keeps listeners and features in maps: by name
-            value = sorted(({NESTED.get(k, k): v for k, v in item.items()} for item in value),
+            value = sorted(({kafka_name(k): v for k, v in item.items()} for item in value),
                            key=lambda item: item["name"])
         out[camel] = value
     return out
