@@ -8,11 +8,17 @@ its current epoch (``ClusterDelta.getBrokerOrThrow``), else they are refused and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import reduce
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from records.kafka_constants import FENCE, IN_CONTROLLED_SHUTDOWN, NONE, UNFENCE
+from records.kafka_constants import (
+    FENCING_AS_BOOLEAN,
+    FENCING_CODES,
+    IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN,
+    IN_CONTROLLED_SHUTDOWN_CODES,
+)
 from replay.events import (
     kafka_columns,
     kafka_default,
@@ -39,6 +45,14 @@ class BrokersResult:
     anomalies: DataFrame
 
 
+
+def as_boolean(code: Column, values: dict[int, bool]) -> Column:
+    """Kafka's ``asBoolean()`` of a BrokerRegistrationChangeRecord code: the value it sets; null (nothing) for
+    NONE."""
+    return reduce(lambda otherwise, item: F.when(code == item[0], item[1]).otherwise(otherwise), values.items(),
+                  F.lit(None).cast("boolean"))
+
+
 def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
     """``ClusterDelta``: the registration after every applied broker record, and the refused records."""
     registers = parsed(events, REGISTER, shapes).select(
@@ -58,8 +72,8 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
     changes = parsed(events, CHANGE, shapes).select(
         *EVENT_COLUMNS, *kafka_columns(CHANGE, "brokerId"), F.lit("change").alias("kind"),
         kafka_field(CHANGE, "brokerEpoch").alias("epoch"),
-        F.when(fencing == FENCE, True).when(fencing == UNFENCE, False).alias("fenced"),
-        F.when(shutdown == IN_CONTROLLED_SHUTDOWN, True).alias("in_controlled_shutdown"),
+        as_boolean(fencing, FENCING_AS_BOOLEAN).alias("fenced"),
+        as_boolean(shutdown, IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN).alias("in_controlled_shutdown"),
         fencing.alias("fencing_change"), shutdown.alias("in_controlled_shutdown_change"),
         # an empty list (Kafka's default) changes nothing
         F.when(F.size(kafka_default(CHANGE, "logDirs")) > 0, kafka_field(CHANGE, "logDirs")).alias("log_dirs"))
@@ -87,8 +101,8 @@ def broker_states(events: DataFrame, shapes: RecordShapes) -> BrokersResult:
     # ClusterDelta.replay(BrokerRegistrationChangeRecord): after getBrokerOrThrow, a code that
     # BrokerRegistrationFencingChange.fromValue or BrokerRegistrationInControlledShutdownChange.fromValue
     # does not know throws: the record is refused.
-    unknown_fencing = F.coalesce(~F.col("fencing_change").isin(FENCE, NONE, UNFENCE), F.lit(False))
-    unknown_shutdown = F.coalesce(~F.col("in_controlled_shutdown_change").isin(NONE, IN_CONTROLLED_SHUTDOWN),
+    unknown_fencing = F.coalesce(~F.col("fencing_change").isin(*FENCING_CODES), F.lit(False))
+    unknown_shutdown = F.coalesce(~F.col("in_controlled_shutdown_change").isin(*IN_CONTROLLED_SHUTDOWN_CODES),
                                   F.lit(False))
     current = names_current & ~F.col("gone")
     accepted = current & ~unknown_fencing & ~unknown_shutdown  # a fence, unfence or change Kafka applies

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from records.kafka_constants import (
-    FENCE,
-    IN_CONTROLLED_SHUTDOWN,
+    FENCING_AS_BOOLEAN,
+    FENCING_CODES,
+    IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN,
+    IN_CONTROLLED_SHUTDOWN_CODES,
     LENGTHS,
     MIGRATING_DIR,
     NO_LEADER_CHANGE,
     NO_RECOVERY_STATE_CHANGE,
-    NONE,
     RECOVERY_STATES,
-    UNFENCE,
 )
 from records.model import LogEntry, MetadataRecord, uuid_to_str
 from records.vocabulary import default
@@ -246,12 +246,6 @@ def get_broker_or_throw(image: Image, broker_id: int, epoch: int, action: str) -
     return broker
 
 
-# BrokerRegistrationFencingChange.fromValue and BrokerRegistrationInControlledShutdownChange.fromValue: a code →
-# the new value given the old one; a code not listed is unknown (Kafka throws)
-FENCING_CHANGES = {UNFENCE: lambda fenced: False, NONE: lambda fenced: fenced, FENCE: lambda fenced: True}
-SHUTDOWN_CHANGES = {NONE: lambda shutdown: shutdown, IN_CONTROLLED_SHUTDOWN: lambda shutdown: True}
-
-
 class MetadataDelta:
     """Kafka's ``MetadataDelta.replay``, record by record, applied to the image at once; it notes what each record
     touched and the anomalies in the commit's :class:`Changes`."""
@@ -346,14 +340,16 @@ class MetadataDelta:
         broker_id = record.data["brokerId"]
         broker = get_broker_or_throw(self.image, broker_id, record.data["brokerEpoch"], "change")
         fencing, shutdown = _value(record, "fenced"), _value(record, "inControlledShutdown")
-        if fencing not in FENCING_CHANGES:
+        # BrokerRegistrationFencingChange.fromValue / BrokerRegistrationInControlledShutdownChange.fromValue throw
+        if fencing not in FENCING_CODES:
             raise Refused(f"unknown value for fenced: {fencing}")
-        if shutdown not in SHUTDOWN_CHANGES:
+        if shutdown not in IN_CONTROLLED_SHUTDOWN_CODES:
             raise Refused(f"unknown value for inControlledShutdown: {shutdown}")
         log_dirs = _uuids(_value(record, "logDirs")) or broker.log_dirs  # an empty list changes nothing
         self.image.brokers[broker_id] = replace(
-            broker, fenced=FENCING_CHANGES[fencing](broker.fenced),
-            in_controlled_shutdown=SHUTDOWN_CHANGES[shutdown](broker.in_controlled_shutdown), log_dirs=log_dirs)
+            broker, fenced=FENCING_AS_BOOLEAN.get(fencing, broker.fenced),
+            in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN.get(shutdown, broker.in_controlled_shutdown),
+            log_dirs=log_dirs)
         changes.brokers[broker_id] = cause
 
     def _unregister_broker(self, record: MetadataRecord, cause: Cause, changes: Changes) -> None:

@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from records.kafka_constants import (
-    FENCE,
-    IN_CONTROLLED_SHUTDOWN,
+    FENCING_AS_BOOLEAN,
+    IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN,
     NO_LEADER,
     NO_LEADER_CHANGE,
     NO_RECOVERY_STATE_CHANGE,
-    UNFENCE,
 )
 from records.model import MetadataRecord
 from simulator.facts import LeaderRecovered, PartitionLeaderless, Reassignment, UncleanElection
@@ -26,11 +25,6 @@ from simulator.model import (
     Partition,
     Topic,
 )
-
-# BrokerRegistrationFencingChange.asBoolean and BrokerRegistrationInControlledShutdownChange.asBoolean: a code
-# missing here (NONE) leaves the flag as it is
-FENCING_CHANGE = {FENCE: True, UNFENCE: False}
-IN_CONTROLLED_SHUTDOWN_CHANGE = {IN_CONTROLLED_SHUTDOWN: True}
 
 
 class ControllerReplay:
@@ -47,8 +41,8 @@ class ControllerReplay:
         elif kind == "RegisterBrokerRecord":
             self._replay_register(data)
         elif kind == "BrokerRegistrationChangeRecord":
-            self._set_broker_state(data["brokerId"], FENCING_CHANGE.get(data["fenced"]),
-                                   IN_CONTROLLED_SHUTDOWN_CHANGE.get(data.get("inControlledShutdown")))
+            self._set_broker_state(data["brokerId"], FENCING_AS_BOOLEAN.get(data["fenced"]),
+                                   IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN.get(data.get("inControlledShutdown")))
         elif kind == "FenceBrokerRecord":
             self._set_broker_state(data["id"], True, None)
         elif kind == "UnfenceBrokerRecord":
