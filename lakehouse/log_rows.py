@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from lakehouse.tables import METADATA_LOG, SCHEMAS
 from records.avro_codec import encode_payload, schema_id
 from records.kafka_json import dumps_compact, struct_to_json
 from records.model import LogEntry, MetadataRecord
@@ -22,24 +23,12 @@ ROW_KIND_RECORD = "record"
 ROW_KIND_ISSUE = "issue"  # a batch skipped with --skip-corrupt, a partial tail: goes to ingest_rejects
 ROW_KIND_ERROR = "error"  # the file could not be read: the ingest stops with this message
 
+# The metadata_log columns a decoded row fills (the ingest adds the rest as it commits), between the row's kind
+# and, for an issue, its message: the registry's (``lakehouse.tables``) names and types.
+_SET_AT_COMMIT = frozenset({"append_time", "notes", "ingest_id", "ingest_time"})
 LOG_ROW_FIELDS: list[tuple[str, pa.DataType]] = [
     ("row_kind", pa.string()),
-    ("cluster_id", pa.string()),
-    ("offset", pa.int64()),
-    ("batch_base_offset", pa.int64()),
-    ("raft_leader_epoch", pa.int32()),
-    ("append_time_ms", pa.int64()),
-    ("api_key", pa.int32()),
-    ("control_type", pa.int32()),
-    ("record_version", pa.int32()),
-    ("record_type", pa.string()),
-    ("control", pa.bool_()),
-    ("read_mode", pa.string()),
-    ("schema_id", pa.int64()),
-    ("payload", pa.binary()),
-    ("payload_json", pa.string()),
-    ("source_file", pa.string()),
-    ("source_position", pa.int64()),
+    *[(column.name, column.type) for column in SCHEMAS[METADATA_LOG] if column.name not in _SET_AT_COMMIT],
     ("message", pa.string()),
 ]
 LOG_ROW_SCHEMA = pa.schema(LOG_ROW_FIELDS)
