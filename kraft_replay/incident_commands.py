@@ -178,14 +178,16 @@ def whatif(
                                      "summary": {kafka_name(key): count for key, count in answer.summary.items()},
                                      "partitions": _json(rows)})])
             return
-        s = answer.summary
+        answered = answer.summary
         lines = [f"as of offset {at}, if broker(s) {', '.join(map(str, sorted(set(brokers))))} failed "
                  f"({'unclean election allowed' if unclean else 'clean elections only'}):",
-                 f"  {s['affected']} of {s['partitions']} partitions affected; {s['leaders_lost']} lose their "
-                 f"leader: {s['clean_elections']} elect a new leader from the ISR, {s['unclean_elections']} "
+                 f"  {answered['affected']} of {answered['partitions']} partitions affected; "
+                 f"{answered['leaders_lost']} lose their "
+                 f"leader: {answered['clean_elections']} elect a new leader from the ISR, "
+                 f"{answered['unclean_elections']} "
                  f"need an unclean election",
-                 f"  offline partitions: {s['offline_before']} → {s['offline_after']}; under-replicated: "
-                 f"{s['under_replicated_before']} → {s['under_replicated_after']}", ""]
+                 f"  offline partitions: {answered['offline_before']} → {answered['offline_after']}; under-replicated: "
+                 f"{answered['under_replicated_before']} → {answered['under_replicated_after']}", ""]
         lines += table_lines(("PARTITION", "REPLICAS", "LEADER", "ISR", "→ LEADER", "→ ISR", "OUTCOME"),
                              [(f"{r['topic_name']}-{r['partition_id']}", r["replicas"], r["leader"], r["isr"],
                                r["leader_after"], r["isr_after"], r["outcome"]) for r in rows])

@@ -162,10 +162,11 @@ def history(
             raise typer.BadParameter(f"{exc}; `kraft-replay lake tables` lists the tables") from None
         typer.echo(f"{'version':>7}  {'timestamp (UTC)':<23}  {'operation':<18} {'rows added':>12}  "
                    f"{'ingest id':<31}  engine")
-        for e in entries:
-            rows = f"{e.rows_added:,}" if e.rows_added is not None else "-"
-            typer.echo(f"{e.version:>7}  {e.timestamp:%Y-%m-%d %H:%M:%S.%f}"[:-3] + "  "
-                       f"{e.operation:<18} {rows:>12}  {e.ingest_id or '':<31}  {e.engine_info or ''}".rstrip())
+        for entry in entries:
+            rows = f"{entry.rows_added:,}" if entry.rows_added is not None else "-"
+            typer.echo(f"{entry.version:>7}  {entry.timestamp:%Y-%m-%d %H:%M:%S.%f}"[:-3] + "  "
+                       f"{entry.operation:<18} {rows:>12}  {entry.ingest_id or '':<31}  "
+                       f"{entry.engine_info or ''}".rstrip())
 
     guarded(run)
 

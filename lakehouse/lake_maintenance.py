@@ -176,11 +176,11 @@ class LakeMaintenance(LakeCommits):
         if not base.is_dir():
             return []
         cutoff = time.time() - retention_hours * 3600
-        old = [p for p in base.iterdir() if p.stat().st_mtime < cutoff]
+        old = [file_path for file_path in base.iterdir() if file_path.stat().st_mtime < cutoff]
         if not dry_run:
-            for p in old:
-                shutil.rmtree(p, ignore_errors=True)
-        return [str(p) for p in old]
+            for file_path in old:
+                shutil.rmtree(file_path, ignore_errors=True)
+        return [str(file_path) for file_path in old]
 
 def _int_or_none(value: Any) -> int | None:
     return int(value) if value is not None else None

@@ -173,15 +173,15 @@ class StructDef:
     versions: Versions = field(default_factory=lambda: Versions(0, None))
 
     def fields_in(self, version: int) -> Iterator[FieldDef]:
-        return (f for f in self.fields if version in f.versions)
+        return (candidate for candidate in self.fields if version in candidate.versions)
 
     def default_value(self) -> dict[str, Any]:
-        return {f.json_name: f.default for f in self.fields}
+        return {candidate.json_name: candidate.default for candidate in self.fields}
 
     def field_named(self, json_name: str) -> FieldDef | None:
-        for f in self.fields:
-            if f.json_name == json_name:
-                return f
+        for candidate in self.fields:
+            if candidate.json_name == json_name:
+                return candidate
         return None
 
 
@@ -242,7 +242,7 @@ def _parse_field(raw: dict[str, Any], common: dict[str, dict[str, Any]]) -> Fiel
             raise ValueError(f"field {raw['name']}: unknown struct type {element}")
         struct = StructDef(
             name=element,
-            fields=tuple(_parse_field(f, common) for f in struct_raw["fields"]),
+            fields=tuple(_parse_field(candidate, common) for candidate in struct_raw["fields"]),
             versions=Versions.parse(struct_raw.get("versions", "0+")),
         )
     tag = raw.get("tag")
@@ -265,7 +265,7 @@ def parse_definition(text: str, source_file: str = "<text>") -> MessageDef:
     common = {c["name"]: c for c in raw.get("commonStructs", [])}
     body = StructDef(
         name=raw["name"],
-        fields=tuple(_parse_field(f, common) for f in raw["fields"]),
+        fields=tuple(_parse_field(candidate, common) for candidate in raw["fields"]),
         versions=Versions.parse(raw["validVersions"]),
     )
     return MessageDef(

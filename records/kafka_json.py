@@ -199,7 +199,7 @@ def dumps_compact(obj: Any) -> str:
     if isinstance(obj, dict) and obj.get("type") in _FLOAT_TYPES:
         found: list[float] = []
         text = json.dumps(_placeholders(obj, found), separators=(",", ":"), ensure_ascii=False)
-        for i, value in enumerate(found):
-            text = text.replace(f'"\\u0000float{i}\\u0000"', java_double(value), 1)
+        for index, value in enumerate(found):
+            text = text.replace(f'"\\u0000float{index}\\u0000"', java_double(value), 1)
         return text
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)

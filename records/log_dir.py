@@ -120,11 +120,11 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def _split_property(line: str) -> tuple[str, str]:
-    i = 0
-    while i < len(line) and line[i] not in "=: \t\f":
-        i += 2 if line[i] == "\\" else 1
-    key = line[:i]
-    rest = line[i:].lstrip(" \t\f")
+    position = 0
+    while position < len(line) and line[position] not in "=: \t\f":
+        position += 2 if line[position] == "\\" else 1
+    key = line[:position]
+    rest = line[position:].lstrip(" \t\f")
     if rest[:1] in ("=", ":"):
         rest = rest[1:].lstrip(" \t\f")
     return _unescape(key), _unescape(rest)

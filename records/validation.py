@@ -120,8 +120,8 @@ def _convert_field(fdef: FieldDef, version: int, value: Any, path: str, leaf: Le
         if not isinstance(value, list):
             raise FieldProblem(path, f"expected an array of {fdef.element_type}, "
                                      f"got {_type_label(value)}")
-        return [_convert_element(fdef, version, item, f"{path}[{i}]", leaf, require_all)
-                for i, item in enumerate(value)]
+        return [_convert_element(fdef, version, item, f"{path}[{index}]", leaf, require_all)
+                for index, item in enumerate(value)]
     return _convert_element(fdef, version, value, path, leaf, require_all)
 
 
@@ -136,12 +136,12 @@ def _convert_unknown_tagged(value: Any, path: str, leaf: LeafConverter) -> list[
     if not isinstance(value, list):
         raise FieldProblem(path, "expected a list of [tag, bytes] pairs")
     result: list[list[Any]] = []
-    for i, item in enumerate(value):
+    for index, item in enumerate(value):
         tag, raw = (item.get("tag"), item.get("data")) if isinstance(item, dict) else (
             item if isinstance(item, (list, tuple)) and len(item) == 2 else (None, None))
         if not isinstance(tag, int) or isinstance(tag, bool) or tag < 0:
-            raise FieldProblem(f"{path}[{i}]", "expected a tag number >= 0")
-        result.append([tag, leaf("bytes", raw, f"{path}[{i}]")])
+            raise FieldProblem(f"{path}[{index}]", "expected a tag number >= 0")
+        result.append([tag, leaf("bytes", raw, f"{path}[{index}]")])
     return result
 
 

@@ -162,9 +162,10 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     for base in replay_input.bases:
         notes.append(f"{base.cluster_id}: log starts at offset {first[base.cluster_id]}: replayed from the "
                      f"snapshot ending at {base.end_offset} (epoch {base.epoch})")
-    for c, f in sorted(first.items()):
-        if f > 0 and c not in {b.cluster_id for b in replay_input.bases}:
-            notes.append(f"{c}: log starts at offset {f} and no stored snapshot reaches it: replayed from there")
+    for cluster, first_offset in sorted(first.items()):
+        if first_offset > 0 and cluster not in {b.cluster_id for b in replay_input.bases}:
+            notes.append(f"{cluster}: log starts at offset {first_offset} and no stored snapshot reaches it: "
+                         "replayed from there")
     safe = safe_offsets(replay_input.log, clusters)
 
     tell("folding the log into states (Spark window functions)")
@@ -292,10 +293,10 @@ def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster
         new_log = new_log.unionByName(frame)
     new_log = new_log.persist()
     new_bounds = first_offsets(new_log)
-    for c, (first, _) in new_bounds.items():
-        if first != checkpoints[c] + 1:
-            notes.append(f"{c}: offsets {checkpoints[c] + 1}..{first - 1} are missing after the checkpoint: "
-                         "full replay")
+    for cluster, (first, _) in new_bounds.items():
+        if first != checkpoints[cluster] + 1:
+            notes.append(f"{cluster}: offsets {checkpoints[cluster] + 1}..{first - 1} are missing after the "
+                         "checkpoint: full replay")
             new_log.unpersist()
             return None
     return _Plan(checkpoints, derived, new_log, new_bounds)
