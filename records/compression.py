@@ -103,18 +103,18 @@ def _unsnappy(data: memoryview) -> bytes:
         raise MalformedBatch("snappy stream header cut short")
     parts: list[bytes] = []
     total = 0
-    i = _XERIAL_HEADER.size
-    while i < len(data):
-        if i + 4 > len(data):
+    cursor = _XERIAL_HEADER.size
+    while cursor < len(data):
+        if cursor + 4 > len(data):
             raise MalformedBatch("snappy block length cut short")
-        size = _INT32.unpack_from(data, i)[0]
-        i += 4
-        if size < 0 or i + size > len(data):
+        size = _INT32.unpack_from(data, cursor)[0]
+        cursor += 4
+        if size < 0 or cursor + size > len(data):
             raise MalformedBatch(f"snappy block of {size} bytes runs past the end of the batch")
-        part = _unsnappy_block(data[i:i + size], MAX_DECOMPRESSED_BYTES - total)
+        part = _unsnappy_block(data[cursor:cursor + size], MAX_DECOMPRESSED_BYTES - total)
         parts.append(part)
         total += len(part)
-        i += size
+        cursor += size
     return b"".join(parts)
 
 
@@ -164,14 +164,14 @@ def _unzstd(data: memoryview) -> bytes:
     decompressor = _zstd_decompressor().decompressobj()
     parts: list[bytes] = []
     total = 0
-    for i in range(0, len(data), _ZSTD_INPUT_CHUNK):
-        part = decompressor.decompress(data[i:i + _ZSTD_INPUT_CHUNK])
+    for cursor in range(0, len(data), _ZSTD_INPUT_CHUNK):
+        part = decompressor.decompress(data[cursor:cursor + _ZSTD_INPUT_CHUNK])
         total += len(part)
         if total > MAX_DECOMPRESSED_BYTES:
             raise _too_large()
         parts.append(part)
         if decompressor.eof:
-            if i + _ZSTD_INPUT_CHUNK < len(data) or decompressor.unused_data:
+            if cursor + _ZSTD_INPUT_CHUNK < len(data) or decompressor.unused_data:
                 raise MalformedBatch("bytes after the zstd frame")
             break
     if not decompressor.eof:
@@ -187,8 +187,8 @@ def compress(compression: Compression, data: bytes) -> bytes:
         return gzip.compress(data, mtime=0)
     if compression == Compression.SNAPPY:
         out = bytearray(_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1))
-        for i in range(0, len(data), _XERIAL_BLOCK_BYTES):
-            block = bytes(cramjam.snappy.compress_raw(data[i:i + _XERIAL_BLOCK_BYTES]))
+        for cursor in range(0, len(data), _XERIAL_BLOCK_BYTES):
+            block = bytes(cramjam.snappy.compress_raw(data[cursor:cursor + _XERIAL_BLOCK_BYTES]))
             out += _INT32.pack(len(block))
             out += block
         return bytes(out)

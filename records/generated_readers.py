@@ -50,10 +50,10 @@ def _fast_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     result = 0
     shift = 0
     while True:
-        b = buf[pos]
+        varint_byte = buf[pos]
         pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
+        result |= (varint_byte & 0x7F) << shift
+        if varint_byte < 0x80:
             return result, pos
         shift += 7
         if shift > 63:
@@ -62,14 +62,14 @@ def _fast_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 
 def _array_structs(code: str) -> tuple[list[Callable[[bytes, int], tuple[Any, ...]]],
                                          Callable[[int], Callable[[bytes, int], tuple[Any, ...]]]]:
-    """``unpack_from`` for arrays of ``n`` values of ``code``: built for every ``n`` up to
-    ``_ARRAY_CACHE_MAX`` (a list indexed by ``n``), and the function building one for any ``n``."""
+    """``unpack_from`` for arrays of ``count`` values of ``code``: built for every ``count`` up to
+    ``_ARRAY_CACHE_MAX`` (a list indexed by ``count``), and the function building one for any ``count``."""
     repeat = code.endswith("s")  # a uuid is "16s": "3" + "16s" would be one 16-byte string, not three
 
-    def make(n: int) -> Callable[[bytes, int], tuple[Any, ...]]:
-        return struct.Struct(">" + (code * n if repeat else f"{n}{code}")).unpack_from
+    def make(count: int) -> Callable[[bytes, int], tuple[Any, ...]]:
+        return struct.Struct(">" + (code * count if repeat else f"{count}{code}")).unpack_from
 
-    return [make(n) for n in range(_ARRAY_CACHE_MAX + 1)], make
+    return [make(count) for count in range(_ARRAY_CACHE_MAX + 1)], make
 
 
 _ARRAY_MAKERS = {code: _array_structs(code) for code in set(_FIXED_CODES.values())}
@@ -111,30 +111,30 @@ class _Emitter:
             self.emit(indent, f"{target}, = {self.const(struct.Struct('>' + code).unpack_from)}(buf, pos)",
                       f"pos += {size}")
 
-    def not_null(self, indent: int, n: str) -> int:
-        """Opens the branch of a length ``n`` that is not negative; returns its indent. The code reading
+    def not_null(self, indent: int, length_name: str) -> int:
+        """Opens the branch of a length ``length_name`` that is not negative; returns its indent. The code reading
         the value goes there, then :meth:`null_else` closes it."""
-        self.emit(indent, f"if {n} >= 0:")
+        self.emit(indent, f"if {length_name} >= 0:")
         return indent + 1
 
-    def null_else(self, indent: int, n: str, target: str, nullable: bool) -> None:
+    def null_else(self, indent: int, length_name: str, target: str, nullable: bool) -> None:
         """``target = None`` for length -1 when allowed, any other negative length is unusual."""
         if nullable:
-            self.emit(indent, f"elif {n} == -1:", f"    {target} = None")
+            self.emit(indent, f"elif {length_name} == -1:", f"    {target} = None")
         self.emit(indent, "else:", "    raise _Fallback")
 
     def blob(self, indent: int, target: str, kind: str, flexible: bool, nullable: bool,
              limit: str = "buflen") -> None:
-        n = self.var()
-        self.length(indent, n, flexible, "h" if kind == "string" else "i")
-        inner = self.not_null(indent, n)
-        self.emit(inner, f"{n} += pos", f"if {n} > {limit}:", "    raise _Fallback")
+        length_name = self.var()
+        self.length(indent, length_name, flexible, "h" if kind == "string" else "i")
+        inner = self.not_null(indent, length_name)
+        self.emit(inner, f"{length_name} += pos", f"if {length_name} > {limit}:", "    raise _Fallback")
         if kind == "string":
-            self.emit(inner, f"{target} = str(buf[pos:{n}], 'utf-8')")
+            self.emit(inner, f"{target} = str(buf[pos:{length_name}], 'utf-8')")
         else:
-            self.emit(inner, f"{target} = bytes(buf[pos:{n}])")
-        self.emit(inner, f"pos = {n}")
-        self.null_else(indent, n, target, nullable)
+            self.emit(inner, f"{target} = bytes(buf[pos:{length_name}])")
+        self.emit(inner, f"pos = {length_name}")
+        self.null_else(indent, length_name, target, nullable)
 
     def field(self, indent: int, target: str, fdef: FieldDef, version: int, flexible: bool,
               limit: str = "buflen") -> None:
@@ -158,9 +158,9 @@ class _Emitter:
             else:
                 raise ValueError(f"unsupported type {kind}")
             return
-        n = self.var()
-        self.length(indent, n, flexible, "i")
-        inner = self.not_null(indent, n)
+        length_name = self.var()
+        self.length(indent, length_name, flexible, "i")
+        inner = self.not_null(indent, length_name)
         if kind in _FIXED_CODES:  # one unpack for the whole array; uuids come out as bytes too
             # Up to _ARRAY_CACHE_MAX values, the unpack itself fails on too few bytes (struct.error), and
             # reading past a tagged field's end fails its caller's check; larger counts are checked first,
@@ -169,13 +169,13 @@ class _Emitter:
             shared_cache, shared_make = _ARRAY_MAKERS[code]
             cache, make = self.const(shared_cache), self.const(shared_make)
             end = self.var()
-            self.emit(inner, f"{end} = pos + {struct.calcsize('>' + code)} * {n}",
-                      f"if {n} <= {_ARRAY_CACHE_MAX}:",
-                      f"    {target} = [*{cache}[{n}](buf, pos)] if {n} else []",
+            self.emit(inner, f"{end} = pos + {struct.calcsize('>' + code)} * {length_name}",
+                      f"if {length_name} <= {_ARRAY_CACHE_MAX}:",
+                      f"    {target} = [*{cache}[{length_name}](buf, pos)] if {length_name} else []",
                       f"elif {end} > {limit}:", "    raise _Fallback", "else:",
-                      f"    {target} = [*{make}({n})(buf, pos)]", f"pos = {end}")
+                      f"    {target} = [*{make}({length_name})(buf, pos)]", f"pos = {end}")
         else:
-            self.emit(inner, f"if {n} > {limit} - pos:", "    raise _Fallback")
+            self.emit(inner, f"if {length_name} > {limit} - pos:", "    raise _Fallback")
             if fdef.struct is not None:
                 element = _fast_struct_reader(fdef.struct, version, flexible)
             elif kind in ("string", "bytes", "records"):
@@ -183,9 +183,9 @@ class _Emitter:
             else:
                 raise ValueError(f"unsupported type {kind}")
             read, item = self.const(element), self.var()
-            self.emit(inner, f"{target} = []", f"for _ in range({n}):",
+            self.emit(inner, f"{target} = []", f"for _ in range({length_name}):",
                       f"    {item}, pos = {read}(buf, pos)", f"    {target}.append({item})")
-        self.null_else(indent, n, target, fdef.nullable_in(version))
+        self.null_else(indent, length_name, target, fdef.nullable_in(version))
 
     def compile(self, name: str) -> Reader:
         exec(compile("\n".join(self.lines), f"<kafka_codec {name}>", "exec"), self.ns)

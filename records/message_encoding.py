@@ -39,10 +39,10 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     while True:
         if pos >= len(buf):
             raise DecodeError("varint runs past the end", pos)
-        b = buf[pos]
+        varint_byte = buf[pos]
         pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
+        result |= (varint_byte & 0x7F) << shift
+        if varint_byte < 0x80:
             return result, pos
         shift += 7
         if shift > 63:
@@ -130,29 +130,29 @@ def _length_reader(flexible: bool, nullable: bool, what: str) -> Callable[[bytes
     def read(buf: bytes, pos: int) -> tuple[int, int]:
         start = pos
         if flexible:
-            n, pos = read_uvarint(buf, pos)
-            n -= 1
+            length_value, pos = read_uvarint(buf, pos)
+            length_value -= 1
         elif what == "string":
-            n, pos = int16(buf, pos)
+            length_value, pos = int16(buf, pos)
         else:
-            n, pos = int32(buf, pos)
-        if n < -1:
-            raise DecodeError(f"negative {what} length {n}", start)
-        if n == -1 and not nullable:
+            length_value, pos = int32(buf, pos)
+        if length_value < -1:
+            raise DecodeError(f"negative {what} length {length_value}", start)
+        if length_value == -1 and not nullable:
             raise DecodeError(f"null {what} in a non-nullable field", start)
-        return n, pos
+        return length_value, pos
 
     return read
 
 
 def _length_writer(flexible: bool, what: str) -> Callable[[int, list[bytes]], None]:
-    def write(n: int, out: list[bytes]) -> None:
+    def write(length_value: int, out: list[bytes]) -> None:
         if flexible:
-            write_uvarint(n + 1, out)
+            write_uvarint(length_value + 1, out)
         elif what == "string":
-            out.append(struct.pack(">h", n))
+            out.append(struct.pack(">h", length_value))
         else:
-            out.append(struct.pack(">i", n))
+            out.append(struct.pack(">i", length_value))
 
     return write
 
@@ -161,12 +161,12 @@ def _blob_reader(kind: str, flexible: bool, nullable: bool) -> Reader:
     read_len = _length_reader(flexible, nullable, kind)
 
     def read(buf: bytes, pos: int) -> tuple[Any, int]:
-        n, pos = read_len(buf, pos)
-        if n < 0:
+        length_value, pos = read_len(buf, pos)
+        if length_value < 0:
             return None, pos
-        end = pos + n
+        end = pos + length_value
         if end > len(buf):
-            raise DecodeError(f"{kind} of {n} bytes runs past the end", pos)
+            raise DecodeError(f"{kind} of {length_value} bytes runs past the end", pos)
         raw = bytes(buf[pos:end])
         if kind == "string":
             try:
@@ -234,13 +234,13 @@ def _field_reader(fdef: FieldDef, version: int, flexible: bool) -> Reader:
     read_len = _length_reader(flexible, fdef.nullable_in(version), "array")
 
     def read_array(buf: bytes, pos: int) -> tuple[Any, int]:
-        n, pos = read_len(buf, pos)
-        if n < 0:
+        length_value, pos = read_len(buf, pos)
+        if length_value < 0:
             return None, pos
-        if n > len(buf) - pos:
-            raise DecodeError(f"array of {n} elements cannot fit in the value", pos)
+        if length_value > len(buf) - pos:
+            raise DecodeError(f"array of {length_value} elements cannot fit in the value", pos)
         items = []
-        for _ in range(n):
+        for _ in range(length_value):
             item, pos = element(buf, pos)
             items.append(item)
         return items, pos

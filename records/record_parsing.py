@@ -45,20 +45,20 @@ if ([f.name for f in fields(LogEntry)] != [
                       "MetadataRecord")
 
 
-def _varint(buf: bytes, i: int, max_shift: int = 28) -> tuple[int, int]:
+def _varint(buf: bytes, cursor: int, max_shift: int = 28) -> tuple[int, int]:
     """Kafka's zig-zag varint (``max_shift`` 28) or varlong (63) at ``buf[i]``: (value, next index)."""
-    b = buf[i]
-    i += 1
-    raw = b & 0x7F
+    first_byte = buf[cursor]
+    cursor += 1
+    raw = first_byte & 0x7F
     shift = 7
-    while b & 0x80:
+    while first_byte & 0x80:
         if shift > max_shift:
             raise MalformedBatch("varint longer than Kafka allows")
-        b = buf[i]
-        i += 1
-        raw |= (b & 0x7F) << shift
+        first_byte = buf[cursor]
+        cursor += 1
+        raw |= (first_byte & 0x7F) << shift
         shift += 7
-    return (raw >> 1) ^ -(raw & 1), i
+    return (raw >> 1) ^ -(raw & 1), cursor
 
 
 #: What :func:`parse_records` needs to build log entries instead of batch records: the value plans and
@@ -77,7 +77,7 @@ def _zigzag_table() -> tuple[int, ...]:
 _ZIGZAG = _zigzag_table()
 
 
-def parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, base_timestamp: int,
+def parse_records(buf: bytes, cursor: int, end: int, count: int, base_offset: int, base_timestamp: int,
                   position: int, entries: EntryContext | None = None) -> Sequence[Any]:
     """Decode ``count`` records from ``buf[i:end]``, which they must fill exactly.
 
@@ -90,8 +90,8 @@ def parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, ba
     without building the records: each value is decoded as soon as its record is framed. The framing
     checks and their errors are the same in both modes; decoding a value never raises.
     """
-    if count > (end - i) // _MIN_RECORD_BYTES:
-        raise MalformedBatch(f"header declares {count} records but only {end - i} bytes of records follow")
+    if count > (end - cursor) // _MIN_RECORD_BYTES:
+        raise MalformedBatch(f"header declares {count} records but only {end - cursor} bytes of records follow")
     varint = _varint
     zigzag = _ZIGZAG
     twin = _BatchRecordTwin
@@ -104,96 +104,96 @@ def parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, ba
         new = object.__new__
         entry_twin, entry_frozen = LogEntryTwin, LogEntry
         record_twin, record_frozen = MetadataRecordTwin, MetadataRecord
-    for n in range(count):
+    for record_index in range(count):
         try:
-            if i >= end:
-                raise MalformedBatch(f"header declares {count} records but the batch ends after {n}")
-            b = buf[i]
-            if b < 0x80:
-                length = zigzag[b]
-                i += 1
+            if cursor >= end:
+                raise MalformedBatch(f"header declares {count} records but the batch ends after {record_index}")
+            first_byte = buf[cursor]
+            if first_byte < 0x80:
+                length = zigzag[first_byte]
+                cursor += 1
             else:
-                c = buf[i + 1]
-                if c < 0x80:
-                    length = zigzag[b + (c << 7)]
-                    i += 2
+                second_byte = buf[cursor + 1]
+                if second_byte < 0x80:
+                    length = zigzag[first_byte + (second_byte << 7)]
+                    cursor += 2
                 else:
-                    length, i = varint(buf, i)
-            record_end = i + length
+                    length, cursor = varint(buf, cursor)
+            record_end = cursor + length
             if length < _MIN_RECORD_BYTES - 1 or record_end > end:
-                raise MalformedBatch(f"record {n} declares length {length}, impossible in this batch")
-            attributes_at = i  # read only for a BatchRecord: log entries do not keep it
-            b = buf[i + 1]
-            if b < 0x80:
-                timestamp_delta = zigzag[b]
-                i += 2
+                raise MalformedBatch(f"record {record_index} declares length {length}, impossible in this batch")
+            attributes_at = cursor  # read only for a BatchRecord: log entries do not keep it
+            first_byte = buf[cursor + 1]
+            if first_byte < 0x80:
+                timestamp_delta = zigzag[first_byte]
+                cursor += 2
             else:
-                c = buf[i + 2]
-                if c < 0x80:
-                    timestamp_delta = zigzag[b + (c << 7)]
-                    i += 3
+                second_byte = buf[cursor + 2]
+                if second_byte < 0x80:
+                    timestamp_delta = zigzag[first_byte + (second_byte << 7)]
+                    cursor += 3
                 else:
-                    timestamp_delta, i = varint(buf, i + 1, 63)
-            b = buf[i]
-            if b < 0x80:
-                offset_delta = zigzag[b]
-                i += 1
+                    timestamp_delta, cursor = varint(buf, cursor + 1, 63)
+            first_byte = buf[cursor]
+            if first_byte < 0x80:
+                offset_delta = zigzag[first_byte]
+                cursor += 1
             else:
-                c = buf[i + 1]
-                if c < 0x80:  # offsets 64 to 8191 of big batches
-                    offset_delta = zigzag[b + (c << 7)]
-                    i += 2
+                second_byte = buf[cursor + 1]
+                if second_byte < 0x80:  # offsets 64 to 8191 of big batches
+                    offset_delta = zigzag[first_byte + (second_byte << 7)]
+                    cursor += 2
                 else:
-                    offset_delta, i = varint(buf, i)
-            b = buf[i]
-            if b == 1:  # -1: no key, what metadata records have
+                    offset_delta, cursor = varint(buf, cursor)
+            first_byte = buf[cursor]
+            if first_byte == 1:  # -1: no key, what metadata records have
                 key = None
-                i += 1
+                cursor += 1
             else:
-                if b < 0x80:
-                    key_length = zigzag[b]
-                    i += 1
+                if first_byte < 0x80:
+                    key_length = zigzag[first_byte]
+                    cursor += 1
                 else:
-                    key_length, i = varint(buf, i)
+                    key_length, cursor = varint(buf, cursor)
                 if key_length < 0:
                     if key_length != -1:
-                        raise MalformedBatch(f"record {n} has key length {key_length}")
+                        raise MalformedBatch(f"record {record_index} has key length {key_length}")
                     key = None
                 else:
-                    if i + key_length > record_end:
-                        raise MalformedBatch(f"record {n}: key of {key_length} bytes runs past the record")
-                    key = buf[i:i + key_length]
-                    i += key_length
-            b = buf[i]
-            if b < 0x80:
-                value_length = zigzag[b]
-                i += 1
+                    if cursor + key_length > record_end:
+                        raise MalformedBatch(f"record {record_index}: key of {key_length} bytes runs past the record")
+                    key = buf[cursor:cursor + key_length]
+                    cursor += key_length
+            first_byte = buf[cursor]
+            if first_byte < 0x80:
+                value_length = zigzag[first_byte]
+                cursor += 1
             else:
-                c = buf[i + 1]
-                if c < 0x80:
-                    value_length = zigzag[b + (c << 7)]
-                    i += 2
+                second_byte = buf[cursor + 1]
+                if second_byte < 0x80:
+                    value_length = zigzag[first_byte + (second_byte << 7)]
+                    cursor += 2
                 else:
-                    value_length, i = varint(buf, i)
+                    value_length, cursor = varint(buf, cursor)
             if value_length < 0:
                 if value_length != -1:
-                    raise MalformedBatch(f"record {n} has value length {value_length}")
+                    raise MalformedBatch(f"record {record_index} has value length {value_length}")
                 value = None
             else:
-                if i + value_length > record_end:
-                    raise MalformedBatch(f"record {n}: value of {value_length} bytes runs past the record")
-                value = buf[i:i + value_length]
-                i += value_length
-            if buf[i] == 0:  # no headers, the common case
+                if cursor + value_length > record_end:
+                    raise MalformedBatch(f"record {record_index}: value of {value_length} bytes runs past the record")
+                value = buf[cursor:cursor + value_length]
+                cursor += value_length
+            if buf[cursor] == 0:  # no headers, the common case
                 headers = no_headers
-                i += 1
+                cursor += 1
             else:
-                headers, i = _parse_headers(buf, i, record_end, n)
+                headers, cursor = _parse_headers(buf, cursor, record_end, record_index)
         except IndexError:
-            raise MalformedBatch(f"record {n} runs past the end of the batch") from None
-        if i != record_end:
-            raise MalformedBatch(f"record {n} declares {length} bytes after its length but its fields take "
-                             f"{length + i - record_end}")
+            raise MalformedBatch(f"record {record_index} runs past the end of the batch") from None
+        if cursor != record_end:
+            raise MalformedBatch(f"record {record_index} declares {length} bytes after its length but its fields take "
+                             f"{length + cursor - record_end}")
         if entries is None:
             record = twin(base_offset + offset_delta, base_timestamp + timestamp_delta, buf[attributes_at],
                           key, value, headers, position)
@@ -232,38 +232,38 @@ def parse_records(buf: bytes, i: int, end: int, count: int, base_offset: int, ba
         entry.notes = notes
         entry.__class__ = entry_frozen
         append(entry)
-    if i != end:
-        raise MalformedBatch(f"{end - i} bytes left over after the {count} records the header declares")
+    if cursor != end:
+        raise MalformedBatch(f"{end - cursor} bytes left over after the {count} records the header declares")
     return records if entries is not None else tuple(records)
 
 
-def _parse_headers(buf: bytes, i: int, record_end: int,
-                   n: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
-    """The headers of record ``n`` starting at their count; (headers, next index)."""
+def _parse_headers(buf: bytes, cursor: int, record_end: int,
+                   record_index: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """The headers of record ``record_index`` starting at their count; (headers, next index)."""
     varint = _varint
-    header_count, i = varint(buf, i)
+    header_count, cursor = varint(buf, cursor)
     if header_count == 0:
-        return (), i
-    if header_count < 0 or header_count > (record_end - i) // 2:
-        raise MalformedBatch(f"record {n} declares {header_count} headers, impossible in its length")
+        return (), cursor
+    if header_count < 0 or header_count > (record_end - cursor) // 2:
+        raise MalformedBatch(f"record {record_index} declares {header_count} headers, impossible in its length")
     parsed = []
     for _ in range(header_count):
-        header_key_length, i = varint(buf, i)
-        if header_key_length < 0 or i + header_key_length > record_end:
-            raise MalformedBatch(f"record {n}: header key length {header_key_length} is impossible")
+        header_key_length, cursor = varint(buf, cursor)
+        if header_key_length < 0 or cursor + header_key_length > record_end:
+            raise MalformedBatch(f"record {record_index}: header key length {header_key_length} is impossible")
         try:
-            header_key = buf[i:i + header_key_length].decode()
+            header_key = buf[cursor:cursor + header_key_length].decode()
         except UnicodeDecodeError:
-            raise MalformedBatch(f"record {n}: header key is not UTF-8") from None
-        i += header_key_length
-        header_value_length, i = varint(buf, i)
+            raise MalformedBatch(f"record {record_index}: header key is not UTF-8") from None
+        cursor += header_key_length
+        header_value_length, cursor = varint(buf, cursor)
         if header_value_length == -1:
             header_value = None
-        elif header_value_length < 0 or i + header_value_length > record_end:
-            raise MalformedBatch(f"record {n}: header value length {header_value_length} is impossible")
+        elif header_value_length < 0 or cursor + header_value_length > record_end:
+            raise MalformedBatch(f"record {record_index}: header value length {header_value_length} is impossible")
         else:
-            header_value = buf[i:i + header_value_length]
-            i += header_value_length
+            header_value = buf[cursor:cursor + header_value_length]
+            cursor += header_value_length
         parsed.append((header_key, header_value))
-    return tuple(parsed), i
+    return tuple(parsed), cursor
 
