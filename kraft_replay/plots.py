@@ -96,9 +96,9 @@ def partition_timeline_figure(points: Sequence[TimelinePoint], *, title: str, st
     shown = [(max(p.offset, start), p) for p in points]
     xs, ys = _steps([(x, p.leader) for x, p in shown], end)
     lead.step(xs, ys, where="post", color=COLORS["leader"], marker="o", markersize=3)
-    for p in points:
-        if p.leader == -1:
-            lead.axvspan(max(p.offset, start), p.to_offset if p.to_offset is not None else end,
+    for point in points:
+        if point.leader == -1:
+            lead.axvspan(max(point.offset, start), point.to_offset if point.to_offset is not None else end,
                          color=COLORS["offline"], alpha=0.15, lw=0)
     lead.set_ylabel("leader (broker id)")
     lead.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -156,13 +156,13 @@ def broker_fencing_figure(spans: Sequence[BrokerSpan], *, start: int, end: int,
         _no_data(ax, "no broker registered in the range")
     lane = {b: i for i, b in enumerate(brokers)}
     narrowest = max(end - start, 1) * 0.004  # a span of a few offsets in a long log stays visible
-    for s in spans:
-        left = max(s.from_offset, start)
-        right = min(s.to_offset if s.to_offset is not None else end, end)
+    for span in spans:
+        left = max(span.from_offset, start)
+        right = min(span.to_offset if span.to_offset is not None else end, end)
         if right < left:
             continue
-        ax.broken_barh([(left, max(right - left, narrowest))], (lane[s.broker_id] - 0.4, 0.8),
-                       facecolors=COLORS[s.state], edgecolor="white", linewidth=0.5)
+        ax.broken_barh([(left, max(right - left, narrowest))], (lane[span.broker_id] - 0.4, 0.8),
+                       facecolors=COLORS[span.state], edgecolor="white", linewidth=0.5)
     ax.set_yticks(range(len(brokers)))
     ax.set_yticklabels([f"broker {b}" for b in brokers])
     ax.set_ylim(-0.6, max(len(brokers), 1) - 0.4)

@@ -28,7 +28,7 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 3
 
-T = TypeVar("T")
+Returned = TypeVar("Returned")
 
 # --- options -------------------------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
-def guarded(action: Callable[[], T]) -> T:
+def guarded(action: Callable[[], Returned]) -> Returned:
     """Run a command body; turn input errors into a clear message and exit code, not a traceback."""
     try:
         return action()

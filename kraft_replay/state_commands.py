@@ -59,16 +59,17 @@ PARTITION_HEADERS = ("TOPIC", "PART", "LEADER", "L.EPOCH", "P.EPOCH", "REPLICAS"
                      "REMOVING", "SINCE", "CAUSE")
 
 
-def _broker_row(r: Any) -> list[Any]:
-    endpoints = [f"{e['name']}://{e['host']}:{e['port']}" for e in (r["endpoints"] or [])]
-    return [r["broker_id"], r["broker_epoch"], r["fenced"], r["in_controlled_shutdown"], r["rack"], endpoints,
-            r["valid_from_offset"], r["cause_type"]]
+def _broker_row(broker: Any) -> list[Any]:
+    endpoints = [f"{e['name']}://{e['host']}:{e['port']}" for e in (broker["endpoints"] or [])]
+    return [broker["broker_id"], broker["broker_epoch"], broker["fenced"], broker["in_controlled_shutdown"],
+            broker["rack"], endpoints, broker["valid_from_offset"], broker["cause_type"]]
 
 
-def _partition_row(r: Any) -> list[Any]:
-    return [r["topic_name"], r["partition_id"], r["leader"], r["leader_epoch"], r["partition_epoch"],
-            r["replicas"], r["isr"], r["eligible_leader_replicas"], r["adding_replicas"], r["removing_replicas"],
-            r["valid_from_offset"], r["cause_type"]]
+def _partition_row(partition: Any) -> list[Any]:
+    return [partition["topic_name"], partition["partition_id"], partition["leader"], partition["leader_epoch"],
+            partition["partition_epoch"], partition["replicas"], partition["isr"],
+            partition["eligible_leader_replicas"], partition["adding_replicas"], partition["removing_replicas"],
+            partition["valid_from_offset"], partition["cause_type"]]
 
 
 def json_items(df: DataFrame, fields: tuple[tuple[str, str], ...]) -> Iterator[str]:

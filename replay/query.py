@@ -255,9 +255,9 @@ def _side(df: DataFrame, keys: tuple[str, ...], fields: tuple[tuple[str, str], .
 
 def _entity_diff(entity: str, before: DataFrame, after: DataFrame, keys: tuple[str, ...],
                  fields: tuple[tuple[str, str], ...], label: Column, sort: tuple[Column, ...]) -> DataFrame:
-    b = _side(before, keys, fields, label, sort).alias("b")
-    a = _side(after, keys, fields, label, sort).alias("a")
-    joined = b.join(a, [F.col(f"b.{k}") == F.col(f"a.{k}") for k in keys], "full_outer")
+    earlier = _side(before, keys, fields, label, sort).alias("b")
+    later = _side(after, keys, fields, label, sort).alias("a")
+    joined = earlier.join(later, [F.col(f"b.{k}") == F.col(f"a.{k}") for k in keys], "full_outer")
     change = (F.when(F.col("b.json").isNull(), "added").when(F.col("a.json").isNull(), "removed")
               .when(F.col("b.json") != F.col("a.json"), "changed"))
     return joined.select(
@@ -268,12 +268,14 @@ def _entity_diff(entity: str, before: DataFrame, after: DataFrame, keys: tuple[s
     ).where(F.col("change").isNotNull())
 
 
-def diff(spark: SparkSession, lake: Lake, a: int, b: int, cluster_id: str | None = None) -> DataFrame:
-    """What changed between offsets ``a`` and ``b``: one row per broker, topic or partition added, removed
-    or changed, with its state before and after as Kafka-JSON text (``entity, key, change, before, after``)."""
+def diff(spark: SparkSession, lake: Lake, from_offset: int, to_offset: int, cluster_id: str | None = None
+         ) -> DataFrame:
+    """What changed between offsets ``from_offset`` and ``to_offset``: one row per broker, topic or partition
+    added, removed or changed, with its state before and after as Kafka-JSON text (``entity, key, change, before,
+    after``)."""
     cluster = resolve_cluster(spark, lake, cluster_id)
-    before = state_at(spark, lake, offset=a, cluster_id=cluster)
-    after = state_at(spark, lake, offset=b, cluster_id=cluster)
+    before = state_at(spark, lake, offset=from_offset, cluster_id=cluster)
+    after = state_at(spark, lake, offset=to_offset, cluster_id=cluster)
     brokers = _entity_diff("broker", before.brokers, after.brokers, ("broker_id",), BROKER_FIELDS,
                            F.col("broker_id").cast("string"),
                            (F.lit(""), F.col("broker_id").cast("long"), F.lit("")))
