@@ -60,3 +60,34 @@ def test_a_long_module_says_why_at_its_top(path: Path) -> None:
         assert any(REASON in line for line in lines[:8]), (
             f"{path.parent.name}/{path.name} has {len(lines)} lines: split it by job, or say at its top "
             f"why not ('{REASON}: …')")
+
+
+def _one_letter_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """Names of one letter bound outside a comprehension or a lambda (assignments, loops, parameters)."""
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            allowed.update(id(target) for generator in node.generators for target in ast.walk(generator.target))
+        elif isinstance(node, ast.Lambda):
+            allowed.update(id(argument) for argument in node.args.args)
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in allowed:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and len(node.id) == 1 and node.id != "_":
+            found.append((node.lineno, node.id))
+        elif isinstance(node, ast.arg) and len(node.arg) == 1:
+            found.append((node.lineno, node.arg))
+    return sorted(found)
+
+
+def test_a_one_letter_name_is_found_outside_a_comprehension_only() -> None:
+    tree = ast.parse("def f(x, item):\n    i = 0\n    return [j for j in item] + list(map(lambda k: k, item))\n")
+    assert _one_letter_names(tree) == [(1, "x"), (2, "i")]
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_names_say_what_they_are(path: Path) -> None:
+    """No one-letter names outside comprehensions and lambdas (issue 18)."""
+    found = _one_letter_names(ast.parse(path.read_text(), str(path)))
+    assert not found, f"{path.parent.name}/{path.name}: one-letter names at {found}"
