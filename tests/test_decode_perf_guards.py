@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import struct
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,50 +14,13 @@ from records.batch import BatchRecord, RecordBatch, iter_batches
 from records.batch_writer import NewRecord, encode_batch
 from records.decode import decode_control_value, decode_metadata_value, entries_from_batch
 from records.definitions import definitions
-from records.generated_readers import _fast_struct_reader
-from records.kafka_codec import DecodeError, encode_body, encode_control_key, encode_metadata_value
-from records.message_encoding import _struct_reader
+from records.kafka_codec import encode_body, encode_control_key, encode_metadata_value
 from records.model import LogEntry, MetadataRecord, ReadMode
+from tests.decoder_support import mutations as _mutations
 from tests.strategies import all_type_versions, record_data
 
 TYPE_VERSIONS = all_type_versions()
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _outcome(reader: Any, buf: bytes, pos: int) -> Any:
-    try:
-        return "ok", reader(buf, pos)
-    except (DecodeError, IndexError, struct.error) as exc:
-        return type(exc).__name__, str(exc)
-
-
-def _mutations(raw: bytes, data: st.DataObject) -> list[bytes]:
-    """The body itself, cut short, grown, and with a few bytes overwritten."""
-    cut = raw[: data.draw(st.integers(0, len(raw)))]
-    out = [raw, cut, raw + data.draw(st.binary(min_size=1, max_size=4))]
-    if raw:
-        damaged = bytearray(raw)
-        for _ in range(data.draw(st.integers(1, 3))):
-            damaged[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
-        out.append(bytes(damaged))
-    return out
-
-
-@pytest.mark.parametrize(("type_name", "version"), TYPE_VERSIONS)
-@FAST
-@given(data=st.data())
-def test_generated_reader_agrees_with_checked_reader(type_name: str, version: int,
-                                                     data: st.DataObject) -> None:
-    message = definitions()[type_name]
-    flexible = message.is_flexible(version)
-    fast = _fast_struct_reader(message.body, version, flexible)
-    checked = _struct_reader(message.body, version, flexible)
-    raw = encode_body(message, version, data.draw(record_data(message, version)))
-    prefix = data.draw(st.binary(max_size=3))
-    for body in _mutations(raw, data):
-        buf = prefix + body
-        assert _outcome(fast, buf, len(prefix)) == _outcome(checked, buf, len(prefix))
-        assert _outcome(fast, memoryview(buf), len(prefix)) == _outcome(checked, memoryview(buf), len(prefix))
 
 
 @pytest.mark.parametrize(("type_name", "version"), [tv for tv in TYPE_VERSIONS

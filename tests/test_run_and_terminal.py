@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import pty
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import typer
 from pyspark.sql import SparkSession
-from rich.console import Console
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from kraft_replay.cli import app
-from kraft_replay.progress import stage_progress
 from kraft_replay.run_commands import run_name
 from kraft_replay.sample import SAMPLE_DIR
 from tests.conftest import REPO_ROOT
@@ -122,27 +118,6 @@ def test_usage_errors_found_while_running_exit_2_with_a_hint(tmp_path: Path) -> 
 
 
 # --- progress ----------------------------------------------------------------------------------
-
-
-def test_progress_on_a_terminal_names_each_stage_and_its_time() -> None:
-    screen = io.StringIO()
-    console = Console(file=screen, force_terminal=True, width=100)
-    with stage_progress(console=console, poll_seconds=0.02) as stages:
-        stages("decoding segments")
-        time.sleep(0.1)
-        stages("writing partition_history [x]")
-    text = screen.getvalue()
-    assert "\x1b[" in text  # a live display
-    assert "decoding segments" in text and "writing partition_history [x]" in text  # markup-like names stay
-    assert "✓\x1b[0m decoding segments" in text and "done in " in text
-
-
-def test_progress_is_silent_when_quiet_or_not_a_terminal() -> None:
-    for console, quiet in ((Console(file=io.StringIO(), force_terminal=True), True),
-                           (Console(file=io.StringIO(), force_terminal=False), False)):
-        with stage_progress(quiet=quiet, console=console) as stages:
-            stages("decoding")
-        assert console.file.getvalue() == ""  # type: ignore[attr-defined]
 
 
 def test_ingest_shows_progress_on_a_terminal_and_none_when_piped(tmp_path: Path) -> None:

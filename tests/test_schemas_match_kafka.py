@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from records.avro_schema import main as regenerate_schemas
 from records.definitions import KAFKA_DEFINITIONS_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
@@ -214,23 +213,3 @@ def test_bundled_definitions_are_the_release_jars() -> None:
     assert compared == len(list((REPO / "schemas" / "kafka").glob("*/*.json"))) == 33
 
 
-def test_committed_avsc_files_are_generated() -> None:
-    assert regenerate_schemas(["--check"]) == 0, "run: python -m records.avro_schema"
-
-
-@pytest.mark.parametrize("name", ["PartitionChangeRecord", "RegisterBrokerRecord"])
-def test_no_change_defaults_in_avsc(name: str) -> None:
-    schema = json.loads((REPO / "schemas" / f"{name}.avsc").read_text())
-    fields = {f["name"]: f for f in schema["fields"]}
-    if name == "PartitionChangeRecord":
-        assert fields["leader"]["default"] == -2
-        assert fields["isr"]["default"] is None and fields["isr"]["type"][0] == "null"
-        assert fields["leaderRecoveryState"]["default"] == -1
-        assert fields["eligibleLeaderReplicas"]["kafkaVersions"] == "2+"
-    else:
-        assert fields["fenced"]["default"] is True
-        assert fields["inControlledShutdown"]["default"] is False
-        assert fields["logDirs"]["kafkaTag"] == 0
-        assert fields["rack"]["type"] == ["string", "null"] and fields["rack"]["default"] == ""
-        assert fields["cordonedLogDirs"]["default"] is None and fields["cordonedLogDirs"]["kafkaTag"] == 1
-        assert fields["cordonedLogDirs"]["kafkaVersions"] == "4+" and fields["cordonedLogDirs"]["type"][0] == "null"
