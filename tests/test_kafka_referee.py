@@ -97,7 +97,7 @@ def test_real_logs(kafka: str, real_log: Callable[[str], Path], name: str) -> No
 def test_hand_built_logs_refused_where_kafka_refuses(kafka: str, tmp_path: Path) -> None:
     """Every refusal and transaction rule of the reference fold, one record per batch: Kafka publishes after every
     record, and the records its loader refuses are the ones we refuse."""
-    from tests.test_bad_inputs import REPEATED, repeated_replicas_log
+    from tests.bad_inputs_support import REPEATED, repeated_replicas_log
     from tests.test_replay_vs_reference import _hand_built
 
     try:
@@ -226,7 +226,7 @@ def test_abort_followed_in_its_batch_is_a_kafka_loader_quirk_we_do_not_follow(ka
     (``OffsetControlManager.replay(AbortTransactionRecord)``), and so do we. A controller writes the Abort as
     the first record of its activation batch, usually alone (the simulator too: its aborts end their batch,
     and there the two agree). If this test fails, Kafka changed its loader: look again."""
-    from tests.test_reference_fold import change, marker, partition, topic
+    from tests.reference_fold_support import change, marker, partition, topic
 
     records = [topic(), partition(), marker("BeginTransactionRecord"), change(leader=2),
                make_record("AbortTransactionRecord", 0, reason="controller failover"), change(isr=[1, 3])]

@@ -43,8 +43,8 @@ REAL = ["ldi-poc", "nurlan-3broker-pre33", "gani-guru-kafka42"]
 def _hand_built() -> dict[str, list[LogEntry]]:
     """Small logs for every refusal, invariant and transaction rule (the reference fold's own cases)."""
     from records.kafka_json import make_record
-    from tests.test_bad_inputs import bad_inputs_log
-    from tests.test_reference_fold import (
+    from tests.bad_inputs_support import bad_inputs_log
+    from tests.reference_fold_support import (
         INC,
         T1,
         T2,
@@ -178,7 +178,7 @@ def test_elr_clears_as_kafka_replays_them(compared: dict[str, Any]) -> None:
 def test_bad_inputs_as_kafka_replays_them(compared: dict[str, Any]) -> None:
     """Invalid recovery states and unknown broker registration change codes are refused with Kafka's reasons,
     repeated replica ids are kept: the Spark replay gives the same concrete result as the reference fold."""
-    from tests import test_bad_inputs as bad
+    from tests import bad_inputs_support as bad
 
     assert bad.refusals(compared["spark"]["replay_anomalies"]) == bad.REFUSALS
     assert bad.partition_versions(compared["spark"]["partition_history"]) == bad.PARTITION_VERSIONS
@@ -187,8 +187,8 @@ def test_bad_inputs_as_kafka_replays_them(compared: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def repeated(spark: SparkSession) -> dict[str, Any]:
-    """The Spark replay and the reference fold of a log that repeats replica ids (tests/test_bad_inputs.py)."""
-    from tests import test_bad_inputs as bad
+    """The Spark replay and the reference fold of a log that repeats replica ids (tests/bad_inputs_support.py)."""
+    from tests import bad_inputs_support as bad
 
     log = bad.repeated_replicas_log()
     result = replay(entries_frame(spark, log, bad.REPEATED))
@@ -198,7 +198,7 @@ def repeated(spark: SparkSession) -> dict[str, Any]:
 
 
 def test_repeated_replica_ids_are_kept_as_kafka_keeps_them(repeated: dict[str, Any]) -> None:
-    from tests import test_bad_inputs as bad
+    from tests import bad_inputs_support as bad
 
     assert bad.partition_versions(repeated["spark"]["partition_history"], bad.REPEATED) == bad.REPEATED_VERSIONS
     for table in ("partition_history", "broker_history", "topic_history", "replay_anomalies"):
@@ -206,7 +206,7 @@ def test_repeated_replica_ids_are_kept_as_kafka_keeps_them(repeated: dict[str, A
 
 
 def test_a_repeated_replica_id_is_one_replica(repeated: dict[str, Any]) -> None:
-    from tests import test_bad_inputs as bad
+    from tests import bad_inputs_support as bad
 
     assert bad.replica_versions(repeated["spark"]["replica_history"]) == bad.REPEATED_REPLICAS
 

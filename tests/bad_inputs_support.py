@@ -1,4 +1,5 @@
-"""Inputs no real controller writes, folded as Kafka replays them (issue 18 item 5).
+"""Inputs no real controller writes, folded as Kafka replays them (issue 18 item 5): the logs and what they fold
+to, shared by tests/test_metadata_delta.py and the Spark and Kafka comparisons.
 
 Kafka 4.4.0 and 3.9.2 (read with ``javap``):
 - ``LeaderRecoveryState.of`` throws ``IllegalArgumentException`` for a value other than 0 and 1; a PartitionRecord
@@ -21,11 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from records.kafka_constants import MIGRATING_DIR
 from records.kafka_json import make_record
 from records.model import LogEntry
-from replay.reference import image_at, reference_histories
-from tests.test_reference_fold import T1S, broker, change, entries, partition, topic
+from tests.reference_fold_support import broker, change, entries, partition, topic
 
 CLUSTER = "hand-bad-inputs"
 REPEATED = "hand-repeated-replicas"
@@ -95,22 +94,3 @@ def refusals(rows: list[dict[str, Any]], cluster: str = CLUSTER) -> list[tuple[A
 def replica_versions(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted(((r["valid_from_offset"], r["valid_to_offset"], r["broker_id"], r["in_isr"]) for r in rows
                    if r["cluster_id"] == REPEATED), key=lambda row: (row[0], row[2]))
-
-
-def test_the_reference_fold_refuses_what_kafka_refuses() -> None:
-    tables = reference_histories(bad_inputs_log(), CLUSTER)
-    assert refusals(tables["replay_anomalies"]) == REFUSALS
-    assert partition_versions(tables["partition_history"]) == PARTITION_VERSIONS
-    assert broker_versions(tables["broker_history"]) == BROKER_VERSIONS
-    image = image_at(bad_inputs_log(), 11)
-    assert image.partitions[(T1S, 0)].leader_recovery_state == 1
-    assert (image.brokers[1].fenced, image.brokers[1].in_controlled_shutdown) == (False, True)
-
-
-def test_the_reference_fold_keeps_repeated_replica_ids() -> None:
-    tables = reference_histories(repeated_replicas_log(), REPEATED)
-    assert refusals(tables["replay_anomalies"], REPEATED) == []
-    assert partition_versions(tables["partition_history"], REPEATED) == REPEATED_VERSIONS
-    assert replica_versions(tables["replica_history"]) == REPEATED_REPLICAS
-    kept = image_at(repeated_replicas_log(), 3).partitions[(T1S, 0)]
-    assert (kept.replicas, kept.isr, kept.directories) == ((2, 2, 3), (2, 3, 3), (MIGRATING_DIR,) * 3)
