@@ -1,15 +1,19 @@
-"""Shared pytest fixtures: one SparkSession per run, and the real KRaft logs in ../shared; the summary lines tests
-leave for the end of the run."""
+"""Shared pytest fixtures: one SparkSession per run, the real KRaft logs in ../shared, the replays several test
+modules read (computed once per run); the summary lines tests leave for the end of the run."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse.spark import SparkOptions, get_spark
+
+if TYPE_CHECKING:
+    from lakehouse.lake import Lake
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_MISSING = "../shared is not present beside the checkout: real-log tests need it"
@@ -56,3 +60,50 @@ def real_log(shared_dir: Path) -> Callable[[str], Path]:
         return path
 
     return locate
+
+
+# --- Replays shared by several test modules ------------------------------------------------------
+# Each is computed ONCE per run, whichever of the modules that read it run: the tests mirror the replay modules
+# they test (one test module per product module), so these fixtures must not be per module.
+
+
+@pytest.fixture(scope="session")
+def compared(spark: SparkSession) -> dict[str, Any]:
+    """ONE Spark replay of every log of tests/replay_vs_reference_support.py, and the reference fold of each."""
+    from tests import replay_vs_reference_support
+
+    return replay_vs_reference_support.compared(spark)
+
+
+@pytest.fixture(scope="session")
+def repeated(spark: SparkSession) -> dict[str, Any]:
+    """The Spark replay and the reference fold of a log that repeats replica ids (tests/bad_inputs_support.py)."""
+    from tests import replay_vs_reference_support
+
+    return replay_vs_reference_support.repeated(spark)
+
+
+@pytest.fixture(scope="session")
+def stories() -> dict[str, Any]:
+    """The stories of tests/state_machines_support.py, by cluster id."""
+    from tests import state_machines_support
+
+    return state_machines_support.stories()
+
+
+@pytest.fixture(scope="session")
+def state_machine_lake(spark: SparkSession, stories: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+                       ) -> Lake:
+    """The stories, every one a cluster of ONE lake, replayed once (history and derived tables)."""
+    from tests import state_machines_support
+
+    return state_machines_support.lake(spark, stories, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def increments(spark: SparkSession, stories: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+               ) -> dict[str, Any]:
+    """The stories replayed in three increments into a lake of their own, and what each increment left."""
+    from tests import state_machines_support
+
+    return state_machines_support.increments(spark, stories, tmp_path_factory)

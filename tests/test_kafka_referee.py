@@ -98,7 +98,7 @@ def test_hand_built_logs_refused_where_kafka_refuses(kafka: str, tmp_path: Path)
     """Every refusal and transaction rule of the reference fold, one record per batch: Kafka publishes after every
     record, and the records its loader refuses are the ones we refuse."""
     from tests.bad_inputs_support import REPEATED, repeated_replicas_log
-    from tests.test_replay_vs_reference import _hand_built
+    from tests.replay_vs_reference_support import _hand_built
 
     try:
         known = kafka_record_versions(kafka)

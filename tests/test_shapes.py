@@ -1,6 +1,8 @@
 """The replay types records from the Avro schema registry: ``from_avro`` on the stored payload, or (without
 spark-avro) ``from_json`` with the struct type derived from the same schema. Both give the folds the same
-rows; payloads written under an older, narrower schema get the later fields at Kafka's defaults."""
+rows; payloads written under an older, narrower schema get the later fields at Kafka's defaults.
+
+The rules are replay/shapes.py's (record shapes from the lake's Avro schema registry)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,37 @@
+"""Replay tables collected from Spark or a lake and compared row for row with what another replay (or the
+reference fold) gave: shared by tests/test_replay_incremental.py and tests/test_snapshots.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from lakehouse.lake import Lake
+from lakehouse.tables import DERIVED_TABLES
+from replay.engine import TABLE_KEYS
+from replay.store import ANOMALIES
+from tests.table_rows import sorted_rows
+
+TABLES = (*TABLE_KEYS, ANOMALIES)
+WITH_DERIVED = (*TABLES, *DERIVED_TABLES)  # the state machines and the audit, rebuilt after every replay
+
+
+def _collect(df: DataFrame) -> list[dict[str, Any]]:
+    return [row.asDict(recursive=True) for row in df.collect()]
+
+
+def _assert_same(got: dict[str, list[dict[str, Any]]], want: dict[str, list[dict[str, Any]]], what: str,
+                 drop_reason: bool = False, names: tuple[str, ...] = TABLES) -> None:
+    for name in names:
+        drop = ("reason",) if drop_reason and name == ANOMALIES else ()
+        assert len(got[name]) == len(want[name]), f"{what}: {name}: {len(got[name])} vs {len(want[name])} rows"
+        assert sorted_rows(got[name], drop) == sorted_rows(want[name], drop), f"{what}: {name} differs"
+
+
+def _lake_tables(spark: SparkSession, lake: Lake) -> dict[str, list[dict[str, Any]]]:
+    return {name: _collect(lake.read(spark, name)) for name in WITH_DERIVED if lake.table_exists(name)}
+
+
+def _by_cluster(tables: dict[str, list[dict[str, Any]]], cluster: str) -> dict[str, list[dict[str, Any]]]:
+    return {name: [r for r in rows if r["cluster_id"] == cluster] for name, rows in tables.items()}
