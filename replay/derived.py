@@ -66,6 +66,8 @@ _OFFSETS: dict[str, tuple[str, ...]] = {
     ELECTIONS: ("offset", "lost_leader_cause_offset"),
     LEADERLESS_PERIODS: ("valid_to_offset", "cause_offset"),
 }
+# The history tables an incremental replay updates file by file (only the files of open versions); the small
+# ones are rewritten whole.
 GROWING_HISTORY = (PARTITION_HISTORY, REPLICA_HISTORY)
 
 

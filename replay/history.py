@@ -11,9 +11,6 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-INTERVAL_COLUMNS = ("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
-                    "cause_offset", "cause_type")
-
 
 def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
                  tombstone: str = "is_tombstone") -> DataFrame:

@@ -12,10 +12,8 @@ from replay.query import QueryError, history_table
 
 
 def record_at(spark: SparkSession, lake: Lake, cluster: str, offset: int) -> Row | None:
-    """``append_time_ms`` and ``record_type`` of the record at ``offset``; None when the offset is not in the
-    stored log (or there is no log)."""
-    if not lake.table_exists(METADATA_LOG):
-        return None
+    """``append_time_ms`` and ``record_type`` of the record at ``offset`` of the lake's ``metadata_log``; None when
+    the offset is not in the stored log."""
     return (lake.read(spark, METADATA_LOG)
             .where((F.col("cluster_id") == cluster) & (F.col("offset") == offset))
             .select("append_time_ms", "record_type").first())

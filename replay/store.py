@@ -33,14 +33,12 @@ from lakehouse.tables import (
     HISTORY_KEYS,
     HISTORY_TABLES,
     METADATA_LOG,
-    PARTITION_HISTORY,
     REPLAY_ANOMALIES,
     REPLAY_CHECKPOINTS,
-    REPLICA_HISTORY,
     SNAPSHOTS,
     spark_schema,
 )
-from replay.derived import affected_partitions, derived_tables, refreshed_rows, resumed_partitions
+from replay.derived import GROWING_HISTORY, affected_partitions, derived_tables, refreshed_rows, resumed_partitions
 from replay.engine import replay
 from replay.incremental import incremental_replay, safe_offsets
 from replay.layout import OPEN, mutable_where, sorted_layout
@@ -50,10 +48,7 @@ from replay.snapshots import first_offsets, snapshot_input
 ANOMALIES = REPLAY_ANOMALIES
 CHECKPOINTS = REPLAY_CHECKPOINTS
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
-# The history tables an incremental replay updates file by file (only the files of open versions); the small
-# ones are rewritten whole.
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
-GROWING_TABLES = (PARTITION_HISTORY, REPLICA_HISTORY)
 
 CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
 
@@ -208,7 +203,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     cps = spark.createDataFrame(sorted(checkpoints.items()), "cluster_id STRING, _c BIGINT")
     # every version live after C is in the files the increment wrote (it replaced those of the open versions)
     changed = {name: lake.read_files(spark, name, lake.added_files(name, before[name], versions[name]))
-               for name in GROWING_TABLES}
+               for name in GROWING_HISTORY}
     brokers = lake.read(spark, BROKER_HISTORY, version=versions[BROKER_HISTORY])
     current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
     split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
@@ -313,7 +308,7 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         safe.update(safe_offsets(plan.new_log, {c: last for c, (_, last) in plan.new_bounds.items()}))
         # A version closed before the checkpoint never changes: the large tables are read and replaced only
         # where they hold open versions.
-        open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_TABLES}
+        open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
         stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
         result = incremental_replay(spark, plan.new_log, changed, stored,

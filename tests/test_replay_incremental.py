@@ -18,9 +18,10 @@ from pyspark.sql import SparkSession
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from records.model import MetadataRecord
+from replay.derived import GROWING_HISTORY
 from replay.incremental import FOLDED_FROM
 from replay.reference import reference_histories
-from replay.store import ANOMALIES, CHECKPOINTS, GROWING_TABLES, run_replay
+from replay.store import ANOMALIES, CHECKPOINTS, run_replay
 from simulator import ScenarioOptions, run_scenario
 from tests.replay_tables_support import (
     WITH_DERIVED,
@@ -66,7 +67,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
             part = part.unionByName(frame)
         lake.write(part, "metadata_log", "append")
         summaries.append(run_replay(spark, lake))
-        layouts.append({name: _files(lake, name) for name in GROWING_TABLES})
+        layouts.append({name: _files(lake, name) for name in GROWING_HISTORY})
         tables.append({name: (int(lake.delta_table(name).version()), lake.read(spark, name).count())
                        for name in (*FOLDED_FROM, ANOMALIES)})
     after_increments = _lake_tables(spark, lake)
@@ -96,7 +97,7 @@ def test_increments_replace_only_the_files_of_open_versions(incremental: dict[st
     and keeps every file of closed ones (they never change again), adding the versions it closed as new
     files."""
     layouts = incremental["layouts"]
-    for name in GROWING_TABLES:
+    for name in GROWING_HISTORY:
         for layout in layouts:
             files = layout[name].values()
             assert files and all(nulls in (0, rows) for rows, nulls in files), name
