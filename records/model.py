@@ -135,6 +135,9 @@ class LogEntry:
     source: str | None = None
     position: int | None = None
     notes: tuple[str, ...] = field(default=())
+    # Kafka's tools never print a secret (RecordRedactor): where the record held one, it is redacted and this is
+    # its keyed fingerprint (HMAC-SHA256, hex) so a change stays visible (records.redaction)
+    secret_fingerprint: str | None = None
 
     @property
     def is_control(self) -> bool:

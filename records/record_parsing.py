@@ -39,7 +39,7 @@ _BatchRecordTwin = unfrozen_twin(BatchRecord)
 # parse_records builds these two slot by slot (cheaper than calling even the twin); it must set them all.
 if ([f.name for f in fields(LogEntry)] != [
         "offset", "record", "batch_base_offset", "raft_leader_epoch", "append_time_ms", "cluster_id",
-        "read_mode", "source", "position", "notes"]
+        "read_mode", "source", "position", "notes", "secret_fingerprint"]
         or [f.name for f in fields(MetadataRecord)] != ["type_name", "version", "data"]):
     raise ImportError("records.record_parsing.parse_records must set every field of LogEntry and "
                       "MetadataRecord")
@@ -230,6 +230,7 @@ def parse_records(buf: bytes, cursor: int, end: int, count: int, base_offset: in
         entry.source = source
         entry.position = position
         entry.notes = notes
+        entry.secret_fingerprint = None
         entry.__class__ = entry_frozen
         append(entry)
     if cursor != end:
