@@ -35,6 +35,14 @@ REPLICA_STATE_HISTORY = "replica_state_history"
 PARTITION_STATE_HISTORY = "partition_state_history"
 ELECTIONS = "elections"
 LEADERLESS_PERIODS = "leaderless_periods"
+# the rest of Kafka's MetadataImage (issue 19): ConfigurationsImage, ClientQuotasImage, AclsImage, ScramImage,
+# DelegationTokenImage, ProducerIdsImage
+CONFIG_HISTORY = "config_history"
+CLIENT_QUOTA_HISTORY = "client_quota_history"
+ACL_HISTORY = "acl_history"
+SCRAM_HISTORY = "scram_history"
+DELEGATION_TOKEN_HISTORY = "delegation_token_history"
+PRODUCER_ID_HISTORY = "producer_id_history"
 REPLAY_ANOMALIES = "replay_anomalies"
 REPLAY_CHECKPOINTS = "replay_checkpoints"
 
@@ -126,6 +134,18 @@ HISTORY_KEYS: dict[str, tuple[str, ...]] = {
 }
 HISTORY_TABLES: tuple[str, ...] = tuple(HISTORY_KEYS)
 
+# The image parts issue 19 adds, keyed like HISTORY_KEYS; they join HISTORY_KEYS (and their schemas
+# REPLAY_SCHEMAS) when the replay writes them.
+_CLIENT_QUOTA_ENTITY = pa.list_(pa.struct([("entity_type", pa.string()), ("entity_name", pa.string())]))
+IMAGE_HISTORY_KEYS: dict[str, tuple[str, ...]] = {
+    CONFIG_HISTORY: ("cluster_id", "resource_type", "resource_name", "name"),
+    CLIENT_QUOTA_HISTORY: ("cluster_id", "entity", "key"),
+    ACL_HISTORY: ("cluster_id", "id"),
+    SCRAM_HISTORY: ("cluster_id", "name", "mechanism"),
+    DELEGATION_TOKEN_HISTORY: ("cluster_id", "token_id"),
+    PRODUCER_ID_HISTORY: ("cluster_id",),
+}
+
 # derived table → the sort order it is written in (a unique key, so the layout is deterministic)
 DERIVED_ORDER: dict[str, tuple[str, ...]] = {
     REPLICA_STATE_HISTORY: (*_REPLICA, "valid_from_offset", "step"),
@@ -150,6 +170,30 @@ _PARTITION_COLUMNS = [("cluster_id", pa.string()), ("topic_id", pa.string()), ("
 # a state machine's step: the state a transition left, the one it entered, whether Kafka allows it
 _STATE_STEP = [("state", pa.string()), ("previous_state", pa.string()), ("step", pa.int32()), *_INTERVAL,
                ("reason", pa.string()), ("valid_transition", pa.bool_())]
+
+# The image parts' history tables (see IMAGE_HISTORY_KEYS); a secret never reaches them, only its fingerprint.
+IMAGE_SCHEMAS: dict[str, pa.Schema] = {
+    CONFIG_HISTORY: pa.schema([
+        ("cluster_id", pa.string()), ("resource_type", pa.int32()), ("resource_name", pa.string()),
+        ("name", pa.string()), ("value", pa.string()), ("value_fingerprint", pa.string()), *_INTERVAL]),
+    CLIENT_QUOTA_HISTORY: pa.schema([
+        ("cluster_id", pa.string()), ("entity", _CLIENT_QUOTA_ENTITY), ("key", pa.string()),
+        ("value", pa.float64()), *_INTERVAL]),
+    ACL_HISTORY: pa.schema([
+        ("cluster_id", pa.string()), ("id", pa.string()), ("resource_type", pa.int32()),
+        ("resource_name", pa.string()), ("pattern_type", pa.int32()), ("principal", pa.string()),
+        ("host", pa.string()), ("operation", pa.int32()), ("permission_type", pa.int32()), *_INTERVAL]),
+    SCRAM_HISTORY: pa.schema([
+        ("cluster_id", pa.string()), ("name", pa.string()), ("mechanism", pa.int32()), ("iterations", pa.int32()),
+        ("credential_fingerprint", pa.string()), *_INTERVAL]),
+    DELEGATION_TOKEN_HISTORY: pa.schema([
+        ("cluster_id", pa.string()), ("token_id", pa.string()), ("owner", pa.string()), ("requester", pa.string()),
+        ("renewers", pa.list_(pa.string())), ("issue_timestamp", pa.int64()), ("max_timestamp", pa.int64()),
+        ("expiration_timestamp", pa.int64()), *_INTERVAL]),
+    PRODUCER_ID_HISTORY: pa.schema([
+        ("cluster_id", pa.string()), ("next_producer_id", pa.int64()), ("broker_id", pa.int32()),
+        ("broker_epoch", pa.int64()), *_INTERVAL]),
+}
 
 # The replay's tables, as written (every column nullable, as Spark writes them).
 REPLAY_SCHEMAS: dict[str, pa.Schema] = {
