@@ -277,7 +277,6 @@ class MetadataDelta:
                 replay(record, cause, changes)
             elif record.type_name in PART_REPLAYS:  # the other image parts: replay.image_parts_delta
                 PART_REPLAYS[record.type_name](self.image, entry, cause, changes)
-            # any other (NoOpRecord, ...) changes nothing of the image
         except Refused as refused:
             changes.anomalies.append(Anomaly(entry.offset, record.type_name, "refused", str(refused)))
 

@@ -168,3 +168,18 @@ def image_parts_log() -> list[LogEntry]:
         zk_migration(3),  # 29: POST_MIGRATION (Kafka 3.9 keeps it; 4.x ignores the record)
         make_record("RemoveTopicRecord", 0, topicId=T1),  # 30: orders' configs go
         topic(T2, "orders"), config("retention.ms", "1"))  # 31, 32: re-created, a config of its own
+
+
+# The configs (resource type, resource name, key, value) and the next producer id at the end of each real log, as
+# the reference fold (tests/test_reference_fold.py) and Kafka's own (tests/test_kafka_referee.py) give them.
+CONSUMER_OFFSETS = [(2, "__consumer_offsets", "cleanup.policy", "compact"),
+                    (2, "__consumer_offsets", "compression.type", "producer"),
+                    (2, "__consumer_offsets", "segment.bytes", "104857600")]
+REAL_IMAGE_PARTS = {
+    "ldi-poc": (CONSUMER_OFFSETS, 1000),
+    "nurlan-3broker-pre33": ([*CONSUMER_OFFSETS, (2, "_schemas", "cleanup.policy", "compact")], None),
+    "gani-guru-kafka42": ([*CONSUMER_OFFSETS, (2, "docker-connect-configs", "cleanup.policy", "compact"),
+                           (2, "docker-connect-offsets", "cleanup.policy", "compact"),
+                           (2, "docker-connect-status", "cleanup.policy", "compact"),
+                           (4, "", "min.insync.replicas", "1")], None),
+}

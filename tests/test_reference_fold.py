@@ -27,6 +27,7 @@ from tests.reference_fold_support import (
     ACL1S,
     D1,
     D2,
+    REAL_IMAGE_PARTS,
     SHA256,
     T1,
     T1S,
@@ -365,21 +366,6 @@ def test_simulator_scenarios(scenario: str, options: simulator.ScenarioOptions) 
     assert {r["broker_id"] for r in current_rows(h["broker_history"], end)} == set(image.brokers)
     for r in h["replica_history"]:
         assert r["valid_to_offset"] is None or r["valid_from_offset"] < r["valid_to_offset"]
-
-
-# the configs (resource type, resource name, key, value) and next producer id at the end of each real log; Kafka's
-# own fold gives the same (tests/test_kafka_referee.py::test_real_logs_image_parts)
-CONSUMER_OFFSETS = [(2, "__consumer_offsets", "cleanup.policy", "compact"),
-                    (2, "__consumer_offsets", "compression.type", "producer"),
-                    (2, "__consumer_offsets", "segment.bytes", "104857600")]
-REAL_IMAGE_PARTS = {
-    "ldi-poc": (CONSUMER_OFFSETS, 1000),
-    "nurlan-3broker-pre33": ([*CONSUMER_OFFSETS, (2, "_schemas", "cleanup.policy", "compact")], None),
-    "gani-guru-kafka42": ([*CONSUMER_OFFSETS, (2, "docker-connect-configs", "cleanup.policy", "compact"),
-                           (2, "docker-connect-offsets", "cleanup.policy", "compact"),
-                           (2, "docker-connect-status", "cleanup.policy", "compact"),
-                           (4, "", "min.insync.replicas", "1")], None),
-}
 
 
 def configs_of(rows: list[dict[str, Any]], offset: int) -> list[tuple[int, str, str, str]]:
