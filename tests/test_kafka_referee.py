@@ -149,6 +149,27 @@ def test_hand_built_image_parts(kafka: str, tmp_path: Path) -> None:
     assert image["producerIds"] == {(): {"nextProducerId": 2000}}
 
 
+def test_zk_migration_state_as_kafka_39_keeps_it(kafka: str, tmp_path: Path) -> None:
+    """ZkMigrationStateRecord: Kafka 3.9's FeaturesDelta keeps the state (``ZkMigrationState.of`` refuses a value it
+    does not know), 4.4's MetadataDelta ignores the record. The reference fold keeps 3.9's state and refusal; both
+    Kafkas' images are ours at every offset (4.4's without the state)."""
+    from tests.reference_fold_support import entries, zk_migration
+
+    log_dir = tmp_path / "zk-migration"
+    write_segments(entries(zk_migration(2), zk_migration(9), zk_migration(0), zk_migration(4)), log_dir,
+                   max_batch_records=1)
+    back = list(read_entries(log_dir))
+    _comparison, run = _check("hand/zk-migration", kafka, log_dir, back)
+    ours = {a["offset"]: a["reason"] for a in reference_histories(back, "zk")["replay_anomalies"]}
+    assert ours == {1: "Value 9 is not a valid Zk migration state"}
+    kafka_refused = {int(m.group(1)) for f in run.faults if (m := REFUSED.search(f["fault"])) and m.group(1)}
+    states = [run.changes[offset]["features"].get("zkMigrationState") for offset in range(4)]
+    if kafka.startswith("3."):
+        assert kafka_refused == {1} and states == [2, 2, None, 4]
+    else:
+        assert kafka_refused == set() and states == [None] * 4
+
+
 @pytest.mark.real_logs
 @pytest.mark.parametrize("name", REAL)
 def test_real_logs_image_parts(kafka: str, real_log: Callable[[str], Path], name: str) -> None:
