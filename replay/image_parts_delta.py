@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from records.kafka_constants import (
     ACL_OPERATIONS,
@@ -131,6 +131,11 @@ class PartChanges:
     producer_ids: Cause | None = None
 
 
+def _record(entry: LogEntry) -> MetadataRecord:
+    """The entry's record: the fold hands these rules decoded records only (it skips raw ones)."""
+    return cast(MetadataRecord, entry.record)
+
+
 def _code(value: int, known: tuple[int, ...], unknown: int) -> int:
     """Kafka's ``fromCode``/``forId``/``fromType``: a code it does not know is its UNKNOWN."""
     return value if value in known else unknown
@@ -149,8 +154,7 @@ def config_resource(record: MetadataRecord) -> ConfigResource:
 def replay_config(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``ConfigurationDelta.replay(ConfigRecord)``: sets the key; a null value deletes it, and a resource left with
     no key disappears (``ConfigurationsDelta.apply`` keeps no empty ``ConfigurationImage``)."""
-    record = entry.record
-    assert isinstance(record, MetadataRecord)
+    record = _record(entry)
     resource, name, value = config_resource(record), record.data["name"], record.data.get("value")
     configs = parts.configs.get(resource, {})
     if value is None:
@@ -187,8 +191,7 @@ def quota_entity(record: MetadataRecord) -> QuotaEntity:
 def replay_client_quota(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``ClientQuotaDelta.replay``: ``remove`` deletes the key, else sets it; an entity left with no key
     disappears."""
-    record = entry.record
-    assert isinstance(record, MetadataRecord)
+    record = _record(entry)
     entity, key = quota_entity(record), record.data["key"]
     quotas = parts.client_quotas.get(entity, {})
     if record.data["remove"]:
@@ -219,8 +222,7 @@ def standard_acl(record: MetadataRecord) -> Acl:
 
 def replay_acl(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``AclsDelta.replay(AccessControlEntryRecord)``: upsert by id."""
-    assert isinstance(entry.record, MetadataRecord)
-    acl = standard_acl(entry.record)
+    acl = standard_acl(_record(entry))
     parts.acls[acl.id] = acl
     changes.acls[acl.id] = cause
 
@@ -228,8 +230,7 @@ def replay_acl(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartCh
 def remove_acl(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``AclsDelta.replay(RemoveAccessControlEntryRecord)``: Kafka throws when the id is in neither the image nor
     the delta (record by record: not in the image)."""
-    assert isinstance(entry.record, MetadataRecord)
-    acl_id = uuid_to_str(entry.record.data["id"])
+    acl_id = uuid_to_str(_record(entry).data["id"])
     if acl_id not in parts.acls:
         raise Refused(f"Failed to find existing ACL with ID {acl_id} in either image or changes")
     del parts.acls[acl_id]
@@ -246,16 +247,14 @@ def scram_key(record: MetadataRecord) -> tuple[str, int]:
 
 def replay_scram(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``ScramDelta.replay(UserScramCredentialRecord)``: upsert by (mechanism, name)."""
-    assert isinstance(entry.record, MetadataRecord)
-    key = scram_key(entry.record)
-    parts.scram[key] = ScramCredential(entry.record.data["iterations"], entry.secret_fingerprint)
+    key = scram_key(_record(entry))
+    parts.scram[key] = ScramCredential(_record(entry).data["iterations"], entry.secret_fingerprint)
     changes.scram[key] = cause
 
 
 def remove_scram(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``ScramDelta.replay(RemoveUserScramCredentialRecord)``: removes; an absent credential is no error."""
-    assert isinstance(entry.record, MetadataRecord)
-    key = scram_key(entry.record)
+    key = scram_key(_record(entry))
     parts.scram.pop(key, None)
     changes.scram[key] = cause
 
@@ -282,16 +281,14 @@ def delegation_token_data(record: MetadataRecord) -> DelegationToken:
 
 def replay_delegation_token(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``DelegationTokenDelta.replay(DelegationTokenRecord)``: upsert by token id."""
-    assert isinstance(entry.record, MetadataRecord)
-    token = delegation_token_data(entry.record)
+    token = delegation_token_data(_record(entry))
     parts.delegation_tokens[token.token_id] = token
     changes.delegation_tokens[token.token_id] = cause
 
 
 def remove_delegation_token(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``DelegationTokenDelta.replay(RemoveDelegationTokenRecord)``: removes; an absent token is no error."""
-    assert isinstance(entry.record, MetadataRecord)
-    token_id = entry.record.data["tokenId"]
+    token_id = _record(entry).data["tokenId"]
     parts.delegation_tokens.pop(token_id, None)
     changes.delegation_tokens[token_id] = cause
 
@@ -301,8 +298,7 @@ def remove_delegation_token(parts: ImageParts, entry: LogEntry, cause: Cause, ch
 
 def replay_producer_ids(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
     """``ProducerIdsDelta.replay``: the last record's ``nextProducerId``, whatever it is (Kafka checks nothing)."""
-    record = entry.record
-    assert isinstance(record, MetadataRecord)
+    record = _record(entry)
     parts.producer_ids = ProducerIds(
         next_producer_id=record.data["nextProducerId"], broker_id=record.data["brokerId"],
         broker_epoch=record.data.get("brokerEpoch", default(record.type_name, "brokerEpoch")))
