@@ -4,7 +4,8 @@ reference fold (``replay.reference``), written once and named as Kafka names the
 A record Kafka's replay throws on is :class:`Refused` (Kafka's ``MetadataBatchLoader`` hands the exception to its
 fault handler and goes on with the next record): it changes nothing and becomes a "refused" anomaly. Kafka's
 constants come from ``records.kafka_constants``, a field's default (a tagged field absent from the record) from
-Kafka's definitions through ``records.vocabulary``.
+Kafka's definitions through ``records.vocabulary``. The image's other parts (configs, client quotas, ACLs, SCRAM,
+delegation tokens, producer ids) and their Deltas' rules are ``replay.image_parts_delta``.
 """
 
 from __future__ import annotations
@@ -23,9 +24,19 @@ from records.kafka_constants import (
     NO_LEADER_CHANGE,
     NO_RECOVERY_STATE_CHANGE,
     RECOVERY_STATES,
+    ZK_MIGRATION_STATE_FEATURE,
 )
 from records.model import LogEntry, MetadataRecord, uuid_to_str
 from records.vocabulary import default
+from replay.image_parts_delta import (
+    PART_REPLAYS,
+    Cause,
+    ImageParts,
+    PartChanges,
+    Refused,
+    remove_topic_configs,
+    zk_migration_state_of,
+)
 
 # --- The image -----------------------------------------------------------------------------------
 
@@ -71,8 +82,8 @@ class Controller:
 
 
 @dataclass
-class Image:
-    """The metadata image: what Kafka's ``MetadataImage`` holds for these tables."""
+class Image(ImageParts):
+    """The metadata image: what Kafka's ``MetadataImage`` holds (its other parts: ``ImageParts``)."""
 
     topics: dict[str, str] = field(default_factory=dict)  # topic id -> name
     partitions: dict[tuple[str, int], Partition] = field(default_factory=dict)
@@ -82,8 +93,8 @@ class Image:
 
     def copy(self) -> Image:
         """An independent copy (the values are immutable, so copying the dicts suffices)."""
-        return Image(dict(self.topics), dict(self.partitions), dict(self.brokers), dict(self.controllers),
-                     dict(self.features))
+        return Image(topics=dict(self.topics), partitions=dict(self.partitions), brokers=dict(self.brokers),
+                     controllers=dict(self.controllers), features=dict(self.features), **self.parts_copy())
 
     def topic_partitions(self, topic_id: str) -> dict[int, Partition]:
         return {pid: p for (tid, pid), p in self.partitions.items() if tid == topic_id}
@@ -97,15 +108,8 @@ class Anomaly:
     reason: str
 
 
-class Refused(Exception):
-    """Kafka would not apply this record (its replay throws)."""
-
-
-Cause = tuple[int, str]  # (offset, record type) of the last record that touched an entity
-
-
 @dataclass
-class Changes:
+class Changes(PartChanges):
     """What the records of one commit touched, each with the last record that touched it."""
 
     topics: dict[str, Cause] = field(default_factory=dict)
@@ -260,16 +264,19 @@ class MetadataDelta:
             "UnfenceBrokerRecord": self._unfence_broker,
             "BrokerRegistrationChangeRecord": self._broker_registration_change,
             "UnregisterBrokerRecord": self._unregister_broker, "RegisterControllerRecord": self._register_controller,
-            "UnregisterControllerRecord": self._unregister_controller, "FeatureLevelRecord": self._feature_level}
+            "UnregisterControllerRecord": self._unregister_controller, "FeatureLevelRecord": self._feature_level,
+            "ZkMigrationStateRecord": self._zk_migration_state}
 
     def replay(self, entry: LogEntry, changes: Changes) -> None:
         """Apply one record; a record Kafka's replay throws on changes nothing and is noted as refused."""
         record = entry.record
-        replay = self.replays.get(record.type_name)
-        if replay is None:  # configs, quotas, ACLs, producer ids, NoOp, ...: none of these tables
-            return
+        cause = (entry.offset, record.type_name)
         try:
-            replay(record, (entry.offset, record.type_name), changes)
+            replay = self.replays.get(record.type_name)
+            if replay is not None:
+                replay(record, cause, changes)
+            elif record.type_name in PART_REPLAYS:  # the other image parts: replay.image_parts_delta
+                PART_REPLAYS[record.type_name](self.image, entry, cause, changes)
         except Refused as refused:
             changes.anomalies.append(Anomaly(entry.offset, record.type_name, "refused", str(refused)))
 
@@ -291,7 +298,7 @@ class MetadataDelta:
         if topic_id not in self.image.topics:
             raise Refused(f"removal of an unknown topic {topic_id}")
         self._remove_partitions(topic_id, cause, changes)
-        del self.image.topics[topic_id]
+        remove_topic_configs(self.image, self.image.topics.pop(topic_id), cause, changes)
         changes.topics[topic_id] = cause
 
     def _partition(self, record: MetadataRecord, cause: Cause, changes: Changes) -> None:
@@ -385,3 +392,9 @@ class MetadataDelta:
         else:
             self.image.features[name] = level
         changes.features[name] = cause
+
+    def _zk_migration_state(self, record: MetadataRecord, cause: Cause, changes: Changes) -> None:
+        # Kafka 3.9's FeaturesDelta keeps it in FeaturesImage (NONE is the empty image's); 4.x ignores the record
+        self.image.zk_migration_state = zk_migration_state_of(record.data["zkMigrationState"])
+        changes.features[ZK_MIGRATION_STATE_FEATURE] = cause
+

@@ -11,7 +11,8 @@ no cleverness, one Python dict per entity kind, Kafka's rules applied in log ord
   applied, in order, at the End, so refusals are judged against the state at that point.
 - ``reference_histories`` turns those commits into the history tables (``partition_history``,
   ``broker_history``, ... , ``replay_anomalies``) with the columns of the Spark replay.
-- ``image_at`` is the state after every record up to and including an offset, for spot checks.
+- ``image_at`` is the state after every record up to and including an offset, for spot checks: the whole image,
+  the parts ``replay.image_parts_delta`` adds included.
 
 Applying one record (Kafka's ``MetadataDelta.replay``) and the image it applies to are ``replay.metadata_delta``.
 """
@@ -23,20 +24,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakehouse.tables import (
+    ACL_HISTORY,
     BROKER_HISTORY,
+    CLIENT_QUOTA_HISTORY,
+    CONFIG_HISTORY,
     CONTROLLER_HISTORY,
+    DELEGATION_TOKEN_HISTORY,
     FEATURE_HISTORY,
     PARTITION_HISTORY,
+    PRODUCER_ID_HISTORY,
     REPLAY_ANOMALIES,
     REPLICA_HISTORY,
+    SCRAM_HISTORY,
     TOPIC_HISTORY,
 )
-from records.kafka_constants import ABORT, BEGIN, END
+from records.kafka_constants import ABORT, BEGIN, END, ZK_MIGRATION_NONE, ZK_MIGRATION_STATE_FEATURE
 from records.model import LogEntry, MetadataRecord, RawRecord
+from records.vocabulary import column_name
+from replay.image_parts_delta import Acl, DelegationToken, QuotaEntity
 from replay.metadata_delta import Anomaly, Broker, Cause, Changes, Controller, Image, MetadataDelta, Partition
 
+# the image's other parts (replay.image_parts_delta), in the contract's tables (lakehouse.tables.IMAGE_SCHEMAS)
+IMAGE_PART_TABLES = (CONFIG_HISTORY, CLIENT_QUOTA_HISTORY, ACL_HISTORY, SCRAM_HISTORY, DELEGATION_TOKEN_HISTORY,
+                     PRODUCER_ID_HISTORY)
 TABLES = (PARTITION_HISTORY, BROKER_HISTORY, TOPIC_HISTORY, FEATURE_HISTORY, CONTROLLER_HISTORY,
-          REPLICA_HISTORY, REPLAY_ANOMALIES)
+          REPLICA_HISTORY, *IMAGE_PART_TABLES, REPLAY_ANOMALIES)
 VERSION_COLUMNS = ("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
                    "cause_offset", "cause_type")
 ANOMALY_COLUMNS = ("cluster_id", "offset", "record_type", "kind", "reason")
@@ -197,6 +209,65 @@ def replica_values(image: Image, key: tuple[str, int], broker_id: int) -> dict[s
             "broker_fenced": None if broker is None else broker.fenced}
 
 
+def feature_level(image: Image, name: str) -> int | None:
+    """A feature_history row's level: a finalized feature's, or (``ZK_MIGRATION_STATE_FEATURE``) Kafka 3.9's ZK
+    migration state's byte; None when the image has none (ZkMigrationState.NONE is the empty image's)."""
+    if name == ZK_MIGRATION_STATE_FEATURE:
+        return None if image.zk_migration_state == ZK_MIGRATION_NONE else image.zk_migration_state
+    return image.features.get(name)
+
+
+def _columns(**kafka_fields: Any) -> dict[str, Any]:
+    """A row's values under Kafka's field names, as the lake's columns (``records.vocabulary.column_name``)."""
+    return {column_name(name): value for name, value in kafka_fields.items()}
+
+
+def config_values(image: Image, key: tuple[int, str, str]) -> dict[str, Any] | None:
+    """A config_history row's values: the key's value in its resource, or None when it has none."""
+    resource_type, resource_name, name = key
+    config = image.configs.get((resource_type, resource_name), {}).get(name)
+    return None if config is None else _columns(
+        resourceType=resource_type, resourceName=resource_name, name=name, value=config.value,
+        valueFingerprint=config.fingerprint)
+
+
+def entity_list(entity: QuotaEntity) -> list[dict[str, Any]]:
+    """A client quota entity as the table's list of structs, sorted by entity type: the order Spark's
+    ``array_sort`` gives (a type is unique in an entity, so the name, null for the default, never decides)."""
+    return [_columns(entityType=entity_type, entityName=entity_name) for entity_type, entity_name in entity]
+
+
+def client_quota_values(image: Image, key: tuple[QuotaEntity, str]) -> dict[str, Any] | None:
+    entity, quota_key = key
+    value = image.client_quotas.get(entity, {}).get(quota_key)
+    return None if value is None else _columns(entity=entity_list(entity), key=quota_key, value=value)
+
+
+def acl_values(acl: Acl) -> dict[str, Any]:
+    return _columns(id=acl.id, resourceType=acl.resource_type, resourceName=acl.resource_name,
+                    patternType=acl.pattern_type, principal=acl.principal, host=acl.host, operation=acl.operation,
+                    permissionType=acl.permission_type)
+
+
+def scram_values(image: Image, key: tuple[str, int]) -> dict[str, Any] | None:
+    credential = image.scram.get(key)
+    return None if credential is None else _columns(
+        name=key[0], mechanism=key[1], iterations=credential.iterations,
+        credentialFingerprint=credential.fingerprint)
+
+
+def delegation_token_values(token: DelegationToken) -> dict[str, Any]:
+    return _columns(tokenId=token.token_id, owner=token.owner, requester=token.requester,
+                    renewers=list(token.renewers), issueTimestamp=token.issue_timestamp,
+                    maxTimestamp=token.max_timestamp, expirationTimestamp=token.expiration_timestamp)
+
+
+def producer_id_values(image: Image) -> dict[str, Any] | None:
+    ids = image.producer_ids
+    return None if ids is None else _columns(nextProducerId=ids.next_producer_id, brokerId=ids.broker_id,
+                                             brokerEpoch=ids.broker_epoch)
+
+
 def partition_invariants(partition: Partition) -> list[str]:
     problems = []
     if partition.leader >= 0 and partition.leader not in partition.replicas:
@@ -217,6 +288,8 @@ class HistoryBuilder:
         self.features = _Table(cluster_id)
         self.controllers = _Table(cluster_id)
         self.replicas = _Table(cluster_id)
+        # the other image parts: a new version only when the values change (a record may restate them)
+        self.parts = {name: _Table(cluster_id) for name in IMAGE_PART_TABLES}
         self.anomalies: list[dict[str, Any]] = []
         # open replica rows, indexed both ways, to find the rows a partition or broker change may end
         self.open_by_partition: dict[tuple[str, int], set[int]] = {}
@@ -233,7 +306,7 @@ class HistoryBuilder:
             values = None if name is None else {"topic_id": tid, "name": name}
             self.topics.put(tid, values, commit, cause, force=tid in changes.registered_topics)
         for fname, cause in changes.features.items():
-            level = image.features.get(fname)
+            level = feature_level(image, fname)
             self.features.put(fname, None if level is None else {"feature": fname, "level": level}, commit, cause)
         for cid, cause in changes.controllers.items():
             controller = image.controllers.get(cid)
@@ -252,6 +325,25 @@ class HistoryBuilder:
                     self.anomalies.append({"cluster_id": self.cluster_id, "offset": cause[0],
                                            "record_type": cause[1], "kind": "invariant", "reason": problem})
         self._replicas(commit)
+        self._image_parts(commit)
+
+    def _image_parts(self, commit: Commit) -> None:
+        image, changes, tables = commit.image, commit.changes, self.parts
+        for key, cause in changes.configs.items():
+            tables[CONFIG_HISTORY].put(key, config_values(image, key), commit, cause)
+        for quota, cause in changes.client_quotas.items():
+            tables[CLIENT_QUOTA_HISTORY].put(quota, client_quota_values(image, quota), commit, cause)
+        for acl_id, cause in changes.acls.items():
+            acl = image.acls.get(acl_id)
+            tables[ACL_HISTORY].put(acl_id, None if acl is None else acl_values(acl), commit, cause)
+        for scram, cause in changes.scram.items():
+            tables[SCRAM_HISTORY].put(scram, scram_values(image, scram), commit, cause)
+        for token_id, cause in changes.delegation_tokens.items():
+            token = image.delegation_tokens.get(token_id)
+            tables[DELEGATION_TOKEN_HISTORY].put(token_id, None if token is None else delegation_token_values(token),
+                                                 commit, cause)
+        if changes.producer_ids is not None:
+            tables[PRODUCER_ID_HISTORY].put((), producer_id_values(image), commit, changes.producer_ids)
 
     def _replicas(self, commit: Commit) -> None:
         image, changes = commit.image, commit.changes
@@ -289,7 +381,7 @@ class HistoryBuilder:
         return {PARTITION_HISTORY: self.partitions.rows, BROKER_HISTORY: self.brokers.rows,
                 TOPIC_HISTORY: self.topics.rows, FEATURE_HISTORY: self.features.rows,
                 CONTROLLER_HISTORY: self.controllers.rows, REPLICA_HISTORY: self.replicas.rows,
-                REPLAY_ANOMALIES: self.anomalies}
+                **{name: table.rows for name, table in self.parts.items()}, REPLAY_ANOMALIES: self.anomalies}
 
 
 def reference_histories(entries: Iterable[LogEntry], cluster_id: str,

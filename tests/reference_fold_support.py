@@ -78,3 +78,108 @@ def elr_clears_log() -> list[LogEntry]:
         marker("EndTransactionRecord"),  # 14: t-0's new leader and ELR, then cleared, at once
         clear_elr("u"))  # 15: u-0 cleared again
 
+
+
+# --- The image's other parts (replay.image_parts_delta) ------------------------------------------------------
+
+ACL1, ACL2, ACL3 = b"\xa1" * 16, b"\xa2" * 16, b"\xa3" * 16
+ACL1S, ACL2S, ACL3S = uuid_to_str(ACL1), uuid_to_str(ACL2), uuid_to_str(ACL3)
+TOPIC_CONFIG, BROKER_CONFIG = 2, 4  # ConfigResource.Type.TOPIC, BROKER
+SHA256, SHA512 = 1, 2  # ScramMechanism.SCRAM_SHA_256, SCRAM_SHA_512
+
+
+def config(name: str, value: str | None, resource_name: str = "orders", resource_type: int = TOPIC_CONFIG,
+           ) -> MetadataRecord:
+    return make_record("ConfigRecord", 0, resourceType=resource_type, resourceName=resource_name, name=name,
+                       value=value)
+
+
+def quota(entity: dict[str, str | None], key: str, value: float = 0.0, remove: bool = False) -> MetadataRecord:
+    return make_record("ClientQuotaRecord", 0, entity=[{"entityType": t, "entityName": n} for t, n in entity.items()],
+                       key=key, value=value, remove=remove)
+
+
+def acl(acl_id: bytes, resource_type: int = 2, name: str = "orders", pattern: int = 3,
+        principal: str = "User:alice", operation: int = 4, permission: int = 3) -> MetadataRecord:
+    return make_record("AccessControlEntryRecord", 0, id=acl_id, resourceType=resource_type, resourceName=name,
+                       patternType=pattern, principal=principal, host="*", operation=operation,
+                       permissionType=permission)
+
+
+def remove_acl(acl_id: bytes) -> MetadataRecord:
+    return make_record("RemoveAccessControlEntryRecord", 0, id=acl_id)
+
+
+def scram(name: str, mechanism: int, iterations: int) -> MetadataRecord:
+    return make_record("UserScramCredentialRecord", 0, name=name, mechanism=mechanism, salt=b"salt-" + name.encode(),
+                       storedKey=b"stored", serverKey=b"server", iterations=iterations)
+
+
+def remove_scram(name: str, mechanism: int) -> MetadataRecord:
+    return make_record("RemoveUserScramCredentialRecord", 0, name=name, mechanism=mechanism)
+
+
+def token(token_id: str, expiration: int, owner: str = "User:alice", renewers: tuple[str, ...] = ("User:bob",),
+          ) -> MetadataRecord:
+    return make_record("DelegationTokenRecord", 0, owner=owner, requester="User:alice", renewers=list(renewers),
+                       issueTimestamp=1_000, maxTimestamp=9_000, expirationTimestamp=expiration, tokenId=token_id)
+
+
+def remove_token(token_id: str) -> MetadataRecord:
+    return make_record("RemoveDelegationTokenRecord", 0, tokenId=token_id)
+
+
+def producer_ids(broker_id: int, epoch: int, next_id: int) -> MetadataRecord:
+    return make_record("ProducerIdsRecord", 0, brokerId=broker_id, brokerEpoch=epoch, nextProducerId=next_id)
+
+
+def zk_migration(state: int) -> MetadataRecord:
+    return make_record("ZkMigrationStateRecord", 0, zkMigrationState=state)
+
+
+def image_parts_log() -> list[LogEntry]:
+    """Every branch of the other image parts' rules that Kafka 4.4 and 3.9 agree on, one record each: configs set,
+    overwritten, deleted (a resource emptied), the cluster default, an unknown resource type, a topic's removal and
+    re-creation under its name; quotas of a two-part entity, of the default entity, removed; ACLs upserted, removed,
+    removed again (refused), an unknown operation; SCRAM per mechanism, removed, removed when absent, an unknown
+    mechanism; tokens issued, renewed, removed, one with an owner that is no principal (refused); producer id
+    blocks; the ZK migration state."""
+    return entries(
+        topic(T1, "orders"),
+        config("retention.ms", "604800000"), config("cleanup.policy", "compact"),  # 1, 2
+        config("min.insync.replicas", "2", "", BROKER_CONFIG),  # 3: the cluster default
+        config("log.retention.ms", "1000", "1", BROKER_CONFIG),  # 4
+        config("retention.ms", "86400000"),  # 5: overwritten
+        config("log.retention.ms", None, "1", BROKER_CONFIG),  # 6: deleted: broker 1's resource is empty, gone
+        config("x", "y", "r", 99),  # 7: ConfigResource.Type.forId(99) is UNKNOWN (0)
+        quota({"user": "alice", "client-id": None}, "producer_byte_rate", 1024.0),  # 8
+        quota({"user": None}, "consumer_byte_rate", 2048.0),  # 9: the default user
+        quota({"client-id": None, "user": "alice"}, "producer_byte_rate", remove=True),  # 10: the entity is gone
+        acl(ACL1), acl(ACL2, 3, "g", 4, "User:bob", 3),  # 11, 12
+        acl(ACL1, operation=3),  # 13: upserted: READ
+        remove_acl(ACL2), remove_acl(ACL2),  # 14; 15: refused, no such ACL
+        acl(ACL3, operation=99, permission=42),  # 16: unknown codes are UNKNOWN (0)
+        scram("alice", SHA256, 4096), scram("alice", SHA512, 8192),  # 17, 18
+        remove_scram("alice", SHA256), remove_scram("bob", SHA256),  # 19; 20: absent, no error
+        scram("carol", 7, 1000),  # 21: ScramMechanism.fromType(7) is UNKNOWN (0)
+        token("tok1", 5_000), token("tok1", 7_000), token("tok2", 6_000, renewers=()),  # 22, 23 (renewed), 24
+        remove_token("tok2"), token("tok3", 5_000, owner="alice"),  # 25; 26: refused, not a principal
+        producer_ids(1, 5, 1000), producer_ids(2, 7, 2000),  # 27, 28
+        zk_migration(3),  # 29: POST_MIGRATION (Kafka 3.9 keeps it; 4.x ignores the record)
+        make_record("RemoveTopicRecord", 0, topicId=T1),  # 30: orders' configs go
+        topic(T2, "orders"), config("retention.ms", "1"))  # 31, 32: re-created, a config of its own
+
+
+# The configs (resource type, resource name, key, value) and the next producer id at the end of each real log, as
+# the reference fold (tests/test_reference_fold.py) and Kafka's own (tests/test_kafka_referee.py) give them.
+CONSUMER_OFFSETS = [(2, "__consumer_offsets", "cleanup.policy", "compact"),
+                    (2, "__consumer_offsets", "compression.type", "producer"),
+                    (2, "__consumer_offsets", "segment.bytes", "104857600")]
+REAL_IMAGE_PARTS = {
+    "ldi-poc": (CONSUMER_OFFSETS, 1000),
+    "nurlan-3broker-pre33": ([*CONSUMER_OFFSETS, (2, "_schemas", "cleanup.policy", "compact")], None),
+    "gani-guru-kafka42": ([*CONSUMER_OFFSETS, (2, "docker-connect-configs", "cleanup.policy", "compact"),
+                           (2, "docker-connect-offsets", "cleanup.policy", "compact"),
+                           (2, "docker-connect-status", "cleanup.policy", "compact"),
+                           (4, "", "min.insync.replicas", "1")], None),
+}

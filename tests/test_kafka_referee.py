@@ -119,6 +119,73 @@ def test_hand_built_logs_refused_where_kafka_refuses(kafka: str, tmp_path: Path)
     assert compared >= 6, f"only {compared} hand-built logs are readable by Kafka {kafka}"
 
 
+def test_hand_built_image_parts(kafka: str, tmp_path: Path) -> None:
+    """Every branch of the other image parts' rules (tests/reference_fold_support.py's ``image_parts_log``), one
+    record per batch and then in batches of five: Kafka's ConfigurationsImage, ClientQuotasImage, AclsImage,
+    ScramImage, DelegationTokenImage, ProducerIdsImage (and 3.9's ZK migration state) are ours at every batch end,
+    and Kafka refuses the records we refuse."""
+    from tests.reference_fold_support import ACL1S, ACL3S, image_parts_log
+
+    for batch in (1, 5):
+        log_dir = tmp_path / f"image-parts-{batch}"
+        write_segments(image_parts_log(), log_dir, max_batch_records=batch)
+        back = list(read_entries(log_dir))
+        _comparison, run = _check(f"hand/image-parts-{batch}", kafka, log_dir, back)
+        kafka_refused = {int(m.group(1)) for f in run.faults if (m := REFUSED.search(f["fault"])) and m.group(1)}
+        ours = {a["offset"] for a in reference_histories(back, "parts")["replay_anomalies"] if a["kind"] == "refused"}
+        assert kafka_refused == ours == {15, 26}
+    assert run.changes[29]["features"].get("zkMigrationState") == (3 if kafka.startswith("3.") else None)
+    *_, (end, image) = run.images()
+    assert end == 32
+    assert sorted((c["resourceType"], c["resourceName"], c["name"], c["value"]) for c in image["configs"].values()) == [
+        (0, "r", "x", "y"), (2, "orders", "retention.ms", "1"), (4, "", "min.insync.replicas", "2")]
+    assert list(image["clientQuotas"].values()) == [
+        {"entity": [{"entityType": "user", "entityName": None}], "key": "consumer_byte_rate", "value": 2048.0}]
+    assert {key: (a["operation"], a["permissionType"]) for (key,), a in image["acls"].items()} == {
+        ACL1S: (3, 3), ACL3S: (0, 0)}
+    assert sorted(image["scramCredentials"]) == [("alice", 2), ("carol", 0)]
+    assert [(t["tokenId"], t["expirationTimestamp"], t["renewers"]) for t in image["delegationTokens"].values()] == [
+        ("tok1", 7000, ["User:bob"])]
+    assert image["producerIds"] == {(): {"nextProducerId": 2000}}
+
+
+def test_zk_migration_state_as_kafka_39_keeps_it(kafka: str, tmp_path: Path) -> None:
+    """ZkMigrationStateRecord: Kafka 3.9's FeaturesDelta keeps the state (``ZkMigrationState.of`` refuses a value it
+    does not know), 4.4's MetadataDelta ignores the record. The reference fold keeps 3.9's state and refusal; both
+    Kafkas' images are ours at every offset (4.4's without the state)."""
+    from tests.reference_fold_support import entries, zk_migration
+
+    log_dir = tmp_path / "zk-migration"
+    write_segments(entries(zk_migration(2), zk_migration(9), zk_migration(0), zk_migration(4)), log_dir,
+                   max_batch_records=1)
+    back = list(read_entries(log_dir))
+    _comparison, run = _check("hand/zk-migration", kafka, log_dir, back)
+    ours = {a["offset"]: a["reason"] for a in reference_histories(back, "zk")["replay_anomalies"]}
+    assert ours == {1: "Value 9 is not a valid Zk migration state"}
+    kafka_refused = {int(m.group(1)) for f in run.faults if (m := REFUSED.search(f["fault"])) and m.group(1)}
+    states = [run.changes[offset]["features"].get("zkMigrationState") for offset in range(4)]
+    if kafka.startswith("3."):
+        assert kafka_refused == {1} and states == [2, 2, None, 4]
+    else:
+        assert kafka_refused == set() and states == [None] * 4
+
+
+@pytest.mark.real_logs
+@pytest.mark.parametrize("name", REAL)
+def test_real_logs_image_parts(kafka: str, real_log: Callable[[str], Path], name: str) -> None:
+    """Kafka's configs and next producer id at the end of each real log: the values the reference fold gives
+    (tests/test_reference_fold.py::test_real_logs_configs_and_producer_ids)."""
+    from tests.reference_fold_support import REAL_IMAGE_PARTS
+
+    *_, (_end, image) = kafka_fold(kafka, real_log(name) / "__cluster_metadata-0").images()
+    configs, next_producer_id = REAL_IMAGE_PARTS[name]
+    assert sorted((c["resourceType"], c["resourceName"], c["name"], c["value"])
+                  for c in image["configs"].values()) == configs
+    assert [p["nextProducerId"] for p in image["producerIds"].values()] == (
+        [] if next_producer_id is None else [next_producer_id])
+    assert not (image["clientQuotas"] or image["acls"] or image["scramCredentials"] or image["delegationTokens"])
+
+
 def _newer_than(entries: list[LogEntry], known: dict[str, int]) -> list[str]:
     """The record types and versions of ``entries`` that a Kafka knowing ``known`` cannot read."""
     return sorted({f"{e.record.type_name} v{e.record.version}" for e in entries
@@ -189,7 +256,53 @@ def _snapshot_records(image: Image) -> list[MetadataRecord]:
                                 eligibleLeaderReplicas=list(p.eligible_leader_replicas),
                                 lastKnownElr=list(p.last_known_elr))
                     for _, p in sorted(image.topic_partitions(tid).items())]
+    return records + _image_part_records(image)
+
+
+def _image_part_records(image: Image) -> list[MetadataRecord]:
+    """The snapshot records of the image's other parts (a SCRAM credential's secrets, which the image does not
+    keep, written empty)."""
+    records = [make_record("ConfigRecord", 0, resourceType=rtype, resourceName=rname, name=key, value=value.value)
+               for (rtype, rname), keys in sorted(image.configs.items()) for key, value in sorted(keys.items())]
+    records += [make_record("ClientQuotaRecord", 0, entity=[{"entityType": t, "entityName": n} for t, n in entity],
+                            key=key, value=value, remove=False)
+                for entity, quotas in sorted(image.client_quotas.items(), key=repr)
+                for key, value in sorted(quotas.items())]
+    records += [make_record("AccessControlEntryRecord", 0, id=uuid_from_str(a.id), resourceType=a.resource_type,
+                            resourceName=a.resource_name, patternType=a.pattern_type, principal=a.principal,
+                            host=a.host, operation=a.operation, permissionType=a.permission_type)
+                for _, a in sorted(image.acls.items())]
+    records += [make_record("UserScramCredentialRecord", 0, name=name, mechanism=mechanism, salt=b"", storedKey=b"",
+                            serverKey=b"", iterations=credential.iterations)
+                for (name, mechanism), credential in sorted(image.scram.items())]
+    records += [make_record("DelegationTokenRecord", 0, owner=t.owner, requester=t.requester,
+                            renewers=list(t.renewers), issueTimestamp=t.issue_timestamp, maxTimestamp=t.max_timestamp,
+                            expirationTimestamp=t.expiration_timestamp, tokenId=t.token_id)
+                for _, t in sorted(image.delegation_tokens.items())]
+    if image.producer_ids is not None:
+        ids = image.producer_ids
+        records.append(make_record("ProducerIdsRecord", 0, brokerId=ids.broker_id, brokerEpoch=ids.broker_epoch,
+                                   nextProducerId=ids.next_producer_id))
+    if image.zk_migration_state:
+        records.append(make_record("ZkMigrationStateRecord", 0, zkMigrationState=image.zk_migration_state))
     return records
+
+
+def test_snapshot_of_every_image_part(kafka: str, tmp_path: Path) -> None:
+    """A ``.checkpoint`` holding every image part, then the log after it: Kafka's loader starts from it as our fold
+    does from a base snapshot."""
+    from tests.reference_fold_support import image_parts_log
+
+    log = image_parts_log()
+    end = 30  # the snapshot holds offsets 0-29; RemoveTopicRecord and the re-created topic follow it
+    records = _snapshot_records(image_at(log, end - 1))
+    log_dir = tmp_path / "parts-snapshot"
+    write_segments(log, log_dir, max_batch_records=1)
+    write_snapshot(records, log_dir, end_offset=end, epoch=1, last_contained_log_timestamp=1_700_000_000_000)
+    comparison, run = _check("snapshot/image-parts", kafka, log_dir, list(read_entries(log_dir)),
+                             base_snapshot=(end, records))
+    assert not run.faults and run.end["snapshotEndOffset"] == end
+    assert comparison.offsets == 4  # 29 (the snapshot), 30, 31, 32
 
 
 @pytest.mark.parametrize("mv", ["3.9", "4.0"])

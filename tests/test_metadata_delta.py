@@ -383,3 +383,33 @@ def test_metadata_delta_replay_notes_a_refusal_and_changes_nothing() -> None:
     assert delta.image == before and delta.image.brokers[1].fenced is True
     assert changes.topics == {T1S: (0, "TopicRecord")} and changes.brokers == {1: (1, "RegisterBrokerRecord")}
     assert changes.registered_topics == {T1S} and changes.registered_brokers == {1}
+
+
+def test_every_record_kafkas_metadata_delta_replays_is_dispatched() -> None:
+    """Kafka 4.4's ``MetadataDelta.replay`` switch (its bytecode: every metadata record type but the KIP-868 markers,
+    which its loader takes, with NoOpRecord and ZkMigrationStateRecord doing nothing to its image) is ours: every
+    other record type has a rule here or in replay.image_parts_delta, UnregisterControllerRecord included."""
+    from records.definitions import definitions
+    from replay.image_parts_delta import PART_REPLAYS
+
+    metadata = {name for name, message in definitions().items() if not message.is_control}
+    handled = set(MetadataDelta().replays) | set(PART_REPLAYS)
+    assert metadata - handled == {"NoOpRecord", "BeginTransactionRecord", "EndTransactionRecord",
+                                  "AbortTransactionRecord"}
+    assert {"UnregisterControllerRecord", "ZkMigrationStateRecord", "ConfigRecord", "ProducerIdsRecord"} <= handled
+
+
+def test_remove_topic_record_also_removes_its_configs() -> None:
+    """``MetadataDelta.replay(RemoveTopicRecord)``: TopicsDelta gives the name, ConfigurationsDelta drops its configs;
+    the other resources (a topic of another name, the cluster default) stay; a refused removal keeps them."""
+    delta, changes = MetadataDelta(), Changes()
+    records = [make_record("TopicRecord", 0, name="t", topicId=T1),
+               make_record("ConfigRecord", 0, resourceType=2, resourceName="t", name="retention.ms", value="5"),
+               make_record("ConfigRecord", 0, resourceType=2, resourceName="u", name="retention.ms", value="6"),
+               make_record("ConfigRecord", 0, resourceType=4, resourceName="", name="min.insync.replicas", value="2"),
+               make_record("RemoveTopicRecord", 0, topicId=T1), make_record("RemoveTopicRecord", 0, topicId=T1)]
+    for offset, record in enumerate(records):
+        delta.replay(LogEntry(offset=offset, record=record), changes)
+    assert sorted(delta.image.configs) == [(2, "u"), (4, "")]
+    assert changes.configs[(2, "t", "retention.ms")] == (4, "RemoveTopicRecord")
+    assert [(a.offset, a.kind) for a in changes.anomalies] == [(5, "refused")]

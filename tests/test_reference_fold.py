@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import simulator
+from lakehouse.tables import CONFIG_HISTORY, IMAGE_SCHEMAS
 from records.kafka_constants import MIGRATING_DIR, UNASSIGNED_DIR
 from records.kafka_json import make_record
 from records.model import LogEntry, uuid_to_str
@@ -22,21 +23,33 @@ from replay.reference import (
     reference_histories,
 )
 from tests.reference_fold_support import (
+    ACL1,
+    ACL1S,
     D1,
     D2,
+    REAL_IMAGE_PARTS,
+    SHA256,
     T1,
     T1S,
     T2,
     T2S,
+    acl,
     anomalies,
     broker,
     change,
+    config,
     entries,
     history,
+    image_parts_log,
     marker,
     part_rows,
     partition,
+    producer_ids,
+    quota,
+    scram,
+    token,
     topic,
+    zk_migration,
 )
 
 REAL = Path("/work/shared/data/real")
@@ -152,6 +165,105 @@ def test_snapshot_base_is_the_whole_image() -> None:
     assert set(image.topics) == {T2S} and set(image.brokers) == {1}
 
 
+# --- The image's other parts: their history tables (the contract of lakehouse.tables.IMAGE_SCHEMAS) --------
+
+
+def _spans(rows: list[dict[str, Any]], *columns: str) -> list[tuple[Any, ...]]:
+    return [(*(r[c] for c in columns), r["valid_from_offset"], r["valid_to_offset"], r["cause_type"]) for r in rows]
+
+
+def test_config_history_versions_and_removal_with_the_topic() -> None:
+    h = reference_histories(image_parts_log(), "c1")
+    rows = h["config_history"]
+    assert rows[0] == {"cluster_id": "c1", "resource_type": 2, "resource_name": "orders", "name": "retention.ms",
+                       "value": "604800000", "value_fingerprint": None, "valid_from_offset": 1,
+                       "valid_to_offset": 5, "valid_from_time_ms": 1001, "valid_to_time_ms": 1005,
+                       "cause_offset": 1, "cause_type": "ConfigRecord"}
+    assert _spans(rows, "resource_type", "resource_name", "name", "value") == [
+        (2, "orders", "retention.ms", "604800000", 1, 5, "ConfigRecord"),
+        (2, "orders", "cleanup.policy", "compact", 2, 30, "ConfigRecord"),
+        (4, "", "min.insync.replicas", "2", 3, None, "ConfigRecord"),
+        (4, "1", "log.retention.ms", "1000", 4, 6, "ConfigRecord"),
+        (2, "orders", "retention.ms", "86400000", 5, 30, "ConfigRecord"),
+        (0, "r", "x", "y", 7, None, "ConfigRecord"),
+        (2, "orders", "retention.ms", "1", 32, None, "ConfigRecord")]
+    assert set(rows[0]) == {f.name for f in IMAGE_SCHEMAS[CONFIG_HISTORY]}
+
+
+def test_a_restated_value_is_no_new_version_but_a_new_fingerprint_is() -> None:
+    log = [LogEntry(offset=i, record=r, append_time_ms=1000 + i, secret_fingerprint=f) for i, (r, f) in enumerate([
+        (config("retention.ms", "1"), None), (config("retention.ms", "1"), None),
+        (config("ssl.key.password", "(redacted)"), "aa"), (config("ssl.key.password", "(redacted)"), "bb"),
+        (scram("alice", SHA256, 4096), "cc"), (scram("alice", SHA256, 4096), "dd")])]
+    h = reference_histories(log, "c1")
+    assert _spans(h["config_history"], "name", "value_fingerprint") == [
+        ("retention.ms", None, 0, None, "ConfigRecord"), ("ssl.key.password", "aa", 2, 3, "ConfigRecord"),
+        ("ssl.key.password", "bb", 3, None, "ConfigRecord")]
+    assert [(r["name"], r["mechanism"], r["iterations"], r["credential_fingerprint"], r["valid_from_offset"])
+            for r in h["scram_history"]] == [("alice", 1, 4096, "cc", 4), ("alice", 1, 4096, "dd", 5)]
+
+
+def test_client_quota_acl_scram_token_and_producer_id_history() -> None:
+    h = reference_histories(image_parts_log(), "c1")
+    assert [(r["entity"], r["key"], r["value"], r["valid_from_offset"], r["valid_to_offset"])
+            for r in h["client_quota_history"]] == [
+        ([{"entity_type": "client-id", "entity_name": None}, {"entity_type": "user", "entity_name": "alice"}],
+         "producer_byte_rate", 1024.0, 8, 10),
+        ([{"entity_type": "user", "entity_name": None}], "consumer_byte_rate", 2048.0, 9, None)]
+    assert h["acl_history"][0] == {
+        "cluster_id": "c1", "id": ACL1S, "resource_type": 2, "resource_name": "orders", "pattern_type": 3,
+        "principal": "User:alice", "host": "*", "operation": 4, "permission_type": 3, "valid_from_offset": 11,
+        "valid_to_offset": 13, "valid_from_time_ms": 1011, "valid_to_time_ms": 1013, "cause_offset": 11,
+        "cause_type": "AccessControlEntryRecord"}
+    assert _spans(h["acl_history"], "operation") == [
+        (4, 11, 13, "AccessControlEntryRecord"), (3, 12, 14, "AccessControlEntryRecord"),
+        (3, 13, None, "AccessControlEntryRecord"), (0, 16, None, "AccessControlEntryRecord")]
+    assert _spans(h["scram_history"], "name", "mechanism", "iterations") == [
+        ("alice", 1, 4096, 17, 19, "UserScramCredentialRecord"), ("alice", 2, 8192, 18, None,
+                                                                   "UserScramCredentialRecord"),
+        ("carol", 0, 1000, 21, None, "UserScramCredentialRecord")]
+    assert h["delegation_token_history"][1] == {
+        "cluster_id": "c1", "token_id": "tok1", "owner": "User:alice", "requester": "User:alice",
+        "renewers": ["User:bob"], "issue_timestamp": 1000, "max_timestamp": 9000, "expiration_timestamp": 7000,
+        "valid_from_offset": 23, "valid_to_offset": None, "valid_from_time_ms": 1023, "valid_to_time_ms": None,
+        "cause_offset": 23, "cause_type": "DelegationTokenRecord"}
+    assert _spans(h["delegation_token_history"], "token_id", "expiration_timestamp") == [
+        ("tok1", 5000, 22, 23, "DelegationTokenRecord"), ("tok1", 7000, 23, None, "DelegationTokenRecord"),
+        ("tok2", 6000, 24, 25, "DelegationTokenRecord")]
+    assert _spans(h["producer_id_history"], "next_producer_id", "broker_id", "broker_epoch") == [
+        (1000, 1, 5, 27, 28, "ProducerIdsRecord"), (2000, 2, 7, 28, None, "ProducerIdsRecord")]
+    assert _spans([r for r in h["feature_history"] if r["feature"] == "zkMigrationState"], "level") == [
+        (3, 29, None, "ZkMigrationStateRecord")]
+    for table in IMAGE_SCHEMAS:
+        assert all(set(r) == {f.name for f in IMAGE_SCHEMAS[table]} for r in h[table]), table
+
+
+def test_zk_migration_state_none_is_no_feature_row() -> None:
+    h = history(zk_migration(1), zk_migration(0), zk_migration(0))
+    assert _spans(h["feature_history"], "feature", "level") == [
+        ("zkMigrationState", 1, 0, 1, "ZkMigrationStateRecord")]
+
+
+def test_image_parts_in_transactions_and_snapshots() -> None:
+    """Committed together at the End, never when aborted; a snapshot base holds them as it holds the rest."""
+    records = [marker("BeginTransactionRecord"), config("a", "1"), config("a", "2"),
+               quota({"user": "u"}, "k", 1.0), marker("EndTransactionRecord"),
+               marker("BeginTransactionRecord"), acl(ACL1), producer_ids(1, 1, 5000),
+               make_record("AbortTransactionRecord", 0), token("t", 1)]
+    h = history(*records)
+    assert _spans(h["config_history"], "value", "cause_offset") == [("2", 2, 4, None, "ConfigRecord")]
+    assert [r["valid_from_offset"] for r in h["client_quota_history"]] == [4]
+    assert not h["acl_history"] and not h["producer_id_history"]
+    assert [r["valid_from_offset"] for r in h["delegation_token_history"]] == [9]
+    snapshot = (20, [config("a", "3"), producer_ids(2, 3, 7000), scram("bob", SHA256, 10)])
+    tail = entries(*[topic()] * 21)[20:]
+    h = reference_histories(tail, "c1", base_snapshot=snapshot)
+    assert _spans(h["config_history"], "value") == [("3", 19, None, "ConfigRecord")]
+    assert _spans(h["producer_id_history"], "next_producer_id") == [(7000, 19, None, "ProducerIdsRecord")]
+    image = image_at(tail, 20, base_snapshot=snapshot)
+    assert image.scram[("bob", SHA256)].iterations == 10 and image.producer_ids.next_producer_id == 7000
+
+
 # --- Real logs -----------------------------------------------------------------------------------
 
 
@@ -254,3 +366,35 @@ def test_simulator_scenarios(scenario: str, options: simulator.ScenarioOptions) 
     assert {r["broker_id"] for r in current_rows(h["broker_history"], end)} == set(image.brokers)
     for r in h["replica_history"]:
         assert r["valid_to_offset"] is None or r["valid_from_offset"] < r["valid_to_offset"]
+
+
+def configs_of(rows: list[dict[str, Any]], offset: int) -> list[tuple[int, str, str, str]]:
+    return sorted((r["resource_type"], r["resource_name"], r["name"], r["value"]) for r in current_rows(rows, offset))
+
+
+@pytest.mark.parametrize("name", sorted(REAL_IMAGE_PARTS))
+def test_real_logs_configs_and_producer_ids(name: str) -> None:
+    log = real(name)
+    h = reference_histories(log, name)
+    end = log[-1].offset
+    configs, next_producer_id = REAL_IMAGE_PARTS[name]
+    assert configs_of(h["config_history"], end) == configs
+    assert all(r["value_fingerprint"] is None and r["valid_to_offset"] is None for r in h["config_history"])
+    producer = [r["next_producer_id"] for r in current_rows(h["producer_id_history"], end)]
+    assert producer == ([] if next_producer_id is None else [next_producer_id])
+    image = image_at(log, end)
+    assert sorted((*resource, key, v.value) for resource, keys in image.configs.items()
+                  for key, v in keys.items()) == configs
+    assert not (image.client_quotas or image.acls or image.scram or image.delegation_tokens)
+
+
+def test_ldi_poc_producer_id_block_and_migration_state() -> None:
+    """ldi-poc's one ProducerIdsRecord (offset 907: broker 1, epoch 8) and its ZkMigrationStateRecord NONE (offset
+    3), which is no feature row."""
+    log = real("ldi-poc")
+    h = reference_histories(log, "ldi")
+    assert _spans(h["producer_id_history"], "next_producer_id", "broker_id", "broker_epoch") == [
+        (1000, 1, 8, 907, None, "ProducerIdsRecord")]
+    assert log[3].type_name == "ZkMigrationStateRecord"
+    assert not [r for r in h["feature_history"] if r["feature"] == "zkMigrationState"]
+    assert [r["valid_from_offset"] for r in h["config_history"]] == [417, 418, 419]

@@ -110,7 +110,7 @@ def test_replay_from_a_snapshot_equals_the_reference_fold(spark: SparkSession, s
     want: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
     for cluster, (tail, e, records) in snapshot_logs.items():
         for name, rows in reference_histories(tail, cluster, base_snapshot=(e, records)).items():
-            want[name].extend(rows)
+            want.setdefault(name, []).extend(rows)
     _assert_same(got, want, "replay() from snapshots", drop_reason=True)
     # the snapshot's versions start at E-1 with no append time
     first = [r for r in got["partition_history"] if r["cluster_id"] == "snap-recreate"]

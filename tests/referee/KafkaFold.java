@@ -9,8 +9,9 @@
  * MetadataBatchLoader (MetadataDelta.replay per record, transactions as KIP-868 defines them), publishing after
  * every batch, the finest granularity MetadataLoader ever publishes at. For every published image (or only those
  * at the requested offsets) it prints one JSON line with the entities in the shape of `kraft-replay state
- * --format json` (Kafka's camelCase field names), plus "controllers" and "features": the entities that changed
- * since the line before (printImage). Every fault Kafka's loader reports (a record it refuses) is a
+ * --format json` (Kafka's camelCase field names), plus "controllers" and "features" (with 3.x's
+ * "zkMigrationState"), and the other image parts (configs, clientQuotas, acls, scramCredentials without secrets,
+ * delegationTokens, producerIds): the entities that changed since the line before (printImage). Every fault Kafka's loader reports (a record it refuses) is a
  * {"fault": ...} line. The last line is {"end": ...} with the counts.
  *
  * One source for Kafka 3.9 and 4.x: the classes that moved between them (the record classes went to
@@ -43,18 +44,27 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 
+import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.common.Endpoint;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.security.token.delegation.TokenInformation;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.image.ClientQuotaImage;
+import org.apache.kafka.image.ConfigurationImage;
 import org.apache.kafka.image.MetadataImage;
 import org.apache.kafka.image.TopicImage;
 import org.apache.kafka.image.loader.MetadataBatchLoader;
 import org.apache.kafka.metadata.BrokerRegistration;
 import org.apache.kafka.metadata.ControllerRegistration;
+import org.apache.kafka.metadata.DelegationTokenData;
 import org.apache.kafka.metadata.MetadataRecordSerde;
 import org.apache.kafka.metadata.PartitionRegistration;
+import org.apache.kafka.metadata.ScramCredentialData;
 import org.apache.kafka.metadata.VersionRange;
+import org.apache.kafka.metadata.authorizer.StandardAcl;
 import org.apache.kafka.raft.Batch;
 import org.apache.kafka.raft.LeaderAndEpoch;
 import org.apache.kafka.server.common.ApiMessageAndVersion;
@@ -363,6 +373,7 @@ public final class KafkaFold {
         }
         now.put("topics", topics);
         now.put("partitions", partitions);
+        imageParts(image, now);
 
         StringBuilder b = new StringBuilder(1024);
         b.append("{\"offset\":").append(offset).append(",\"features\":{");
@@ -373,6 +384,15 @@ public final class KafkaFold {
         }
         if (mv != null) {
             features.put("metadata.version", (Short) mv.getClass().getMethod("featureLevel").invoke(mv));
+        }
+        try {  // 3.x: FeaturesImage.zkMigrationState, NONE (0) in an empty image; 4.x has none
+            Object state = image.features().getClass().getMethod("zkMigrationState").invoke(image.features());
+            short value = (Byte) state.getClass().getMethod("value").invoke(state);
+            if (value != 0) {
+                features.put("zkMigrationState", value);
+            }
+        } catch (NoSuchMethodException e) {
+            // Kafka 4.x
         }
         String sep = "";
         for (Map.Entry<String, Short> feature : features.entrySet()) {
@@ -405,6 +425,98 @@ public final class KafkaFold {
         b.append(",\"gone\":{").append(gone).append("}}\n");
         PRINTED.putAll(now);
         out.write(b.toString());
+    }
+
+    /**
+     * The image's other parts, each entity in the shape of `kraft-replay state --format json` (Kafka's field
+     * names), keyed by the JSON of its key fields (what "gone" prints): configs, clientQuotas, acls,
+     * scramCredentials (never a salt or key), delegationTokens, producerIds (one entity, none while it is -1).
+     */
+    private static void imageParts(MetadataImage image, Map<String, Map<String, String>> now) throws Exception {
+        Map<String, String> configs = new TreeMap<>();
+        for (Map.Entry<ConfigResource, ConfigurationImage> resource : image.configs().resourceData().entrySet()) {
+            int type = resource.getKey().type().id();
+            String name = str(resource.getKey().name());
+            for (Map.Entry<String, String> config : resource.getValue().data().entrySet()) {
+                configs.put("[" + type + "," + name + "," + str(config.getKey()) + "]", "{\"resourceType\":" + type
+                    + ",\"resourceName\":" + name + ",\"name\":" + str(config.getKey())
+                    + ",\"value\":" + (config.getValue() == null ? "null" : str(config.getValue())) + "}");
+            }
+        }
+        now.put("configs", configs);
+        Map<String, String> quotas = new TreeMap<>();
+        for (Map.Entry<ClientQuotaEntity, ClientQuotaImage> entity : image.clientQuotas().entities().entrySet()) {
+            StringBuilder parts = new StringBuilder("[");
+            String sep = "";
+            for (Map.Entry<String, String> part : new TreeMap<>(entity.getKey().entries()).entrySet()) {
+                parts.append(sep).append("{\"entityType\":").append(str(part.getKey())).append(",\"entityName\":")
+                    .append(part.getValue() == null ? "null" : str(part.getValue())).append('}');
+                sep = ",";
+            }
+            parts.append(']');
+            @SuppressWarnings("unchecked")
+            Map<String, Double> values = (Map<String, Double>) quotaMap(entity.getValue());
+            for (Map.Entry<String, Double> quota : values.entrySet()) {
+                quotas.put("[" + parts + "," + str(quota.getKey()) + "]", "{\"entity\":" + parts + ",\"key\":"
+                    + str(quota.getKey()) + ",\"value\":" + quota.getValue() + "}");
+            }
+        }
+        now.put("clientQuotas", quotas);
+        Map<String, String> acls = new TreeMap<>();
+        for (Map.Entry<Uuid, StandardAcl> entry : image.acls().acls().entrySet()) {
+            StandardAcl acl = entry.getValue();
+            String id = str(entry.getKey().toString());
+            acls.put(id, "{\"id\":" + id + ",\"resourceType\":" + acl.resourceType().code()
+                + ",\"resourceName\":" + str(acl.resourceName()) + ",\"patternType\":" + acl.patternType().code()
+                + ",\"principal\":" + str(acl.principal()) + ",\"host\":" + str(acl.host())
+                + ",\"operation\":" + acl.operation().code() + ",\"permissionType\":" + acl.permissionType().code()
+                + "}");
+        }
+        now.put("acls", acls);
+        Map<String, String> scram = new TreeMap<>();
+        for (Map.Entry<ScramMechanism, Map<String, ScramCredentialData>> mechanism
+                : image.scram().mechanisms().entrySet()) {
+            byte type = mechanism.getKey().type();
+            for (Map.Entry<String, ScramCredentialData> user : mechanism.getValue().entrySet()) {
+                scram.put("[" + str(user.getKey()) + "," + type + "]", "{\"name\":" + str(user.getKey())
+                    + ",\"mechanism\":" + type + ",\"iterations\":" + user.getValue().iterations() + "}");
+            }
+        }
+        now.put("scramCredentials", scram);
+        Map<String, String> tokens = new TreeMap<>();
+        for (Map.Entry<String, DelegationTokenData> entry : image.delegationTokens().tokens().entrySet()) {
+            TokenInformation token = entry.getValue().tokenInformation();
+            StringBuilder renewers = new StringBuilder("[");
+            String sep = "";
+            for (String renewer : token.renewersAsString()) {
+                renewers.append(sep).append(str(renewer));
+                sep = ",";
+            }
+            tokens.put(str(entry.getKey()), "{\"tokenId\":" + str(token.tokenId()) + ",\"owner\":"
+                + str(token.ownerAsString()) + ",\"requester\":" + str(token.tokenRequesterAsString())
+                + ",\"renewers\":" + renewers.append(']') + ",\"issueTimestamp\":" + token.issueTimestamp()
+                + ",\"maxTimestamp\":" + token.maxTimestamp() + ",\"expirationTimestamp\":" + token.expiryTimestamp()
+                + "}");
+        }
+        now.put("delegationTokens", tokens);
+        Map<String, String> producerIds = new TreeMap<>();
+        if (image.producerIds().nextProducerId() != -1) {  // ProducerIdsImage.EMPTY
+            producerIds.put("[]", "{\"nextProducerId\":" + image.producerIds().nextProducerId() + "}");
+        }
+        now.put("producerIds", producerIds);
+    }
+
+    /** ClientQuotaImage.quotas() in 4.x, quotaMap() in 3.x. */
+    private static Object quotaMap(ClientQuotaImage quota) throws Exception {
+        for (String name : new String[] {"quotas", "quotaMap"}) {
+            try {
+                Method method = ClientQuotaImage.class.getMethod(name);
+                return method.invoke(quota);
+            } catch (NoSuchMethodException e) {
+                // the other Kafka version's name
+            }
+        }
+        throw new IllegalStateException("no ClientQuotaImage quotas accessor");
     }
 
     private static String ints(int[] values) {

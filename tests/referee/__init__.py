@@ -21,10 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from lakehouse.jars import Jars, JarSet, installed, kafka_jars, missing_reason
+from records.kafka_constants import ZK_MIGRATION_STATE_FEATURE
 from records.model import LogEntry, MetadataRecord
 from records.vocabulary import kafka_name
+from replay.image_parts_delta import QuotaEntity
 from replay.query import BROKER_FIELDS, PARTITION_FIELDS, kafka_fields
-from replay.reference import Image, broker_values, controller_values, fold, partition_values
+from replay.reference import (
+    Image,
+    broker_values,
+    controller_values,
+    delegation_token_values,
+    feature_level,
+    fold,
+    partition_values,
+)
 from simulator import ScenarioOptions
 
 SOURCE = Path(__file__).with_name("KafkaFold.java")
@@ -104,9 +114,9 @@ class KafkaRun:
             change = self.changes[offset]
             for section, key_fields in KEYS.items():
                 for item in change[section]:
-                    image[section][tuple(item[k] for k in key_fields)] = item
+                    image[section][tuple(hashable(item[k]) for k in key_fields)] = item
                 for gone in change["gone"][section]:
-                    image[section].pop(tuple(gone) if isinstance(gone, list) else (gone,), None)
+                    image[section].pop(hashable(gone) if isinstance(gone, list) else (gone,), None)
             yield offset, image
 
 
@@ -146,11 +156,61 @@ def _camel(values: dict[str, Any], fields: tuple[tuple[str, str], ...]) -> dict[
 
 # The key of each entity in both images, and how our image gives the entity in Kafka's shape.
 KEYS: dict[str, tuple[str, ...]] = {"brokers": ("brokerId",), "controllers": ("controllerId",),
-                                    "topics": ("topicId",), "partitions": ("topicId", "partitionId")}
+                                    "topics": ("topicId",), "partitions": ("topicId", "partitionId"),
+                                    "configs": ("resourceType", "resourceName", "name"),
+                                    "clientQuotas": ("entity", "key"), "acls": ("id",),
+                                    "scramCredentials": ("name", "mechanism"), "delegationTokens": ("tokenId",),
+                                    "producerIds": ()}
+
+
+def hashable(value: Any) -> Any:
+    """A JSON value as a dict key: lists as tuples, objects as their sorted items."""
+    if isinstance(value, list):
+        return tuple(hashable(item) for item in value)
+    if isinstance(value, dict):
+        return tuple(sorted((name, hashable(item)) for name, item in value.items()))
+    return value
+
+
+def entity_key(item: dict[str, Any], key_fields: tuple[str, ...]) -> Any:
+    """An entity's key as ``compare`` keys both images: its one key field, or the tuple of them."""
+    return hashable(item[key_fields[0]]) if len(key_fields) == 1 else tuple(hashable(item[k]) for k in key_fields)
+
+
+def quota_key(entity: QuotaEntity, key: str) -> Any:
+    """Our client quota's key in the form ``entity_key`` gives Kafka's."""
+    return hashable([{"entityType": entity_type, "entityName": name} for entity_type, name in entity]), key
+
+
+def _part_json(image: Image, section: str, key: Any) -> dict[str, Any] | None:
+    """An entity of the image's other parts (``replay.image_parts_delta``) in KafkaFold's shape."""
+    if section == "configs":
+        config = image.configs.get(key[:2], {}).get(key[2])
+        return None if config is None else {"resourceType": key[0], "resourceName": key[1], "name": key[2],
+                                            "value": config.value}
+    if section == "clientQuotas":
+        entity = tuple((dict(part)["entityType"], dict(part)["entityName"]) for part in key[0])
+        value = image.client_quotas.get(entity, {}).get(key[1])
+        return None if value is None else {"entity": [{"entityType": t, "entityName": n} for t, n in entity],
+                                           "key": key[1], "value": value}
+    if section == "acls":
+        acl = image.acls.get(key)
+        return None if acl is None else {kafka_name(name): value for name, value in vars(acl).items()}
+    if section == "scramCredentials":
+        credential = image.scram.get(key)
+        return None if credential is None else {"name": key[0], "mechanism": key[1],
+                                                "iterations": credential.iterations}
+    if section == "delegationTokens":
+        token = image.delegation_tokens.get(key)
+        return None if token is None else {kafka_name(k): v for k, v in delegation_token_values(token).items()}
+    ids = image.producer_ids
+    return None if ids is None else {"nextProducerId": ids.next_producer_id}
 
 
 def entity_json(image: Image, section: str, key: Any) -> dict[str, Any] | None:
     """One entity of our image in the shape KafkaFold prints (that of ``kraft-replay state --format json``)."""
+    if section not in ("brokers", "controllers", "topics", "partitions"):
+        return _part_json(image, section, key)
     if section == "brokers":
         broker = image.brokers.get(key)
         return None if broker is None else _camel(broker_values(broker), BROKER_FIELDS)
@@ -170,6 +230,17 @@ def _features(version: str, kafka: dict[str, int], ours: dict[str, int]) -> dict
             and kafka.get("metadata.version") == DEFAULT_METADATA_VERSION_39):
         return {k: v for k, v in kafka.items() if k != "metadata.version"}
     return kafka
+
+
+def our_features(version: str, image: Image) -> dict[str, int]:
+    """Our features as Kafka ``version`` shows them: 3.x's FeaturesImage also holds the ZK migration state
+    (KafkaFold prints it as "zkMigrationState" unless NONE); 4.x's has none (its MetadataDelta ignores the
+    record)."""
+    features = dict(image.features)
+    level = feature_level(image, ZK_MIGRATION_STATE_FEATURE)
+    if version.startswith("3.") and level is not None:
+        features[ZK_MIGRATION_STATE_FEATURE] = level
+    return dict(sorted(features.items()))
 
 
 @dataclass
@@ -206,8 +277,13 @@ def _walk(entries: list[LogEntry], offsets: list[int], visit: Callable[[int, Ima
         image = commit.image
         changes = commit.changes
         for section, keys in (("brokers", changes.brokers), ("controllers", changes.controllers),
-                              ("topics", changes.topics), ("partitions", changes.partitions)):
+                              ("topics", changes.topics), ("partitions", changes.partitions),
+                              ("configs", changes.configs), ("acls", changes.acls),
+                              ("scramCredentials", changes.scram), ("delegationTokens", changes.delegation_tokens)):
             touched[section].update(keys)
+        touched["clientQuotas"].update(quota_key(entity, key) for entity, key in changes.client_quotas)
+        if changes.producer_ids is not None:
+            touched["producerIds"].add(())
     while done < len(offsets):
         take()
 
@@ -226,17 +302,18 @@ def compare(version: str, log_dir: Path, entries: list[LogEntry],
     def check(offset: int, image: Image, touched: dict[str, set[Any]]) -> None:
         change = run.changes[offset]
         problems = []
-        features = _features(version, change["features"], image.features)
-        if features != dict(sorted(image.features.items())):
-            problems.append(f"features: kafka {features} ours {dict(sorted(image.features.items()))}")
+        ours = our_features(version, image)
+        features = _features(version, change["features"], ours)
+        if features != ours:
+            problems.append(f"features: kafka {features} ours {ours}")
         for section, key_fields in KEYS.items():
             keys = set(touched[section])
             for item in change[section]:
-                key = item[key_fields[0]] if len(key_fields) == 1 else tuple(item[k] for k in key_fields)
+                key = entity_key(item, key_fields)
                 theirs[section][key] = item
                 keys.add(key)
             for gone in change["gone"][section]:
-                key = tuple(gone) if isinstance(gone, list) else gone
+                key = hashable(gone)
                 theirs[section].pop(key, None)
                 keys.add(key)
             for key in sorted(keys, key=repr):
