@@ -97,6 +97,8 @@ def write_secrets_log(directory: Path) -> SecretsLog:
     out.secret_values.append("s3cret-in-transaction")
     records.append(make_record("EndTransactionRecord", 0))
     records.append(config(BROKER, "1", "ssl.key.password", None))
+    records.append(make_record("PartitionRecord", 0, partitionId=0, topicId=TOPIC_ID, replicas=[1], isr=[1],
+                               leader=1, leaderEpoch=0, partitionEpoch=0))
     entries = [LogEntry(offset=offset, record=record, append_time_ms=1_700_000_000_000 + offset,
                         raft_leader_epoch=1, batch_base_offset=offset - offset % 4)
                for offset, record in enumerate(records)]

@@ -145,7 +145,7 @@ def test_jsonl_input_is_redacted_too(tmp_path: Path) -> None:
     kept = CliRunner().invoke(app, ["dump", str(log.log_dir), "--keep-secrets"])
     source = tmp_path / "log.jsonl"
     source.write_text(kept.stdout)
-    assert len(kept.stdout.splitlines()) == 18 and "s3cret-in-transaction" in kept.stdout
+    assert len(kept.stdout.splitlines()) == 19 and "s3cret-in-transaction" in kept.stdout
     dumped = CliRunner().invoke(app, ["dump", str(source)])
     assert dumped.exit_code == 0 and "s3cret" not in dumped.stdout and dumped.stdout.count(REDACTED) == 8
 
@@ -180,7 +180,7 @@ def test_we_redact_exactly_what_kafka_record_redactor_redacts(tmp_path: Path) ->
     kafka = kafka_redactions(files)
     ours = {(str(path), entry.offset): entry for path in files
             for entry in read_entries(path, ReadOptions(cluster_id="c"), ReadReport()) if not entry.is_control}
-    assert sorted(kafka) == sorted(ours) and len(kafka) == 22  # 18 in the segment, 4 in the snapshot
+    assert sorted(kafka) == sorted(ours) and len(kafka) == 23  # 19 in the segment, 4 in the snapshot
     compared = 0
     for key, item in kafka.items():
         loggable = item["loggable"]
