@@ -201,3 +201,18 @@ def test_we_redact_exactly_what_kafka_record_redactor_redacts(tmp_path: Path) ->
         else:
             assert redacted is original and REDACTED not in loggable
     assert compared == 17  # 12 + 2 config records, 2 + 1 SCRAM credentials
+
+
+def test_an_error_about_a_malformed_secret_does_not_quote_it(tmp_path: Path) -> None:
+    source = tmp_path / "bad.jsonl"
+    line = ('{"offset": 0, "type": "USER_SCRAM_CREDENTIAL_RECORD", "version": 0, "data": {"name": "alice", '
+            '"mechanism": 1, "salt": "s3cret!salt", "storedKey": "", "serverKey": "", "iterations": 4096}}\n'
+            '{"offset": 1, "type": "CONFIG_RECORD", "version": 0, "data": {"resourceType": 4, "resourceName": "1", '
+            '"name": "ssl.keystore.password", "value": 31337}}\n')
+    for number, text in enumerate(line.splitlines()):
+        source.write_text(text + "\n")
+        result = CliRunner().invoke(app, ["dump", str(source), "--cluster-id", "c"])
+        assert result.exit_code != 0
+        assert "s3cret" not in result.output and "31337" not in result.output
+        assert ("expected base64 bytes, got a string of 11 characters that is not base64" if number == 0
+                else "expected a string, got an integer") in result.output
