@@ -38,7 +38,7 @@ INGEST_EPILOG = (
 
 lake_app = typer.Typer(
     name="lake",
-    help="Inspect and maintain the Delta lake (history, tables, optimize, vacuum).\n\n"
+    help="Inspect and maintain the Delta lake (history, tables, optimize, vacuum, redact).\n\n"
          "Example: kraft-replay lake history metadata_log --lake ./kraft-lake",
     no_args_is_help=True,
     add_completion=False,
@@ -208,6 +208,33 @@ def vacuum(
 
         for name, files in Lake(lake).vacuum(retention_hours, dry_run).items():
             typer.echo(f"{name}: {len(files)} file(s) {'would be ' if dry_run else ''}deleted")
+
+    guarded(run)
+
+
+@lake_app.command("redact", epilog="Example: kraft-replay lake redact --lake ./kraft-lake")
+def redact(lake: LakeOption = None) -> None:
+    """Rewrite a lake written before secrets were redacted: every sensitive config value and SCRAM salt and key
+    in metadata_log, snapshots and ingest_rejects becomes (redacted) with its keyed fingerprint, and the files
+    that held them are deleted from disk (time travel to before this no longer reaches them). Idempotent."""
+
+    def run() -> None:
+        from lakehouse.fingerprint_key import fingerprint_key, key_path
+        from lakehouse.lake import Lake
+        from lakehouse.lake_redact import redact_lake
+
+        target = Lake(lake)
+        summary = redact_lake(target, fingerprint_key(target.root))
+        for column in summary.columns_added:
+            typer.echo(f"added column {column}")
+        for name, rows in summary.rows_redacted.items():
+            version = summary.versions.get(name)
+            typer.echo(f"{name}: {rows} record(s) redacted in {summary.files_rewritten.get(name, 0)} file(s)"
+                       + (f" (version {version})" if version is not None else ""))
+        typer.echo(f"{len(summary.files_deleted)} file(s) that held secrets deleted; "
+                   f"{len(summary.log_files_cleaned)} Delta log file(s) cleaned of their statistics")
+        typer.echo(f"fingerprint key: {key_path(target.root)}" if summary.changed
+                   else "nothing to do: the lake holds no secret")
 
     guarded(run)
 

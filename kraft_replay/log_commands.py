@@ -22,7 +22,22 @@ from records.errors import RecordsError
 from records.jsonl import entry_to_line
 from records.kafka_json import dumps_compact, record_to_json
 from records.model import LogEntry
+from records.redaction import REDACTED, redact
 from records.sources import FORMATS, ReadOptions, ReadReport, read_entries
+
+KeepSecretsOption = Annotated[bool, typer.Option(
+    "--keep-secrets", help=f"Write sensitive config values and SCRAM salts and keys as they are in the log, not "
+                           f"{REDACTED} (as Kafka's RecordRedactor prints them). A warning goes to stderr.")]
+SECRETS_WARNING = ("warning: --keep-secrets: the output holds secrets from the log (sensitive config values, SCRAM "
+                   "salts and keys); keep it as safe as the log itself")
+
+
+def _readable(entries: Iterator[LogEntry], keep_secrets: bool) -> Iterator[LogEntry]:
+    """The entries as Kafka's tools show them: secrets redacted (records.redaction), unless the user asked."""
+    if keep_secrets:
+        typer.secho(SECRETS_WARNING, err=True, fg=typer.colors.RED)
+        return entries
+    return (redact(entry, None) for entry in entries)
 
 LOG_COMMANDS: list[tuple[Callable[..., None], str]] = []
 
@@ -76,13 +91,14 @@ def dump(
         "--input-format", help=f"Skip auto-detection: one of {', '.join(FORMATS)}.")] = None,
     skip_corrupt: SkipCorruptOption = False,
     cluster_id: SourceClusterOption = None,
+    keep_secrets: KeepSecretsOption = False,
 ) -> None:
-    """Print every record of SOURCE, one Kafka-JSON line per record (offset included)."""
+    """Print every record of SOURCE, one Kafka-JSON line per record (offset included); secrets read (redacted)."""
 
     def run() -> None:
         report = ReadReport()
-        entries = read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id),
-                               report, fmt=input_format)
+        entries = _readable(read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id),
+                                         report, fmt=input_format), keep_secrets)
         lines = _table_lines(entries) if fmt is DumpFormat.table else map(entry_to_line, entries)
         out = sys.stdout
         for line in lines:
@@ -105,12 +121,15 @@ def export(
     = "deflate",
     skip_corrupt: SkipCorruptOption = False,
     cluster_id: SourceClusterOption = None,
+    keep_secrets: KeepSecretsOption = False,
 ) -> None:
-    """Write every record of SOURCE to an Avro container file (schema MetadataLogEntry) for bulk import."""
+    """Write every record of SOURCE to an Avro container file (schema MetadataLogEntry) for bulk import; secrets
+    read (redacted)."""
 
     def run() -> None:
         report = ReadReport()
-        entries = read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id), report)
+        entries = _readable(read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id),
+                                         report), keep_secrets)
         partial = out.with_name(out.name + ".partial")
         count = write_container(partial, entries, codec=codec)
         partial.replace(out)  # never leave a half-written file under the final name

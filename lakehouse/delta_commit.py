@@ -265,6 +265,11 @@ def _add_actions(schema: StructType, root: str, staging: str) -> list[AddAction]
     return actions
 
 
+def staged_add_actions(schema: StructType, table_root: str, staging: str) -> list[AddAction]:
+    """AddActions (with stats) for Parquet files a caller wrote itself under ``<table_root>/<staging>/``."""
+    return _add_actions(schema, _normalize_root(table_root), staging)
+
+
 def _footer_columns(metadata: pq.FileMetaData) -> dict[tuple[str, ...], tuple[int | None, Any, Any]]:
     """Column path → (null count, min, max) over every row group of a file: the null count is None when a
     row group lacks one; min and max are None when a row group with values lacks them."""

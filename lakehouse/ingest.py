@@ -29,6 +29,7 @@ from deltalake import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehouse.fingerprint_key import fingerprint_key
 from lakehouse.ingest_gaps import find_gaps
 from lakehouse.ingest_plan import (
     CHUNK_BYTES,
@@ -42,6 +43,7 @@ from lakehouse.ingest_plan import (
 )
 from lakehouse.ingest_stage import Staging, staged_profile
 from lakehouse.lake import ROWS_PER_FILE, Lake, arrow_filesystem, overlapping_files
+from lakehouse.lake_redact import require_redacted_lake
 from lakehouse.log_rows import ROW_KIND_ISSUE, ROW_KIND_RECORD
 from lakehouse.tables import AVRO_SCHEMAS, INGEST_REJECTS, KEYS, METADATA_LOG, SNAPSHOTS, SORT_COLUMNS, spark_schema
 
@@ -75,7 +77,7 @@ class _Ingest(Staging):
     """One ingest run: shared Spark session, lake, ids and the running summary."""
 
     def __init__(self, spark: SparkSession, lake: Lake, options: IngestOptions, summary: IngestSummary) -> None:
-        super().__init__(spark, options, lake.staging_path(summary.ingest_id))
+        super().__init__(spark, options, lake.staging_path(summary.ingest_id), fingerprint_key(lake.root))
         self.lake = lake
         self.summary = summary
         self.ingest_time = datetime.now(UTC)
@@ -119,12 +121,15 @@ class _Ingest(Staging):
             stored = self._stored_keys(pinned["files"], ranges).select(
                 "cluster_id", "offset", F.col("record_type").alias("s_type"),
                 F.col("record_version").alias("s_version"), F.col("payload").alias("s_payload"),
-                F.col("schema_id").alias("s_schema_id"), F.col("payload_json").alias("s_payload_json"))
+                F.col("schema_id").alias("s_schema_id"), F.col("payload_json").alias("s_payload_json"),
+                F.col("secret_fingerprint").alias("s_secret_fingerprint"))
             # A payload stored under another (older) Avro schema of its type has other bytes for the same record:
             # then Kafka's JSON form, which no schema change touches, says whether it is the same.
+            # Two redacted records differ only in their secrets' fingerprints (records.redaction).
             same = F.when(F.col("schema_id").eqNullSafe(F.col("s_schema_id")),
                           F.col("payload").eqNullSafe(F.col("s_payload"))).otherwise(
-                F.col("payload_json").eqNullSafe(F.col("s_payload_json")))
+                F.col("payload_json").eqNullSafe(F.col("s_payload_json"))) & F.col(
+                "secret_fingerprint").eqNullSafe(F.col("s_secret_fingerprint"))
             clash = rows.join(stored, ["cluster_id", "offset"]).filter(
                 ~same | ~F.col("record_type").eqNullSafe(F.col("s_type"))
                 | ~F.col("record_version").eqNullSafe(F.col("s_version")))
@@ -288,8 +293,10 @@ def _split_internal_duplicates(rows: DataFrame, keys: tuple[str, ...]) -> tuple[
     first = ranked.filter(F.col("_rank") == 1).drop("_rank")
     later = ranked.filter(F.col("_rank") > 1).drop("_rank").join(
         first.select(*key_list, F.col("payload").alias("f_payload"), F.col("record_type").alias("f_type"),
-                     F.col("record_version").alias("f_version")), key_list)
+                     F.col("record_version").alias("f_version"),
+                     F.col("secret_fingerprint").alias("f_secret_fingerprint")), key_list)
     differing = later.filter(~F.col("payload").eqNullSafe(F.col("f_payload"))
+                             | ~F.col("secret_fingerprint").eqNullSafe(F.col("f_secret_fingerprint"))
                              | ~F.col("record_type").eqNullSafe(F.col("f_type"))
                              | ~F.col("record_version").eqNullSafe(F.col("f_version")))
     rejects = differing.select(
@@ -317,6 +324,7 @@ def ingest(spark: SparkSession, lake: Lake | str | Path | None, source: str | Pa
     plan = plan or plan_source(source_path, options.cluster_id)
     summary = IngestSummary(ingest_id or target.new_ingest_id(), str(source_path), notes=list(plan.notes))
     target.ensure_tables()
+    require_redacted_lake(target)
     summary.add_version(AVRO_SCHEMAS, target.register_schemas())
     run = _Ingest(spark, target, options, summary)
     try:

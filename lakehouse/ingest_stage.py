@@ -34,11 +34,14 @@ from records.sources import ReadOptions, ReadReport, read_entries
 class Staging:
     """The staging directory of one ingest run and the chunks decoded into it."""
 
-    def __init__(self, spark: SparkSession, options: IngestOptions, staging: str) -> None:
+    def __init__(self, spark: SparkSession, options: IngestOptions, staging: str,
+                 fingerprint_key: bytes | None = None) -> None:
         self.spark = spark
         self.options = options
         self.staging = staging
         self.chunk = 0
+        # every row is redacted as it is decoded (lakehouse.log_rows.entry_row): no staged file holds a secret
+        self.fingerprint_key = fingerprint_key
 
     def _staged_dir(self, label: str) -> str:
         self.chunk += 1
@@ -55,12 +58,13 @@ class Staging:
             cores = self.spark.sparkContext.defaultParallelism if _has_context(self.spark) else 2
             split = max(2**20, min(self.options.split_bytes, sum(s.size() for s in segments) // (4 * cores)))
             decoded = decode_segments(self.spark, files, cluster_id=cluster_id,
-                                      skip_corrupt=self.options.skip_corrupt, split_bytes=split)
+                                      skip_corrupt=self.options.skip_corrupt, split_bytes=split,
+                                      fingerprint_key=self.fingerprint_key)
             decoded.write.mode("error").parquet(target)
         else:
             rows = (row for s in segments for row in decode_slice(
                 str(s.path), s.start, s.end if s.end is not None else s.path.stat().st_size, s.is_last,
-                cluster_id, self.options.skip_corrupt))
+                cluster_id, self.options.skip_corrupt, self.fingerprint_key))
             write_rows(target, rows)
         return self.spark.read.schema(LOG_ROW_DDL).parquet(target)
 
@@ -71,7 +75,7 @@ class Staging:
 
         def rows() -> Iterator[dict[str, object]]:
             for entry in read_entries(path, options, report, fmt):
-                row = entry_row(entry, cluster_id)
+                row = entry_row(entry, cluster_id, self.fingerprint_key)
                 if row["source_file"] is None:
                     row["source_file"] = str(path)
                 yield row

@@ -18,6 +18,7 @@ from lakehouse.tables import METADATA_LOG, SCHEMAS
 from records.avro_codec import encode_payload, schema_id
 from records.kafka_json import dumps_compact, struct_to_json
 from records.model import LogEntry, MetadataRecord
+from records.redaction import redact
 
 ROW_KIND_RECORD = "record"
 ROW_KIND_ISSUE = "issue"  # a batch skipped with --skip-corrupt, a partial tail: goes to ingest_rejects
@@ -49,7 +50,10 @@ class IssueRow:
     message: str
 
 
-def entry_row(entry: LogEntry, cluster_id: str | None) -> dict[str, object]:
+def entry_row(entry: LogEntry, cluster_id: str | None, fingerprint_key: bytes | None = None) -> dict[str, object]:
+    """The row of one entry, its secret redacted (always: no row holds one) and fingerprinted with the lake's key
+    when one is given (``records.redaction``)."""
+    entry = redact(entry, fingerprint_key)
     record = entry.record
     if isinstance(record, MetadataRecord):
         message = record.definition
@@ -77,6 +81,7 @@ def entry_row(entry: LogEntry, cluster_id: str | None) -> dict[str, object]:
         "payload_json": payload_json,
         "source_file": entry.source,
         "source_position": entry.position,
+        "secret_fingerprint": entry.secret_fingerprint,
         "message": "; ".join(entry.notes) if entry.notes else None,
     }
 
@@ -100,12 +105,13 @@ def to_record_batches(rows: Iterable[dict[str, object]], max_rows: int = 8192) -
         yield pa.RecordBatch.from_pylist(chunk, schema=LOG_ROW_SCHEMA)
 
 
-def entries_frame(spark: SparkSession, entries: Iterable[LogEntry], cluster_id: str | None) -> DataFrame:
+def entries_frame(spark: SparkSession, entries: Iterable[LogEntry], cluster_id: str | None,
+                  fingerprint_key: bytes | None = None) -> DataFrame:
     """A small in-memory log as a ``metadata_log``-shaped DataFrame (tests, demos, one-off files).
 
     Built on the driver, so only for inputs that fit there; segment logs of any size decode on the
     executors through :mod:`lakehouse.spark_decode`.
     """
-    table = pa.Table.from_batches(list(to_record_batches(entry_row(e, cluster_id) for e in entries)),
+    table = pa.Table.from_batches(list(to_record_batches(entry_row(e, cluster_id, fingerprint_key) for e in entries)),
                                   schema=LOG_ROW_SCHEMA)
     return spark.createDataFrame(table).where(f"row_kind = '{ROW_KIND_RECORD}'")

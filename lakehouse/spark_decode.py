@@ -110,15 +110,16 @@ _SLICE_SCHEMA = pa.schema([("path", pa.string()), ("start", pa.int64()), ("end",
 
 
 def decode_slice(path: str, start: int, end: int, is_last: bool, cluster_id: str | None,
-                 skip_corrupt: bool) -> Iterator[dict[str, object]]:
-    """Rows of one slice: its records, then any issue; a fatal problem becomes one error row."""
+                 skip_corrupt: bool, fingerprint_key: bytes | None = None) -> Iterator[dict[str, object]]:
+    """Rows of one slice: its records (secrets redacted, fingerprinted with ``fingerprint_key``), then any issue;
+    a fatal problem becomes one error row."""
     issues: list[BatchIssue] = []
     try:
         with _Window(path, start, end) as raw, io.BufferedReader(raw, 1 << 20) as stream:
             for batch in iter_batches(stream, source=path, is_last_segment=is_last, skip_corrupt=skip_corrupt,
                                       on_issue=issues.append):
                 for entry in entries_from_batch(batch, cluster_id=cluster_id):
-                    yield entry_row(entry, cluster_id)
+                    yield entry_row(entry, cluster_id, fingerprint_key)
     except RecordsError as exc:
         yield issue_row(IssueRow(ROW_KIND_ERROR, path, getattr(exc, "position", None),
                                  getattr(exc, "base_offset", None), str(exc)), cluster_id)
@@ -127,16 +128,19 @@ def decode_slice(path: str, start: int, end: int, is_last: bool, cluster_id: str
                                  f"{issue.kind}: {issue.message}"), cluster_id)
 
 
-def _decode(batches: Iterator[pa.RecordBatch], skip_corrupt: bool) -> Iterator[pa.RecordBatch]:
+def _decode(batches: Iterator[pa.RecordBatch], skip_corrupt: bool,
+            fingerprint_key: bytes | None) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for row in batch.to_pylist():
             yield from to_record_batches(decode_slice(row["path"], row["start"], row["end"], row["is_last"],
-                                                      row["cluster_id"], skip_corrupt))
+                                                      row["cluster_id"], skip_corrupt, fingerprint_key))
 
 
 def decode_segments(spark: SparkSession, segments: list[SegmentFile], *, cluster_id: str | None,
-                    skip_corrupt: bool = False, split_bytes: int = DEFAULT_SPLIT_BYTES) -> DataFrame:
-    """A DataFrame of ``metadata_log``-shaped rows (plus issue and error rows) decoded by executors."""
+                    skip_corrupt: bool = False, split_bytes: int = DEFAULT_SPLIT_BYTES,
+                    fingerprint_key: bytes | None = None) -> DataFrame:
+    """A DataFrame of ``metadata_log``-shaped rows (plus issue and error rows) decoded by executors, secrets
+    redacted there (the key travels in the task's closure, never into a row)."""
     if not segments:
         raise RecordsError("no segments to decode")
     files = spark.createDataFrame([(s.path, s.is_last_segment, cluster_id) for s in segments],
@@ -145,7 +149,7 @@ def decode_segments(spark: SparkSession, segments: list[SegmentFile], *, cluster
     slices = files.mapInArrow(lambda it: _plan(it, split_bytes), SLICE_DDL)
     slices = slices.repartition(max(len(segments), spark.sparkContext.defaultParallelism)
                                 if _has_context(spark) else len(segments))
-    return slices.mapInArrow(lambda it: _decode(it, skip_corrupt), LOG_ROW_DDL)
+    return slices.mapInArrow(lambda it: _decode(it, skip_corrupt, fingerprint_key), LOG_ROW_DDL)
 
 
 def _has_context(spark: SparkSession) -> bool:

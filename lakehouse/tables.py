@@ -69,6 +69,9 @@ _RECORD_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("source_position", pa.int64()),
     ("ingest_id", pa.string()),
     ("ingest_time", _UTC),
+    # where the record held a secret: redacted in payload and payload_json, and this is its keyed fingerprint
+    # (records.redaction); last, so a lake written before it gains it by schema evolution (`lake redact`)
+    ("secret_fingerprint", pa.string()),
 ]
 
 SCHEMAS: dict[str, pa.Schema] = {

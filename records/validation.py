@@ -69,7 +69,8 @@ def _check_scalar(kind: str, value: Any, path: str) -> Any:
         return float(value)
     if kind == "string":
         if not isinstance(value, str):
-            raise FieldProblem(path, f"expected a string, got {_type_label(value)} ({value!r})")
+            # no value quoted: it may be a secret (a ConfigRecord value; records.redaction)
+            raise FieldProblem(path, f"expected a string, got {_type_label(value)}")
         return value
     raise FieldProblem(path, f"unsupported field type {kind}")
 
@@ -89,7 +90,9 @@ def json_leaf(kind: str, value: Any, path: str) -> Any:
         try:
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
-            raise FieldProblem(path, f"expected base64 bytes, got {value!r}") from None
+            # no value quoted: it may be a secret (a SCRAM salt or key; records.redaction)
+            raise FieldProblem(path, f"expected base64 bytes, got a string of {len(value)} characters that is not "
+                                     "base64") from None
     return _check_scalar(kind, value, path)
 
 

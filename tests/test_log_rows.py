@@ -19,6 +19,7 @@ from lakehouse.log_rows import (
 from records.avro_codec import decode_payload, schema_id
 from records.kafka_json import make_record
 from records.model import LogEntry, RawRecord
+from records.redaction import fingerprint
 
 TOPIC_ID = bytes(range(1, 17))
 
@@ -32,7 +33,7 @@ def test_the_row_columns_and_their_spark_types() -> None:
     assert LOG_ROW_SCHEMA.names == [
         "row_kind", "cluster_id", "offset", "batch_base_offset", "raft_leader_epoch", "append_time_ms", "api_key",
         "control_type", "record_version", "record_type", "control", "read_mode", "schema_id", "payload",
-        "payload_json", "source_file", "source_position", "message"]
+        "payload_json", "source_file", "source_position", "secret_fingerprint", "message"]
     assert LOG_ROW_DDL.startswith("`row_kind` STRING, `cluster_id` STRING, `offset` BIGINT, ")
     assert "`raft_leader_epoch` INT" in LOG_ROW_DDL and "`payload` BINARY" in LOG_ROW_DDL
     assert "`control` BOOLEAN" in LOG_ROW_DDL and LOG_ROW_DDL.endswith("`message` STRING")
@@ -46,7 +47,7 @@ def test_entry_row_of_a_record_keeps_it_as_avro_and_as_kafka_json() -> None:
         "row_kind": ROW_KIND_RECORD, "cluster_id": "c1", "offset": 5, "batch_base_offset": 4, "raft_leader_epoch": 2,
         "append_time_ms": 99, "api_key": 2, "control_type": None, "record_version": 0, "record_type": "TopicRecord",
         "control": False, "read_mode": "exact", "payload_json": '{"name":"orders","topicId":"AQIDBAUGBwgJCgsMDQ4PEA"}',
-        "source_file": "seg.log", "source_position": 12, "message": "first; second"}
+        "source_file": "seg.log", "source_position": 12, "secret_fingerprint": None, "message": "first; second"}
     assert row["schema_id"] == schema_id("TopicRecord")
     assert row["payload"] == b"\x0corders" + TOPIC_ID + b"\x00"
     assert decode_payload("TopicRecord", 0, row["payload"]).data == entry.record.data  # type: ignore[arg-type]
@@ -82,3 +83,16 @@ def test_to_record_batches_cuts_at_max_rows() -> None:
     assert all(batch.schema == LOG_ROW_SCHEMA for batch in batches)
     assert pa.Table.from_batches(batches).column("offset").to_pylist() == [0, 1, 2, 3, 4]
     assert list(to_record_batches([], max_rows=2)) == []
+
+
+def test_entry_row_never_holds_a_secret() -> None:
+    record = make_record("ConfigRecord", 0, resourceType=4, resourceName="1", name="ssl.keystore.password",
+                         value="hunter2")
+    key = bytes(range(32))
+    row = entry_row(LogEntry(offset=8, record=record), "c1", key)
+    assert row["payload_json"] == ('{"resourceType":4,"resourceName":"1","name":"ssl.keystore.password",'
+                                   '"value":"(redacted)"}')
+    assert b"hunter2" not in row["payload"] and b"(redacted)" in row["payload"]
+    assert row["secret_fingerprint"] == fingerprint(key, b"hunter2")
+    unkeyed = entry_row(LogEntry(offset=8, record=record), "c1")  # no key: redacted all the same
+    assert (unkeyed["payload"], unkeyed["secret_fingerprint"]) == (row["payload"], None)

@@ -72,27 +72,29 @@ def scenario_options(mv: str, seed: int, **sizes: Any) -> ScenarioOptions:
     return ScenarioOptions(**{**base, **sizes})
 
 
-def compiled(version: str) -> Path:
-    """The directory holding ``KafkaFold.class`` built against Kafka ``version``: compiled once per source and
-    version into the cache beside the jars, by ``javac`` (no build tool: one file, Kafka's jars on the path)."""
+def compiled(version: str, source: Path = SOURCE) -> Path:
+    """The directory holding ``KafkaFold.class`` (or the class of another one-file ``source`` here) built against
+    Kafka ``version``: compiled once per source and version into the cache beside the jars, by ``javac`` (no
+    build tool: one file, Kafka's jars on the path)."""
     jars = kafka_classpath(version)
     for tool in ("java", "javac"):
         if shutil.which(tool) is None:
-            raise RefereeUnavailable(f"{tool} not found (a JDK 17+ compiles tests/referee/KafkaFold.java)")
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    target = jars.directory.parent / "referee" / f"kafka-{version}-{digest}"
-    if (target / "KafkaFold.class").is_file():
+            raise RefereeUnavailable(f"{tool} not found (a JDK 17+ compiles tests/referee/{source.name})")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    prefix = "kafka" if source == SOURCE else source.stem
+    target = jars.directory.parent / "referee" / f"{prefix}-{version}-{digest}"
+    if (target / f"{source.stem}.class").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
-        result = subprocess.run(["javac", "-nowarn", "-cp", jars.classpath, "-d", work, str(SOURCE)],
+        result = subprocess.run(["javac", "-nowarn", "-cp", jars.classpath, "-d", work, str(source)],
                                 capture_output=True, text=True, timeout=300, check=False)
         if result.returncode != 0:
-            raise AssertionError(f"KafkaFold.java does not compile against Kafka {version}:\n{result.stderr}")
+            raise AssertionError(f"{source.name} does not compile against Kafka {version}:\n{result.stderr}")
         try:
             os.rename(work, target)  # atomic: a concurrent run finds a complete directory or none
         except OSError:
-            if not (target / "KafkaFold.class").is_file():
+            if not (target / f"{source.stem}.class").is_file():
                 raise
     return target
 
