@@ -292,7 +292,8 @@ def image_changes(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     replica, unclean.leader.election.enable is turned on for the topic, and the stale replica coming back is
     elected uncleanly by that config (no admin request); an ACL granted then revoked for alice; a SCRAM user alice
     created and her password changed (3.5-IV2+, else -1); broker 1's keystore password changed; a cluster default
-    set and deleted; a quota for alice set; a delegation token for alice created and renewed (3.6-IV2+, else "");
+    set and deleted; a quota for alice set; a delegation token for alice created, renewed and expired (3.6-IV2+, else
+    "");
     a producer-id block. Needs 4 brokers."""
     require_cluster(options, 4, "image-changes")
     yield from setup_cluster(sim, options)
@@ -355,14 +356,17 @@ def image_changes(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     yield
     key["quota_offset"] = sim.alter_client_quota(((CLIENT_QUOTA_USER, "alice"),), "producer_byte_rate", 1_048_576.0)
     yield
-    token_id, renewed = "", -1
+    token_id, renewed, expired = "", -1, -1
     if sim.mv.delegation_tokens:
         token_id = sim.create_delegation_token("User:alice")
         yield
         sim.tick(120_000)
         renewed = sim.renew_delegation_token(token_id)
         yield
-    key.update(token_id=token_id, token_renewed_offset=renewed)
+        sim.tick(60_000)
+        expired = sim.expire_delegation_token(token_id)
+        yield
+    key.update(token_id=token_id, token_renewed_offset=renewed, token_expired_offset=expired)
     key["producer_ids_offset"] = sim.allocate_producer_ids(sorted(sim.active)[0])
     yield
     for broker_id in (leader, third):
