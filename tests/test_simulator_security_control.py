@@ -77,8 +77,8 @@ def test_scram_credentials_are_rfc_5802_keys() -> None:
     check out against the keys ScramFormatter's derivation makes."""
     salt = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
     stored_key, server_key = scram_credential(SCRAM_SHA_256, "pencil", salt, 4096)
-    auth = ("n=user,r=rOprNGfwEbeRWgbNEkqO,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-            "s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0").encode()
+    auth = (b"n=user,r=rOprNGfwEbeRWgbNEkqO,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+            b"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
     assert base64.b64encode(hmac.new(server_key, auth, "sha256").digest()) == (
         b"6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
     proof = base64.b64decode("dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
@@ -159,5 +159,5 @@ def test_expired_tokens_are_swept_and_refused() -> None:
     assert list(sim.delegation_tokens) == [second]
     with pytest.raises(SimulationError, match="not found"):
         sim.renew_delegation_token(first)
-    with pytest.raises(SimulationError, match="3.6-IV2"):
+    with pytest.raises(SimulationError, match=r"3\.6-IV2"):
         ControllerSimulator(SimConfig(metadata_version="3.5")).create_delegation_token("User:alice")

@@ -55,7 +55,7 @@ def test_record_versions_of_a_level() -> None:
 
 def test_scram_from_3_5_iv2_and_delegation_tokens_from_3_6_iv2() -> None:
     """MetadataVersion.isScramSupported / isDelegationTokenSupported (checked against Kafka 4.4's jar)."""
-    assert [level for level in LEVEL_NAMES if MetadataVersion(level).scram_supported][0] == 11
+    assert next(level for level in LEVEL_NAMES if MetadataVersion(level).scram_supported) == 11
     assert MetadataVersion(11).name == "3.5-IV2"
-    assert [level for level in LEVEL_NAMES if MetadataVersion(level).delegation_tokens][0] == 14
+    assert next(level for level in LEVEL_NAMES if MetadataVersion(level).delegation_tokens) == 14
     assert MetadataVersion(14).name == "3.6-IV2"
