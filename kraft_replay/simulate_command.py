@@ -94,5 +94,9 @@ def simulate(
         typer.echo(f"  fenced {len(facts.fenced)}, leaderless {len(facts.leaderless)}, unclean elections "
                    f"{len(facts.unclean_elections)}, failovers {len(facts.failovers)}, aborted transactions "
                    f"{len(facts.aborted_transactions)}, files {len(paths)}")
+        offsets = [(name.removesuffix("_offset"), value) for name, value in facts.key.items()
+                   if name.endswith("_offset")]
+        if offsets:  # where the scenario's story happened, for the questions to ask of the log
+            typer.echo("  offsets: " + ", ".join(f"{name} {value}" for name, value in offsets))
 
     guarded(run)

@@ -57,3 +57,13 @@ ZK_MIGRATION_STATE_FEATURE = "zkMigrationState"
 
 # SecurityUtils.parseKafkaPrincipal refuses a principal that is empty or has no ':'
 PRINCIPAL_FORMAT = "expected a string in format principalType:principalName but got "
+
+# The codes the simulator writes, named (the tables above list every code Kafka knows)
+CLIENT_QUOTA_USER, CLIENT_QUOTA_CLIENT_ID, CLIENT_QUOTA_IP = "user", "client-id", "ip"  # ClientQuotaEntity's types
+# ResourceType.code()
+RESOURCE_TYPE_TOPIC, RESOURCE_TYPE_GROUP, RESOURCE_TYPE_CLUSTER, RESOURCE_TYPE_TRANSACTIONAL_ID = 2, 3, 4, 5
+PATTERN_LITERAL, PATTERN_PREFIXED = 3, 4  # PatternType.code()
+OPERATION_READ, OPERATION_WRITE, OPERATION_DESCRIBE = 3, 4, 8  # AclOperation.code()
+PERMISSION_DENY, PERMISSION_ALLOW = 2, 3  # AclPermissionType.code()
+SCRAM_SHA_256, SCRAM_SHA_512 = 1, 2  # ScramMechanism.type()
+PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE

@@ -1,10 +1,12 @@
-"""Kafka's ``ConfigurationControlManager`` side of the simulated controller: topic and cluster-default configs,
-and the two configs the controller's own rules read (``min.insync.replicas``, ``unclean.leader.election.enable``)."""
+"""Kafka's ``ConfigurationControlManager`` side of the simulated controller: topic, broker and cluster-default
+configs, and the two configs the controller's own rules read (``min.insync.replicas``,
+``unclean.leader.election.enable``)."""
 
 from __future__ import annotations
 
 from records.model import MetadataRecord
-from simulator.model import RESOURCE_BROKER, RESOURCE_TOPIC, Topic, record
+from simulator.facts import ImageChange
+from simulator.model import RESOURCE_BROKER, RESOURCE_TOPIC, SimulationError, Topic, record
 
 UNCLEAN_KEY = "unclean.leader.election.enable"
 MIN_ISR_KEY = "min.insync.replicas"
@@ -14,13 +16,31 @@ class ConfigurationControlManager:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: configs and the values its rules read."""
 
     def set_topic_config(self, name: str, key: str, value: str | None) -> int:
+        """IncrementalAlterConfigs on a topic: SET (``value``) or DELETE (None). Returns the ConfigRecord's offset."""
         self._topic(name)
         self._latency()
-        return self._commit(self._config_records(RESOURCE_TOPIC, name, key, value))
+        return self._commit_config(RESOURCE_TOPIC, name, key, value)
 
     def set_cluster_config(self, key: str, value: str | None) -> int:
         """A cluster-wide broker default (``kafka-configs --entity-type brokers --entity-default``)."""
-        return self._commit(self._config_records(RESOURCE_BROKER, "", key, value))
+        return self._commit_config(RESOURCE_BROKER, "", key, value)
+
+    def set_broker_config(self, broker_id: int, key: str, value: str | None) -> int:
+        """A dynamic config of one broker (``--entity-type brokers --entity-name ID``); brokers accept keys Kafka
+        does not define (``DynamicConfig.Broker`` allows custom configs), as well as password-type ones, which the
+        log holds in the clear."""
+        self._broker(broker_id)
+        self._latency()
+        return self._commit_config(RESOURCE_BROKER, str(broker_id), key, value)
+
+    def _commit_config(self, resource_type: int, resource_name: str, key: str, value: str | None) -> int:
+        """One config change's batch; its facts name the ConfigRecord's offset."""
+        if not key:
+            raise SimulationError("a config needs a name")
+        offset = self._commit(self._config_records(resource_type, resource_name, key, value))
+        self.facts.image_changes.append(ImageChange(offset, "config", "removed" if value is None else "set",
+                                                    (resource_type, resource_name, key), value))
+        return offset
 
     def _config_records(self, resource_type: int, resource_name: str, key: str,
                         value: str | None) -> list[MetadataRecord]:

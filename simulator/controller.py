@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from records.kafka_constants import ABORT, BEGIN, END
 from records.model import LogEntry, MetadataRecord, uuid_to_str
+from simulator.client_control import ClientControlManagers
 from simulator.cluster_control import ClusterControlManager
 from simulator.configuration_control import MIN_ISR_KEY, UNCLEAN_KEY, ConfigurationControlManager
 from simulator.facts import ControllerFailover, ScenarioFacts, Transaction
@@ -23,13 +24,14 @@ from simulator.model import Broker, Election, Partition, SimConfig, SimulationEr
 from simulator.partition_change_builder import PartitionChangeBuilder
 from simulator.replay import ControllerReplay
 from simulator.replication_control import ReplicationControlManager
+from simulator.security_control import AccessControlEntry, DelegationToken, SecurityControlManagers
 from simulator.versions import MetadataVersion
 
 __all__ = ["MIN_ISR_KEY", "UNCLEAN_KEY", "ControllerSimulator", "Election", "SimConfig", "SimulationError"]
 
 
 class ControllerSimulator(ClusterControlManager, ReplicationControlManager, ConfigurationControlManager,
-                          PartitionChangeBuilder, ControllerReplay):
+                          ClientControlManagers, SecurityControlManagers, PartitionChangeBuilder, ControllerReplay):
     """The active controller of a KRaft quorum, driven by calls; records accumulate until drained.
 
     Each public operation writes what Kafka's controller writes for it, in Kafka's batches.
@@ -66,6 +68,12 @@ class ControllerSimulator(ClusterControlManager, ReplicationControlManager, Conf
         self.recovering: set[int] = set()  # leaderRecoveryState RECOVERING
         self.reassigning: set[int] = set()
         self.cluster_configs: dict[str, str] = {}
+        self.broker_configs: dict[str, dict[str, str]] = {}  # broker id (as ConfigRecord names it) -> configs
+        self.client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = {}
+        self.acls: dict[bytes, AccessControlEntry] = {}
+        self.scram_credentials: dict[tuple[str, int], int] = {}  # (name, mechanism) -> iterations
+        self.delegation_tokens: dict[str, DelegationToken] = {}
+        self.next_producer_id = 0  # ProducerIdControlManager.lastProducerId
         self.controller_incarnations: dict[int, bytes] = {}
         self._by_id: dict[bytes, Topic] = {}
         self._buffer: list[LogEntry] = []

@@ -109,6 +109,18 @@ class Reassignment:
     replicas: tuple[int, ...]  # target (started/completed) or restored (cancelled) replicas
 
 
+@dataclass(frozen=True, slots=True)
+class ImageChange:
+    """A change to one of the image's other parts (issue 19): configs, client quotas, ACLs, SCRAM credentials,
+    delegation tokens, producer ids, each keyed as its history table keys it."""
+
+    offset: int
+    part: str  # "config", "client-quota", "acl", "scram", "delegation-token", "producer-ids"
+    kind: str  # "set", "removed", "created", "upserted", "renewed", "allocated"
+    key: Any  # (resourceType, resourceName, name); (entity, key); the ACL id; (name, mechanism); token id; broker
+    value: Any  # the new value (None when removed): config value, quota, ACL entry, iterations, token, next id
+
+
 @dataclass
 class ScenarioFacts:
     """Incidents of one run, in log order, each with the offset of the record that made it."""
@@ -128,8 +140,13 @@ class ScenarioFacts:
     transactions: list[Transaction] = field(default_factory=list)
     topics: list[TopicChange] = field(default_factory=list)
     reassignments: list[Reassignment] = field(default_factory=list)
+    image_changes: list[ImageChange] = field(default_factory=list)
     key: dict[str, Any] = field(default_factory=dict)  # scenario-specific facts (documented per scenario)
 
     @property
     def aborted_transactions(self) -> list[Transaction]:
         return [t for t in self.transactions if t.aborted]
+
+    def changes_of(self, part: str) -> list[ImageChange]:
+        """The image changes to one part, in log order."""
+        return [change for change in self.image_changes if change.part == part]

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from records.kafka_constants import (
+    CLIENT_QUOTA_USER,
+    OPERATION_WRITE,
+    PATTERN_LITERAL,
+    PERMISSION_ALLOW,
+    RESOURCE_TYPE_TOPIC,
+    SCRAM_SHA_512,
+)
 from simulator.cluster_setup import ScenarioOptions, Steps, require_cluster, setup_cluster
 from simulator.controller import MIN_ISR_KEY, UNCLEAN_KEY, ControllerSimulator, SimulationError
+from simulator.security_control import AccessControlEntry
 
 
 def rolling_restart(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
@@ -275,3 +284,94 @@ def min_isr_change(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     sim.facts.key.update(failed=failed, cluster_min_isr_2_offset=raised, topic_min_isr_1_offset=topic,
                          cluster_min_isr_1_offset=cluster)
     yield
+
+
+def image_changes(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
+    """The questions operators ask of the image's other parts, one story each, every offset in ``facts.key``:
+    retention.ms changed on "orders" (created with 7 days, lowered to 1 day); "payments" partition 0 loses every
+    replica, unclean.leader.election.enable is turned on for the topic, and the stale replica coming back is
+    elected uncleanly by that config (no admin request); an ACL granted then revoked for alice; a SCRAM user alice
+    created and her password changed (3.5-IV2+, else -1); broker 1's keystore password changed; a cluster default
+    set and deleted; a quota for alice set; a delegation token for alice created, renewed and expired (3.6-IV2+, else
+    "");
+    a producer-id block. Needs 4 brokers."""
+    require_cluster(options, 4, "image-changes")
+    yield from setup_cluster(sim, options)
+    if sim.cluster_configs.get(UNCLEAN_KEY) == "true":
+        sim.set_cluster_config(UNCLEAN_KEY, "false")  # the story needs the topic's own config to decide
+        yield
+    key = sim.facts.key
+    sim.create_topic("orders", options.partitions_per_topic, 3, {"retention.ms": "604800000"})
+    key["orders_created_offset"] = sim.facts.topics[-1].offset
+    yield
+    sim.tick(60_000)
+    key["retention_offset"] = sim.set_topic_config("orders", "retention.ms", "86400000")
+    yield
+    sim.create_topic("payments", 1, 3)
+    partition = sim.partition("payments", 0)
+    leader, stale, third = partition.replicas
+    sim.tick(5_000)
+    sim.alter_isr("payments", 0, [leader])  # the followers fall behind
+    yield
+    for broker_id in (stale, third, leader):  # the last ISR member dies last: leaderless
+        sim.tick(2_000)
+        sim.crash(broker_id)
+        yield
+    key["leaderless_offset"] = sim.facts.leaderless[-1].offset
+    sim.tick(30_000)
+    key["unclean_config_offset"] = sim.set_topic_config("payments", UNCLEAN_KEY, "true")
+    yield
+    sim.tick(10_000)
+    sim.register_broker(stale)
+    sim.tick(1_000)
+    sim.unfence(stale)  # the controller elects it: the topic's config allows an unclean election
+    elected = sim.facts.unclean_elections[-1]
+    key.update(unclean_election_offset=elected.offset, unclean_leader=elected.leader, stale_replica=stale)
+    yield
+    alice_writes = AccessControlEntry(RESOURCE_TYPE_TOPIC, "orders", PATTERN_LITERAL, "User:alice", "*",
+                                      OPERATION_WRITE, PERMISSION_ALLOW)
+    sim.tick(120_000)
+    key["acl_granted_offset"] = sim.create_acl(alice_writes)
+    key["acl_id"] = sim.facts.changes_of("acl")[-1].key
+    yield
+    sim.tick(120_000)
+    key["acl_revoked_offset"] = sim.delete_acls(alice_writes)
+    yield
+    created = changed = -1
+    if sim.mv.scram_supported:
+        created = sim.upsert_scram_credential("alice", SCRAM_SHA_512, "alice-password-1", 8192)
+        yield
+        sim.tick(300_000)
+        changed = sim.upsert_scram_credential("alice", SCRAM_SHA_512, "alice-password-2", 8192)
+        yield
+    key.update(scram_created_offset=created, scram_changed_offset=changed)
+    key["keystore_set_offset"] = sim.set_broker_config(1, "ssl.keystore.password", "keystore-secret-1")
+    sim.tick(60_000)
+    key["keystore_changed_offset"] = sim.set_broker_config(1, "ssl.keystore.password", "keystore-secret-2")
+    yield
+    sim.tick(1_000)
+    key["cluster_default_set_offset"] = sim.set_cluster_config("log.cleaner.threads", "2")
+    sim.tick(60_000)
+    key["cluster_default_deleted_offset"] = sim.set_cluster_config("log.cleaner.threads", None)
+    yield
+    key["quota_offset"] = sim.alter_client_quota(((CLIENT_QUOTA_USER, "alice"),), "producer_byte_rate", 1_048_576.0)
+    yield
+    token_id, renewed, expired = "", -1, -1
+    if sim.mv.delegation_tokens:
+        token_id = sim.create_delegation_token("User:alice")
+        yield
+        sim.tick(120_000)
+        renewed = sim.renew_delegation_token(token_id)
+        yield
+        sim.tick(60_000)
+        expired = sim.expire_delegation_token(token_id)
+        yield
+    key.update(token_id=token_id, token_renewed_offset=renewed, token_expired_offset=expired)
+    key["producer_ids_offset"] = sim.allocate_producer_ids(sorted(sim.active)[0])
+    yield
+    for broker_id in (leader, third):
+        sim.tick(5_000)
+        sim.register_broker(broker_id)
+        sim.unfence(broker_id)
+        sim.catch_up(broker_id)
+        yield

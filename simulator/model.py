@@ -7,14 +7,20 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
-from records.kafka_constants import NO_LEADER, RECOVERY_STATES, UNASSIGNED_DIR
+from records.kafka_constants import (
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    NO_LEADER,
+    RECOVERY_STATES,
+    UNASSIGNED_DIR,
+)
 from records.kafka_json import make_record
 from records.model import MetadataRecord, uuid_from_str, uuid_to_str
 
 RECOVERED, RECOVERING = RECOVERY_STATES  # LeaderRecoveryState
 UNASSIGNED_DIR_ID = uuid_from_str(UNASSIGNED_DIR)  # the records carry directory ids as 16 bytes
-RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
-RESOURCE_BROKER = 4  # ConfigResource.Type.BROKER ("" = cluster default)
+RESOURCE_TOPIC = CONFIG_RESOURCE_TOPIC  # the config resources (ConfigResource.Type), as the simulator names them
+RESOURCE_BROKER = CONFIG_RESOURCE_BROKER
 
 
 class SimulationError(ValueError):

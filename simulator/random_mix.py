@@ -1,13 +1,52 @@
-"""The seeded random mix: ``events`` operations of every kind, drawn with fixed weights."""
+"""The seeded random mix: ``events`` operations of every kind, drawn with fixed weights.
+
+The weights keep a mix at any scale dominated by partition changes, as a real cluster's log is; configs, client
+quotas, ACLs, SCRAM users, delegation tokens and producer-id blocks come at the rates of an operated cluster."""
 
 from __future__ import annotations
 
 import random
 
-from records.kafka_constants import NO_LEADER
+from records.kafka_constants import (
+    NO_LEADER,
+    OPERATION_DESCRIBE,
+    OPERATION_READ,
+    OPERATION_WRITE,
+    PATTERN_LITERAL,
+    PATTERN_PREFIXED,
+    PERMISSION_ALLOW,
+    PERMISSION_DENY,
+    RESOURCE_TYPE_GROUP,
+    RESOURCE_TYPE_TOPIC,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+)
+from simulator.client_control import QUOTA_KEYS, quota_entity
 from simulator.cluster_setup import ScenarioOptions, Steps, setup_cluster
+from simulator.configuration_control import UNCLEAN_KEY
 from simulator.controller import ControllerSimulator
 from simulator.model import Partition
+from simulator.security_control import AccessControlEntry
+
+# Topic configs the mix sets or deletes, each with a value maker
+TOPIC_CONFIGS = {
+    "retention.ms": lambda rng: str(rng.randint(1, 168) * 3_600_000),
+    "max.message.bytes": lambda rng: str(rng.choice((1, 2, 4, 8)) * 1_048_588),
+    "segment.bytes": lambda rng: str(rng.choice((256, 512, 1024)) * 1_048_576),
+    UNCLEAN_KEY: lambda rng: rng.choice(("true", "false")),
+}
+# Broker configs (per broker or the cluster default): plain, PASSWORD-type, and a key Kafka does not define
+BROKER_CONFIGS = {
+    "num.io.threads": lambda rng: str(rng.choice((8, 16, 32))),
+    "log.cleaner.threads": lambda rng: str(rng.randint(1, 4)),
+    "ssl.keystore.password": lambda rng: f"keystore-{rng.getrandbits(48):012x}",
+    "listener.name.internal.scram-sha-256.sasl.jaas.config": lambda rng: (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="broker" password="pw-{rng.getrandbits(48):012x}";'),
+    "acme.audit.token": lambda rng: f"tok-{rng.getrandbits(32):08x}",
+}
+USERS = tuple(f"user-{index}" for index in range(12))
+CLIENT_IDS = tuple(f"client-{index}" for index in range(8))
 
 
 def random_mix(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
@@ -23,6 +62,7 @@ def random_mix(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
         ("shrink", 30), ("expand", 30), ("crash", 3), ("restart", 3), ("create", 2), ("add", 1.5),
         ("delete", 1), ("reassign", 3), ("move-done", 3), ("preferred", 2), ("failover", 0.5),
         ("recover", 2), ("config", 1), ("unclean", 1), ("big-aborted", 0.2), ("unregister", 0.3),
+        ("broker-config", 0.3), ("quota", 0.4), ("acl", 0.4), ("scram", 0.2), ("token", 0.3), ("producer-ids", 1),
     ]
     names = [n for n, _ in ops]
     weights = [w for _, w in ops]
@@ -117,7 +157,14 @@ def random_mix(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
                 sim.recover(partition.topic.name, partition.partition_id)
         elif op == "config" and sim.topics:
             name = rng.choice(sorted(sim.topics))
-            sim.set_topic_config(name, "retention.ms", str(rng.randint(1, 168) * 3_600_000))
+            key = rng.choice(sorted(TOPIC_CONFIGS))
+            configs = sim.topics[name].configs
+            delete = key in configs and rng.random() < 0.3
+            value = None if delete else TOPIC_CONFIGS[key](rng)
+            if value is None or configs.get(key) != value:
+                sim.set_topic_config(name, key, value)
+        elif op in FAMILY_OPS:
+            FAMILY_OPS[op](sim, rng)
         elif op == "unclean" and sim.leaderless:
             key = rng.choice(sorted(sim.leaderless))
             partition = sim.partitions[key]
@@ -136,3 +183,93 @@ def random_mix(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
                 sim.unregister_broker(broker_id)
                 del down[broker_id]
         yield
+
+
+def broker_config(sim: ControllerSimulator, rng: random.Random) -> None:
+    """A broker's dynamic config or the cluster default: set to a new value, or deleted when set."""
+    broker_id = rng.choice([None, *sorted(sim.brokers)])
+    configs = sim.cluster_configs if broker_id is None else sim.broker_configs.get(str(broker_id), {})
+    key = rng.choice(sorted(BROKER_CONFIGS))
+    value = None if key in configs and rng.random() < 0.3 else BROKER_CONFIGS[key](rng)
+    if value is not None and configs.get(key) == value:
+        return  # no change, no record
+    if broker_id is None:
+        sim._latency()
+        sim.set_cluster_config(key, value)
+    else:
+        sim.set_broker_config(broker_id, key, value)
+
+
+def client_quota(sim: ControllerSimulator, rng: random.Random) -> None:
+    """A user's, a client id's, a user's on one client id, or a default entity's quota: set, or removed."""
+    shape = rng.randrange(5)
+    entity = (quota_entity(user=rng.choice(USERS)) if shape == 0
+              else quota_entity(client_id=rng.choice(CLIENT_IDS)) if shape == 1
+              else quota_entity(user=rng.choice(USERS), client_id=rng.choice(CLIENT_IDS)) if shape == 2
+              else quota_entity(default_user=True) if shape == 3 else quota_entity(default_client_id=True))
+    key = rng.choice(QUOTA_KEYS)
+    set_now = key in sim.client_quotas.get(entity, {})
+    if set_now and rng.random() < 0.4:
+        sim.alter_client_quota(entity, key, None)
+    elif key == "request_percentage":
+        sim.alter_client_quota(entity, key, float(rng.randint(10, 200)))
+    else:
+        sim.alter_client_quota(entity, key, float(rng.choice((1, 2, 5, 10, 50)) * 1_048_576))
+
+
+def acl(sim: ControllerSimulator, rng: random.Random) -> None:
+    """An ACL granted (a topic literally or by prefix, a group) or, a third of the time, one revoked."""
+    if sim.acls and rng.random() < 0.35:
+        entry = sim.acls[rng.choice(sorted(sim.acls))]
+        sim.delete_acls(entry)
+        return
+    principal = f"User:{rng.choice(USERS)}"
+    if rng.random() < 0.25:
+        resource_type, name, pattern = RESOURCE_TYPE_GROUP, f"group-{rng.randrange(6)}", PATTERN_LITERAL
+        operation = OPERATION_READ
+    elif rng.random() < 0.3 or not sim.topics:
+        resource_type, name, pattern = RESOURCE_TYPE_TOPIC, rng.choice(("topic-", "rt-", "orders")), PATTERN_PREFIXED
+        operation = rng.choice((OPERATION_READ, OPERATION_WRITE, OPERATION_DESCRIBE))
+    else:
+        resource_type, name, pattern = RESOURCE_TYPE_TOPIC, rng.choice(sorted(sim.topics)), PATTERN_LITERAL
+        operation = rng.choice((OPERATION_READ, OPERATION_WRITE, OPERATION_DESCRIBE))
+    permission = PERMISSION_DENY if rng.random() < 0.1 else PERMISSION_ALLOW
+    sim.create_acl(AccessControlEntry(resource_type, name, pattern, principal, "*", operation, permission))
+
+
+def scram(sim: ControllerSimulator, rng: random.Random) -> None:
+    """A SCRAM user created or its password changed (SHA-256 or SHA-512), or, a quarter of the time, removed."""
+    if not sim.mv.scram_supported:
+        return
+    if sim.scram_credentials and rng.random() < 0.25:
+        name, mechanism = rng.choice(sorted(sim.scram_credentials))
+        sim.delete_scram_credential(name, mechanism)
+        return
+    sim.upsert_scram_credential(rng.choice(USERS), rng.choice((SCRAM_SHA_256, SCRAM_SHA_512)),
+                                f"secret-{rng.getrandbits(40):010x}", rng.choice((4096, 8192)))
+
+
+def delegation_token(sim: ControllerSimulator, rng: random.Random) -> None:
+    """The controller's sweep of expired tokens when one is due, else a token created, renewed or expired."""
+    if not sim.mv.delegation_tokens or sim.sweep_expired_delegation_tokens() >= 0:
+        return
+    live = sorted(sim.delegation_tokens)
+    choice = rng.random()
+    if not live or choice < 0.5:
+        owner = f"User:{rng.choice(USERS)}"
+        renewers = (f"User:{rng.choice(USERS)}",) if rng.random() < 0.5 else ()
+        sim.create_delegation_token(owner, renewers)
+    elif choice < 0.85:
+        sim.renew_delegation_token(rng.choice(live))
+    else:
+        sim.expire_delegation_token(rng.choice(live))
+
+
+def producer_ids(sim: ControllerSimulator, rng: random.Random) -> None:
+    """A broker's transaction coordinator takes the next block of producer ids."""
+    if sim.active:
+        sim.allocate_producer_ids(rng.choice(sorted(sim.active)))
+
+
+FAMILY_OPS = {"broker-config": broker_config, "quota": client_quota, "acl": acl, "scram": scram,
+              "token": delegation_token, "producer-ids": producer_ids}

@@ -1,6 +1,7 @@
 """The controller replays its own records to change its state, as Kafka's controller does
-(``ClusterControlManager.replay``, ``ReplicationControlManager.replay``, ``ConfigurationControlManager.replay``),
-so the state can never drift from the log it wrote."""
+(``ClusterControlManager.replay``, ``ReplicationControlManager.replay``, ``ConfigurationControlManager.replay``, and
+the client-quota, ACL, SCRAM, delegation-token and producer-id managers' ``replay``), so the state can never drift
+from the log it wrote."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ from simulator.model import (
     UNASSIGNED_DIR_ID,
     Broker,
     Partition,
+    SimulationError,
     Topic,
 )
+from simulator.security_control import AccessControlEntry, DelegationToken
 
 
 class ControllerReplay:
@@ -61,10 +64,52 @@ class ControllerReplay:
                     self._set_config(topic.configs, data["name"], data["value"])
             elif data["resourceType"] == RESOURCE_BROKER and data["resourceName"] == "":
                 self._set_config(self.cluster_configs, data["name"], data["value"])
+            elif data["resourceType"] == RESOURCE_BROKER:
+                configs = self.broker_configs.setdefault(data["resourceName"], {})
+                self._set_config(configs, data["name"], data["value"])
+                if not configs:  # a resource left empty disappears
+                    del self.broker_configs[data["resourceName"]]
         elif kind == "RemoveTopicRecord":
             self._replay_remove_topic(data["topicId"])
         elif kind == "ClearElrRecord":
             self._replay_clear_elr(data["topicName"])
+        else:
+            self._replay_other_parts(kind, data)
+
+    def _replay_other_parts(self, kind: str, data: dict[str, Any]) -> None:
+        """Client quotas, ACLs, SCRAM, delegation tokens and producer ids, as their managers replay them; a record
+        their ``replay`` throws on is a simulator bug, never written on purpose."""
+        if kind == "ClientQuotaRecord":
+            entity = tuple((item["entityType"], item["entityName"]) for item in data["entity"])
+            quotas = self.client_quotas.setdefault(entity, {})
+            if data["remove"]:
+                quotas.pop(data["key"], None)
+                if not quotas:
+                    del self.client_quotas[entity]
+            else:
+                quotas[data["key"]] = data["value"]
+        elif kind == "AccessControlEntryRecord":
+            self.acls[data["id"]] = AccessControlEntry(
+                data["resourceType"], data["resourceName"], data["patternType"], data["principal"], data["host"],
+                data["operation"], data["permissionType"])
+        elif kind == "RemoveAccessControlEntryRecord":
+            if self.acls.pop(data["id"], None) is None:
+                raise SimulationError("Unable to replay RemoveAccessControlEntryRecord: no acl with that ID found.")
+        elif kind == "UserScramCredentialRecord":
+            self.scram_credentials[(data["name"], data["mechanism"])] = data["iterations"]
+        elif kind == "RemoveUserScramCredentialRecord":
+            if self.scram_credentials.pop((data["name"], data["mechanism"]), None) is None:
+                raise SimulationError(f"Unable to find credential to delete: {data['name']}")
+        elif kind == "DelegationTokenRecord":
+            self.delegation_tokens[data["tokenId"]] = DelegationToken(
+                data["tokenId"], data["owner"], data["requester"], tuple(data["renewers"]), data["issueTimestamp"],
+                data["maxTimestamp"], data["expirationTimestamp"])
+        elif kind == "RemoveDelegationTokenRecord":
+            self.delegation_tokens.pop(data["tokenId"], None)
+        elif kind == "ProducerIdsRecord":
+            if data["nextProducerId"] <= self.next_producer_id:
+                raise SimulationError("Producer ID from record is not monotonically increasing")
+            self.next_producer_id = data["nextProducerId"]
 
     def _replay_clear_elr(self, topic_name: str) -> None:
         """``ReplicationControlManager.replay(ClearElrRecord)``: a partition of the topic (of every topic for an

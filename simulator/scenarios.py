@@ -17,6 +17,7 @@ from simulator.incidents import (
     aborted_transaction,
     controlled_shutdown,
     flapping_broker,
+    image_changes,
     lost_last_isr_unclean,
     min_isr_change,
     rack_outage,
@@ -38,6 +39,7 @@ SCENARIOS: dict[str, Callable[[ControllerSimulator, ScenarioOptions], Steps]] = 
     "topic-recreate": topic_recreate,
     "aborted-transaction": aborted_transaction,
     "min-isr-change": min_isr_change,
+    "image-changes": image_changes,
     "random": random_mix,
 }
 

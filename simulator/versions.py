@@ -75,6 +75,14 @@ class MetadataVersion:
         return self.level < 12  # removed in 3.6-IV0 (KAFKA-15021)
 
     @property
+    def scram_supported(self) -> bool:
+        return self.level >= 11  # 3.5-IV2: MetadataVersion.isScramSupported
+
+    @property
+    def delegation_tokens(self) -> bool:
+        return self.level >= 14  # 3.6-IV2: MetadataVersion.isDelegationTokenSupported
+
+    @property
     def transactions(self) -> bool:
         return self.level >= 13  # 3.6-IV1, KIP-868
 

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from records.kafka_constants import (
+    CONFIG_RESOURCE_TOPIC,
     FENCE,
     IN_CONTROLLED_SHUTDOWN,
     NO_LEADER,
     NO_LEADER_CHANGE,
     NO_RECOVERY_STATE_CHANGE,
     NONE,
+    PRODUCER_ID_BLOCK_SIZE,
     UNFENCE,
 )
 from records.model import LogEntry
@@ -56,6 +58,13 @@ class Fold:
         self.unclean_at: list[tuple[int, str, int]] = []
         self.fenced_at: list[tuple[int, int]] = []
         self.last_raft_epoch = 0
+        # the image's other parts, as Kafka's *Delta classes keep them
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}
+        self.quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = {}
+        self.acls: dict[bytes, tuple[Any, ...]] = {}
+        self.scram: dict[tuple[str, int], int] = {}
+        self.tokens: dict[str, dict[str, Any]] = {}
+        self.next_producer_id = 0
 
     def feed(self, entry: LogEntry) -> None:
         rec = entry.record
@@ -127,7 +136,7 @@ class Fold:
             assert data["topicId"] not in self.topics, where
             self.topics[data["topicId"]] = data["name"]
         elif name == "RemoveTopicRecord":
-            del self.topics[data["topicId"]]
+            self.configs.pop((CONFIG_RESOURCE_TOPIC, self.topics.pop(data["topicId"])), None)
             for key in [k for k in self.parts if k[0] == data["topicId"]]:
                 del self.parts[key]
         elif name == "PartitionRecord":
@@ -165,6 +174,8 @@ class Fold:
                     self.unclean_at.append((entry.offset, topic, data["partitionId"]))
             if p.leader == NO_LEADER and old_leader != NO_LEADER:
                 self.leaderless_at.append((entry.offset, topic, data["partitionId"]))
+        elif name in OTHER_PARTS:
+            self.apply_other_part(name, data, where)
         elif name == "ClearElrRecord":
             assert self.elr, f"{where}: only a controller with ELR enabled clears ELRs"
             named = [t for t, n in self.topics.items() if n == data["topicName"]]
@@ -173,6 +184,59 @@ class Fold:
                 if (tid in named or not data["topicName"]) and (p.elr or p.last_known_elr):
                     p.elr, p.last_known_elr = [], []
                     p.partition_epoch += 1
+
+
+    def apply_other_part(self, name: str, data: dict[str, Any], where: str) -> None:
+        """Configs, quotas, ACLs, SCRAM, tokens, producer ids: Kafka's rules, and what its controller never writes
+        (a removal of nothing, a producer id going back, a config of a topic that does not exist)."""
+        if name == "ConfigRecord":
+            resource = (data["resourceType"], data["resourceName"])
+            if resource[0] == CONFIG_RESOURCE_TOPIC:
+                assert resource[1] in self.topics.values(), f"{where}: config of an unknown topic"
+            configs = self.configs.setdefault(resource, {})
+            if data["value"] is None:
+                assert data["name"] in configs, f"{where}: delete of a config that is not set"
+                del configs[data["name"]]
+            else:
+                configs[data["name"]] = data["value"]
+            if not configs:
+                del self.configs[resource]
+        elif name == "ClientQuotaRecord":
+            entity = tuple((item["entityType"], item["entityName"]) for item in data["entity"])
+            quotas = self.quotas.setdefault(entity, {})
+            if data["remove"]:
+                assert quotas.pop(data["key"], None) is not None, f"{where}: removes a quota that is not set"
+                if not quotas:
+                    del self.quotas[entity]
+            else:
+                assert quotas.get(data["key"]) != data["value"], f"{where}: an unchanged quota"
+                quotas[data["key"]] = data["value"]
+        elif name == "AccessControlEntryRecord":
+            acl = tuple(v for k, v in data.items() if k != "id")
+            assert data["id"] not in self.acls and acl not in self.acls.values(), f"{where}: a duplicate ACL"
+            self.acls[data["id"]] = acl
+        elif name == "RemoveAccessControlEntryRecord":
+            assert self.acls.pop(data["id"], None) is not None, f"{where}: no acl with that ID (Kafka refuses)"
+        elif name == "UserScramCredentialRecord":
+            assert 4096 <= data["iterations"] <= 16384 and data["salt"] and data["storedKey"], where
+            self.scram[(data["name"], data["mechanism"])] = data["iterations"]
+        elif name == "RemoveUserScramCredentialRecord":
+            assert self.scram.pop((data["name"], data["mechanism"]), None) is not None, where
+        elif name == "DelegationTokenRecord":
+            assert data["issueTimestamp"] <= data["expirationTimestamp"] <= data["maxTimestamp"], where
+            self.tokens[data["tokenId"]] = dict(data)
+        elif name == "RemoveDelegationTokenRecord":
+            assert self.tokens.pop(data["tokenId"], None) is not None, where
+        elif name == "ProducerIdsRecord":
+            assert data["nextProducerId"] == self.next_producer_id + PRODUCER_ID_BLOCK_SIZE, where
+            assert self.brokers[data["brokerId"]].epoch == data["brokerEpoch"], f"{where}: stale broker epoch"
+            self.next_producer_id = data["nextProducerId"]
+
+
+OTHER_PARTS = frozenset({
+    "ConfigRecord", "ClientQuotaRecord", "AccessControlEntryRecord", "RemoveAccessControlEntryRecord",
+    "UserScramCredentialRecord", "RemoveUserScramCredentialRecord", "DelegationTokenRecord",
+    "RemoveDelegationTokenRecord", "ProducerIdsRecord"})
 
 
 def fold(entries: list[LogEntry], elr: bool = False) -> Fold:

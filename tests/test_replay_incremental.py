@@ -35,9 +35,9 @@ pytestmark = pytest.mark.spark
 
 
 INCREMENTAL_CASES = {  # cluster → (scenario, options, split offsets: each step ingests up to the next one)
-    # 994 and 1399: topic deletions; 1530..11531 and 12413..22414: aborted transactions
+    # 481, 725, 921 and 934: topic deletions; 1002..11003: an aborted transaction
     "inc-random": ("random", ScenarioOptions(seed=9, events=400, metadata_version="4.0", unclean=True, elr=True),
-                   (994, 12500)),
+                   (921, 5000)),
     # 43..10044 aborted, 10058..20061 committed: splits inside both
     "inc-abort": ("aborted-transaction", ScenarioOptions(seed=8, metadata_version="3.9"), (50, 15000)),
     # 111: the topic is deleted, then re-created
@@ -149,7 +149,7 @@ def test_checkpoints_are_safe_points(incremental: dict[str, Any]) -> None:
     for row in sorted(incremental["checkpoints"], key=lambda r: r["replayed_at"]):
         by_step.setdefault(row["cluster_id"], []).append(row["last_offset"])
     assert by_step["inc-abort"] == [42, 10057, 20062]  # 50 is inside 43..10044, 15000 inside 10058..20061
-    assert by_step["inc-random"] == [994, 12412, 22959]  # 12500 is inside 12413..22414
+    assert by_step["inc-random"] == [921, 1001, 11387]  # 5000 is inside 1002..11003
     assert by_step["inc-recreate"] == [111, 120, 126]
     assert by_step["inc-min-isr"] == [100, 200, 273]
 

@@ -118,3 +118,56 @@ def test_scenario_aborted_transaction_facts() -> None:
     assert not hidden & f.visible_offsets  # aborted records never become visible
     assert list(f.topics.values()).count("bulk") == 1
     assert uuid_to_str(next(t for t, n in f.topics.items() if n == "bulk")) == k["committed_topic_id"]
+
+
+def test_scenario_image_changes_facts() -> None:
+    """Each of the operators' questions has its answer at the offset the facts name (seed 0, metadata.version 3.9:
+    the docs' example log)."""
+    entries, run = generate("image-changes", ScenarioOptions())
+    k = run.facts.key
+    data = {e.offset: (e.type_name, e.record.data) for e in entries}
+    assert (k["orders_created_offset"], k["retention_offset"]) == (43, 171)
+    assert data[k["orders_created_offset"] + 1] == ("ConfigRecord", {
+        "resourceType": 2, "resourceName": "orders", "name": "retention.ms", "value": "604800000"})
+    assert data[171] == ("ConfigRecord", {"resourceType": 2, "resourceName": "orders", "name": "retention.ms",
+                                          "value": "86400000"})
+    # unclean election allowed by the topic's config, in the batch that unfences the stale replica
+    assert (k["leaderless_offset"], k["unclean_config_offset"], k["unclean_election_offset"]) == (289, 351, 376)
+    assert data[351] == ("ConfigRecord", {"resourceType": 2, "resourceName": "payments",
+                                          "name": "unclean.leader.election.enable", "value": "true"})
+    kind, change = data[376]
+    assert kind == "PartitionChangeRecord" and change["leader"] == k["stale_replica"] == 4
+    assert change["isr"] == [4] and change["leaderRecoveryState"] == 1
+    assert data[375][0] == "BrokerRegistrationChangeRecord" and data[375][1]["brokerId"] == 4
+    assert [(f.offset, f.topic) for f in run.facts.unclean_elections] == [(376, "payments")]
+    # an ACL granted then revoked for alice
+    assert (k["acl_granted_offset"], k["acl_revoked_offset"]) == (617, 858)
+    kind, acl = data[617]
+    assert kind == "AccessControlEntryRecord" and uuid_to_str(acl["id"]) == k["acl_id"]
+    assert (acl["principal"], acl["resourceName"], acl["operation"], acl["permissionType"]) == (
+        "User:alice", "orders", 4, 3)
+    assert data[858] == ("RemoveAccessControlEntryRecord", {"id": acl["id"]})
+    # a SCRAM user created and her password changed: same user and mechanism, new salt and keys
+    created, changed = data[k["scram_created_offset"]][1], data[k["scram_changed_offset"]][1]
+    assert (k["scram_created_offset"], k["scram_changed_offset"]) == (859, 1460)
+    assert (created["name"], created["mechanism"], created["iterations"]) == ("alice", 2, 8192)
+    assert (changed["name"], changed["mechanism"]) == ("alice", 2) and changed["storedKey"] != created["storedKey"]
+    assert [data[k[name]][1]["value"] for name in ("keystore_set_offset", "keystore_changed_offset")] == [
+        "keystore-secret-1", "keystore-secret-2"]
+    assert data[k["cluster_default_deleted_offset"]][1] == {
+        "resourceType": 4, "resourceName": "", "name": "log.cleaner.threads", "value": None}
+    assert data[k["quota_offset"]][1]["entity"] == [{"entityType": "user", "entityName": "alice"}]
+    token = data[k["token_renewed_offset"]][1]
+    assert token["tokenId"] == k["token_id"] and token["owner"] == "User:alice"
+    assert data[k["token_expired_offset"]] == ("RemoveDelegationTokenRecord", {"tokenId": k["token_id"]})
+    assert data[k["producer_ids_offset"]][1]["nextProducerId"] == 1000
+    assert len(entries) == 2124
+    fold(entries)
+
+
+def test_scenario_image_changes_before_scram_and_tokens() -> None:
+    """Metadata version 3.0 knows neither SCRAM nor delegation tokens: their stories are left out (-1)."""
+    _, run = generate("image-changes", ScenarioOptions(metadata_version="3.0"))
+    k = run.facts.key
+    assert (k["scram_created_offset"], k["scram_changed_offset"], k["token_id"]) == (-1, -1, "")
+    assert k["retention_offset"] > 0 and k["unclean_election_offset"] > k["unclean_config_offset"]

@@ -27,3 +27,30 @@ def test_no_events_is_the_setup_alone() -> None:
     steps, log = run_mix(options)
     assert steps == 4 + 4 + 1
     assert [name for _, name, _ in log].count("PartitionRecord") == 2
+
+
+def test_the_mix_writes_every_part_of_the_image_and_stays_dominated_by_partitions() -> None:
+    """Configs (topic, broker, cluster default; set and deleted), client quotas, ACLs, SCRAM users, delegation tokens
+    and producer-id blocks all appear, at the rates of an operated cluster: partition changes dominate."""
+    options = ScenarioOptions(brokers=8, topics=6, partitions_per_topic=8, events=4000, seed=2)
+    sim = ControllerSimulator(options.sim_config())
+    counts: dict[str, int] = {}
+    for _ in random_mix(sim, options):
+        for entry in sim.drain():
+            counts[entry.type_name] = counts.get(entry.type_name, 0) + 1
+    families = ("ConfigRecord", "ClientQuotaRecord", "AccessControlEntryRecord", "RemoveAccessControlEntryRecord",
+                "UserScramCredentialRecord", "RemoveUserScramCredentialRecord", "DelegationTokenRecord",
+                "ProducerIdsRecord")
+    assert all(counts.get(name, 0) > 0 for name in families), counts
+    assert sum(counts[name] for name in families) * 10 < counts["PartitionChangeRecord"]
+    changes = sim.facts.image_changes
+    parts = {(change.part, change.kind) for change in changes}
+    assert {("config", "set"), ("config", "removed"), ("client-quota", "set"), ("client-quota", "removed"),
+            ("acl", "created"), ("acl", "removed"), ("scram", "upserted"), ("scram", "removed"),
+            ("delegation-token", "created"), ("delegation-token", "renewed"),
+            ("producer-ids", "allocated")} <= parts
+    resource_names = {change.key[1] for change in changes if change.part == "config" and change.key[0] == 4}
+    assert "" in resource_names and len(resource_names) > 1  # the cluster default and single brokers
+    blocks = [change.value for change in changes if change.part == "producer-ids"]
+    assert blocks == [1000 * (index + 1) for index in range(len(blocks))]
+    assert sim.next_producer_id == blocks[-1]

@@ -42,6 +42,17 @@ def test_every_scenario_keeps_kafka_invariants(name: str, mv: str, seed: int) ->
         assert (q.leader, q.isr, q.replicas, q.leader_epoch, q.partition_epoch) == (
             p.leader, p.isr, p.replicas, p.leader_epoch, p.partition_epoch)
     assert len(f.parts) == len(sim.partitions)
+    # and so are the image's other parts
+    topic_configs = {(2, name): topic.configs for name, topic in sim.topics.items() if topic.configs}
+    broker_configs = {(4, name): configs for name, configs in sim.broker_configs.items()}
+    cluster_default = {(4, ""): sim.cluster_configs} if sim.cluster_configs else {}
+    assert f.configs == {**topic_configs, **broker_configs, **cluster_default}
+    assert f.quotas == sim.client_quotas
+    assert sorted(f.acls) == sorted(sim.acls)
+    assert f.scram == sim.scram_credentials
+    assert {token_id: token["expirationTimestamp"] for token_id, token in f.tokens.items()} == {
+        token_id: token.expiration_timestamp for token_id, token in sim.delegation_tokens.items()}
+    assert f.next_producer_id == sim.next_producer_id
     # record versions follow the metadata version
     versions = {(e.type_name, e.version) for e in entries}
     pc = 2 if options.elr else 1 if mv in ("3.9", "4.0") else 0

@@ -51,3 +51,11 @@ def test_record_versions_of_a_level() -> None:
     assert [MetadataVersion.parse(name).partition_record_version(elr=False) for name in ("3.6", "3.7", "4.0")] == [
         0, 1, 1]
     assert MetadataVersion.parse("4.0").partition_record_version(elr=True) == 2
+
+
+def test_scram_from_3_5_iv2_and_delegation_tokens_from_3_6_iv2() -> None:
+    """MetadataVersion.isScramSupported / isDelegationTokenSupported (checked against Kafka 4.4's jar)."""
+    assert next(level for level in LEVEL_NAMES if MetadataVersion(level).scram_supported) == 11
+    assert MetadataVersion(11).name == "3.5-IV2"
+    assert next(level for level in LEVEL_NAMES if MetadataVersion(level).delegation_tokens) == 14
+    assert MetadataVersion(14).name == "3.6-IV2"
