@@ -48,6 +48,7 @@ CLUSTER_SECTIONS = ("brokers", "topics", "partitions")
 IMAGE_SECTIONS = ("features", "controllers", "configs", "clientQuotas", "acls", "scramCredentials",
                   "delegationTokens", "producerIds")
 ALL_SECTIONS = (*CLUSTER_SECTIONS, *IMAGE_SECTIONS)
+TOPIC_SECTIONS = (*CLUSTER_SECTIONS, "configs")  # what `state --topic T` shows unless --section says otherwise
 FINGERPRINT_SHOWN = 12  # hex digits of a secret's fingerprint a table shows: enough to tell two apart
 
 

@@ -16,6 +16,7 @@ import typer
 from kraft_replay.image_commands import (
     ALL_SECTIONS,
     CLUSTER_SECTIONS,
+    TOPIC_SECTIONS,
     image_history,
     image_json_sections,
     image_questions,
@@ -127,7 +128,8 @@ def state(
     = False,
     section: Annotated[str | None, typer.Option(
         "--section", help="Only these sections, comma-separated: " + ", ".join(ALL_SECTIONS)
-        + " (--topic also keeps only that topic's configs)")] = None,
+        + " (default: all; with --topic/--partition: the brokers, the topic, its partitions and configs)")]
+    = None,
     states: Annotated[bool, typer.Option(
         "--states", help="Also each partition's and replica's controller state (OnlinePartition, "
                          "OfflineReplica, ReplicaDeletionIneligible, …)")] = False,
@@ -156,6 +158,8 @@ def state(
         if brokers and section is not None:
             usage_error("give --brokers or --section, not both")
         sections = parse_sections(section)
+        if section is None and (topic is not None or partition is not None):
+            sections = TOPIC_SECTIONS
         spark, target = spark_session(master, remote), Lake(lake)
         snapshot = state_at(spark, target, offset=offset, time=time, cluster_id=cluster_id,
                             batch_aligned=batch_aligned)

@@ -71,6 +71,11 @@ def test_state_tables_for_people(image_lake: Lake, image_log: ImageLog) -> None:
     topic_only = _ok(image_lake, "state", "--offset", str(k["pids-1"]), "--topic", "orders", "--section", "configs")
     assert [line.split()[:3] for line in topic_only.splitlines()[3:]] == [["TOPIC:orders", "retention.ms",
                                                                            "86400000"]]
+    # --topic without --section: the brokers, the topic's partitions and its configs, none of the other parts
+    topic_json = json.loads(_ok(image_lake, "state", "--offset", str(k["pids-1"]), "--topic", "orders",
+                                "--format", "json"))
+    assert list(topic_json) == ["clusterId", "offset", "brokers", "topics", "partitions", "configs"]
+    assert [c["name"] for c in topic_json["configs"]] == ["retention.ms"]
     wrong = _cli(image_lake, "state", "--offset", "1", "--section", "quotas")
     assert wrong.exit_code == 2 and "unknown --section quotas" in wrong.output
     both = _cli(image_lake, "state", "--offset", "1", "--section", "acls", "--brokers")
