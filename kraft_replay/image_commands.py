@@ -239,10 +239,9 @@ def changes(
         parts = PARTS if part is None else tuple(p.strip() for p in part.split(",") if p.strip())
         log = change_log(spark_session(master, remote), Lake(lake), cluster_id, from_offset, to_offset, from_time,
                          to_time, parts)
-        if fmt is OutputFormat.json:
-            from kraft_replay.state_commands import json_items
-
-            echo_lines(json_items(log, CHANGE_FIELDS))
+        if fmt is OutputFormat.json:  # by Python: the log's `entity` is a label, not a quota's entity list
+            echo_lines(json.dumps({name: row[column] for column, name in CHANGE_FIELDS}, ensure_ascii=False)
+                       for row in log.toLocalIterator())
             return
         echo_lines(change_line(row) for row in log.toLocalIterator())
 

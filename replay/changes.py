@@ -195,15 +195,18 @@ def all_changes(spark: SparkSession, lake: Lake, parts: tuple[str, ...] = PARTS)
         schema = ", ".join(f"{c} {t}" for c, t in zip(CHANGE_COLUMNS, (
             "string", "bigint", "bigint", "string", "string", "string", "string", "string", "string", "string"),
             strict=True))
-        return spark.createDataFrame([], schema)
+        return spark.createDataFrame([], schema + ", _rank int")
     changes = frames[0]
     for frame in frames[1:]:
         changes = changes.unionByName(frame)
+    changes = changes.select(*CHANGE_COLUMNS, "_rank")
     if lake.table_exists(METADATA_LOG):  # a removal's record: the log's record at the offset it ends
         log = lake.read(spark, METADATA_LOG).select("cluster_id", "offset", F.col("record_type").alias("logged"))
-        changes = (changes.join(log, ["cluster_id", "offset"], "left")
-                   .withColumn("record_type", F.coalesce("record_type", "logged")).drop("logged"))
-    return changes.select(*CHANGE_COLUMNS, "_rank")
+        removed = F.col("change") == "removed"
+        named = (changes.where(removed).drop("record_type").join(log, ["cluster_id", "offset"], "left")
+                 .withColumnRenamed("logged", "record_type").select(*CHANGE_COLUMNS, "_rank"))
+        changes = changes.where(~removed).unionByName(named)
+    return changes
 
 
 def change_log(spark: SparkSession, lake: Lake, cluster_id: str | None = None, from_offset: int | None = None,

@@ -110,8 +110,9 @@ def part_table(spark: SparkSession, lake: Lake, part: Part, cluster: str) -> Dat
 def image_at(spark: SparkSession, lake: Lake, cluster: str, offset: int) -> dict[str, DataFrame]:
     """Each part as of ``offset`` (a resolved cluster and offset: ``replay.query.state_at`` gives both), sorted
     by its order, by section name."""
-    return {section: as_of(part_table(spark, lake, part, cluster), offset).orderBy(*part.order)
-            for section, part in PARTS.items()}
+    image = {section: as_of(part_table(spark, lake, part, cluster), offset) for section, part in PARTS.items()}
+    return {section: frame.orderBy(*PARTS[section].order) if PARTS[section].order else frame
+            for section, frame in image.items()}
 
 
 def next_producer_id(producer_ids: DataFrame) -> int:

@@ -27,7 +27,8 @@ from replay.store import ANOMALIES, CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
 # ``state --states --format json`` names a state's first offset as the table's SINCE column does.
 MACHINE_STATE_NAMES = {"valid_from_offset": "since"}
 # The broker columns in Kafka's names as RegisterBrokerRecord has them (``endpoints`` is ``endPoints``), and the
-# columns that hold Kafka structs (endpoints, features) with their members' Kafka names: all from the vocabulary.
+# columns that hold Kafka structs (endpoints, features, a client quota's entity) with their members' Kafka names: all
+# from the vocabulary. (So a column named one of these must hold that list wherever ``kafka_struct`` reads it.)
 _BROKER_NAMES = {definition.column: definition.kafka_name for definition in fields()["RegisterBrokerRecord"]}
 _NESTED = {definition.column: definition.nested
            for definition in (*fields()["RegisterBrokerRecord"], *fields()["ClientQuotaRecord"]) if definition.nested}
