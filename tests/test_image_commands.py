@@ -69,7 +69,7 @@ def test_state_tables_for_people(image_lake: Lake, image_log: ImageLog) -> None:
     assert lines[0].startswith(f"cluster {CLUSTER} as of offset {k['pids-1']} (appended ")
     assert k["pids-1"] == 26 and lines[1:] == STATE_TABLE
     topic_only = _ok(image_lake, "state", "--offset", str(k["pids-1"]), "--topic", "orders", "--section", "configs")
-    assert [line.split()[:3] for line in topic_only.splitlines()[3:]] == [["TOPIC:orders", "retention.ms",
+    assert [line.split()[:3] for line in topic_only.splitlines()[4:]] == [["TOPIC:orders", "retention.ms",
                                                                            "86400000"]]
     # --topic without --section: the brokers, the topic's partitions and its configs, none of the other parts
     topic_json = json.loads(_ok(image_lake, "state", "--offset", str(k["pids-1"]), "--topic", "orders",
