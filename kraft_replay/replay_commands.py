@@ -1,6 +1,7 @@
-"""`kraft-replay replay | state | history | diff | sql`: build the history tables and ask them questions.
+"""`kraft-replay replay | state | history | diff | changes | sql`: build the history tables and ask them questions.
 
-``replay``, ``diff`` and ``sql`` are here, ``state`` and ``history`` in ``kraft_replay.state_commands``; every
+``replay``, ``diff`` and ``sql`` are here, ``state`` and ``history`` in ``kraft_replay.state_commands``,
+``changes`` in ``kraft_replay.image_commands``; every
 question is a function of ``replay/``, these commands parse options, call it and format the answer.
 Register with ``for command, epilog in REPLAY_COMMANDS: app.command(epilog=epilog)(command)``.
 Run standalone with ``python -m kraft_replay.replay_commands state --offset 100``.
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from kraft_replay.formatting import format_replay_summary
+from kraft_replay.image_commands import CHANGES_EPILOG, changes
 from kraft_replay.plumbing import (
     ClusterOption,
     FormatOption,
@@ -74,7 +76,8 @@ def replay(
 
 DIFF_EPILOG = ("Examples:\n\n"
                "  kraft-replay diff --from 4870 --to 4926\n\n"
-               "  kraft-replay diff --from 0 --to 5000 --format json | jq -c 'select(.entity == \"broker\")'")
+               "  kraft-replay diff --from 0 --to 5000 --format json | jq -c 'select(.entity == \"broker\")'\n\n"
+               "  kraft-replay diff --from 0 --to 5000 --format json | jq -c 'select(.entity == \"config\")'")
 
 
 def _changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
@@ -95,11 +98,13 @@ def diff(
     master: MasterOption = None,
     remote: RemoteOption = None,
 ) -> None:
-    """What changed between two offsets: brokers, topics and partitions added, removed or changed."""
+    """What changed between two offsets: brokers, topics, partitions, features, controllers, configs, client
+    quotas, ACLs, SCRAM credentials (a new secret shows as a new fingerprint), delegation tokens and producer ids
+    added, removed or changed."""
 
     def run() -> None:
         from lakehouse.lake import Lake
-        from replay.query import diff as state_diff
+        from replay.image_query import image_diff as state_diff
 
         changes = state_diff(spark_session(master, remote), Lake(lake), from_offset, to_offset, cluster_id)
         rows = [(r["entity"], r["key"], r["change"], json.loads(r["before"]) if r["before"] else None,
@@ -119,7 +124,9 @@ def diff(
 # --- sql -----------------------------------------------------------------------------------------
 
 SQL_EPILOG = ("Every lake table is a view: metadata_log, partition_history, broker_history, topic_history, "
-              "replica_history, feature_history, controller_history, replay_anomalies, replay_checkpoints.\n\n"
+              "replica_history, feature_history, controller_history, config_history, client_quota_history, "
+              "acl_history, scram_history, delegation_token_history, producer_id_history, replay_anomalies, "
+              "replay_checkpoints; and `changes`, the change log (as `kraft-replay changes` lists it).\n\n"
               "Examples:\n\n"
               "  kraft-replay sql \"SELECT broker_id, fenced FROM broker_history WHERE valid_to_offset IS NULL\"\n\n"
               "  kraft-replay sql \"SELECT * FROM partition_history WHERE topic_name = 'orders' AND "
@@ -173,7 +180,7 @@ def sql(
 
 REPLAY_COMMANDS: list[tuple[Callable[..., None], str]] = [
     (replay, REPLAY_EPILOG), (state, STATE_EPILOG), (history, HISTORY_EPILOG), (diff, DIFF_EPILOG),
-    (sql, SQL_EPILOG)]
+    (changes, CHANGES_EPILOG), (sql, SQL_EPILOG)]
 
 
 def standalone_app() -> typer.Typer:

@@ -1,5 +1,6 @@
 """`kraft-replay state | history`: the cluster as of an offset or a time, and one partition's versions, with the
-controller's state machines beside them (``--states``).
+controller's state machines beside them (``--states``); the rest of the image (configs, quotas, ACLs, SCRAM,
+tokens, producer ids, features, controllers) through ``kraft_replay.image_commands``.
 
 Register through ``kraft_replay.replay_commands.REPLAY_COMMANDS``. Exit codes as the rest of the CLI.
 """
@@ -12,6 +13,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kraft_replay.image_commands import (
+    ALL_SECTIONS,
+    CLUSTER_SECTIONS,
+    TOPIC_SECTIONS,
+    image_history,
+    image_json_sections,
+    image_questions,
+    image_table_lines,
+    parse_sections,
+)
 from kraft_replay.plumbing import (
     ClusterOption,
     FormatOption,
@@ -52,7 +63,8 @@ STATE_EPILOG = ("Examples:\n\n"
                 "  kraft-replay state --offset 4925\n\n"
                 "  kraft-replay state --time 2026-01-30T17:23:55Z --topic orders --partition 7\n\n"
                 "  kraft-replay state --time '2026-01-30 17:23' --brokers\n\n"
-                "  kraft-replay state --offset 4880 --batch-aligned --format json | jq '.partitions[0]'")
+                "  kraft-replay state --offset 4880 --batch-aligned --format json | jq '.partitions[0]'\n\n"
+                "  kraft-replay state --offset 4925 --section configs,acls")
 
 BROKER_HEADERS = ("BROKER", "EPOCH", "FENCED", "SHUTDOWN", "RACK", "ENDPOINTS", "SINCE", "CAUSE")
 PARTITION_HEADERS = ("TOPIC", "PART", "LEADER", "L.EPOCH", "P.EPOCH", "REPLICAS", "ISR", "ELR", "ADDING",
@@ -80,14 +92,17 @@ def json_items(df: DataFrame, fields: tuple[tuple[str, str], ...]) -> Iterator[s
         yield row["j"]
 
 
-def state_json_lines(cluster_id: str, offset: int, sections: dict[str, Iterator[str]]) -> Iterator[str]:
-    """One JSON object ``{"clusterId", "offset", "brokers": […], "topics": […], "partitions": […]}``,
-    written as it streams: one item per line."""
-    yield "{" + f'"clusterId": {json.dumps(cluster_id)}, "offset": {offset},'
+def state_json_lines(cluster_id: str, offset: int, sections: dict[str, Iterator[str] | str]) -> Iterator[str]:
+    """One JSON object ``{"clusterId", "offset", "brokers": […], "topics": […], "partitions": […], …}``,
+    written as it streams: one item per line (a section given as text is one JSON value: ``producerIds``)."""
+    yield "{" + f'"clusterId": {json.dumps(cluster_id)}, "offset": {offset}' + ("," if sections else "")
     names = list(sections)
     for index, name in enumerate(names):
         items = sections[name]
         closing = "]" + ("," if index < len(names) - 1 else "")
+        if isinstance(items, str):
+            yield f'"{name}": {items}' + closing[1:]
+            continue
         first = next(items, None)
         if first is None:
             yield f'"{name}": []' + closing[1:]
@@ -111,6 +126,10 @@ def state(
     partition: Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition id")] = None,
     brokers: Annotated[bool, typer.Option("--brokers", help="Only the brokers (no topics, no partitions)")]
     = False,
+    section: Annotated[str | None, typer.Option(
+        "--section", help="Only these sections, comma-separated: " + ", ".join(ALL_SECTIONS)
+        + " (default: all; with --topic/--partition: the brokers, the topic, its partitions and configs)")]
+    = None,
     states: Annotated[bool, typer.Option(
         "--states", help="Also each partition's and replica's controller state (OnlinePartition, "
                          "OfflineReplica, ReplicaDeletionIneligible, …)")] = False,
@@ -122,43 +141,65 @@ def state(
     master: MasterOption = None,
     remote: RemoteOption = None,
 ) -> None:
-    """The cluster as of an offset or a time: brokers and partitions (leader, epochs, replicas, ISR, ELR)."""
+    """The cluster as of an offset or a time: brokers and partitions (leader, epochs, replicas, ISR, ELR), and the
+    rest of Kafka's image: features, controllers, configs, client quotas, ACLs, SCRAM credentials (never their
+    secrets), delegation tokens, producer ids."""
 
     def run() -> None:
+        from pyspark.sql import functions as F
+
         from lakehouse.lake import Lake
+        from records.kafka_constants import CONFIG_RESOURCE_TOPIC
+        from replay.image_query import image_at
         from replay.query import BROKER_FIELDS, PARTITION_FIELDS, TOPIC_FIELDS, state_at
 
         if (offset is None) == (time is None):
             usage_error("give exactly one of --offset N or --time ISO8601")
+        if brokers and section is not None:
+            usage_error("give --brokers or --section, not both")
+        sections = parse_sections(section)
+        if section is None and (topic is not None or partition is not None):
+            sections = TOPIC_SECTIONS
         spark, target = spark_session(master, remote), Lake(lake)
         snapshot = state_at(spark, target, offset=offset, time=time, cluster_id=cluster_id,
                             batch_aligned=batch_aligned)
         shown = snapshot.only(topic, partition)
         topics, partitions = shown.topics, shown.partitions
         cluster = snapshot.cluster_id or ""
+        image = image_at(spark, target, cluster, snapshot.offset) if not brokers else {}
+        if topic is not None and image:
+            image["configs"] = image["configs"].where(
+                (F.col("resource_type") == CONFIG_RESOURCE_TOPIC) & (F.col("resource_name") == topic))
         if fmt is OutputFormat.json:
-            sections = {
+            cluster_items = {
                 "brokers": json_items(snapshot.brokers, BROKER_FIELDS),
                 "topics": iter(()) if brokers else json_items(topics, TOPIC_FIELDS),
                 "partitions": iter(()) if brokers else json_items(partitions, PARTITION_FIELDS),
             }
+            items: dict[str, Iterator[str] | str] = {
+                name: cluster_items[name] for name in CLUSTER_SECTIONS if brokers or name in sections}
             if states and not brokers:
-                sections.update(state_machine_json(spark, target, cluster, snapshot.offset, topic, partition))
-            echo_lines(state_json_lines(cluster, snapshot.offset, sections))
+                items.update(state_machine_json(spark, target, cluster, snapshot.offset, topic, partition))
+            if not brokers:
+                items.update(image_json_sections(image, sections))
+            echo_lines(state_json_lines(cluster, snapshot.offset, items))
             return
         where = _appended(spark, target, cluster, snapshot.offset)
-        lines = [f"cluster {cluster} as of offset {snapshot.offset}{where}", ""]
-        broker_rows = [_broker_row(r) for r in snapshot.brokers.toLocalIterator()]
-        lines += [f"brokers ({len(broker_rows)})",
-                  *table_lines(BROKER_HEADERS, broker_rows, right=[True, True, False, False, False, False, True,
-                                                                    False])]
-        if not brokers:
+        lines = [f"cluster {cluster} as of offset {snapshot.offset}{where}"]
+        if brokers or "brokers" in sections:
+            broker_rows = [_broker_row(r) for r in snapshot.brokers.toLocalIterator()]
+            lines += ["", f"brokers ({len(broker_rows)})",
+                      *table_lines(BROKER_HEADERS, broker_rows, right=[True, True, False, False, False, False, True,
+                                                                        False])]
+        if not brokers and "partitions" in sections:
             partition_rows = [_partition_row(r) for r in partitions.toLocalIterator()]
             lines += ["", f"partitions ({len(partition_rows)})",
                       *table_lines(PARTITION_HEADERS, partition_rows,
                                    right=[False, True, True, True, True] + [False] * 5 + [True, False])]
         if states and not brokers:
             lines += state_machine_lines(spark, target, cluster, snapshot.offset, topic, partition)
+        if not brokers:
+            lines += image_table_lines(image, sections)
         echo_lines(lines)
 
     guarded_query(run)
@@ -168,29 +209,63 @@ def state(
 
 HISTORY_EPILOG = ("Examples:\n\n"
                   "  kraft-replay history --topic orders --partition 7\n\n"
-                  "  kraft-replay history --topic __consumer_offsets --partition 0 --format json")
+                  "  kraft-replay history --topic __consumer_offsets --partition 0 --format json\n\n"
+                  "  kraft-replay history --config TOPIC:orders\n\n"
+                  "  kraft-replay history --config BROKER:   (the cluster-wide default broker configs)\n\n"
+                  "  kraft-replay history --acl --resource TOPIC:payments\n\n"
+                  "  kraft-replay history --user alice   (its SCRAM credentials, quotas and ACLs)")
 HISTORY_HEADERS = ("FROM", "TO", "TIME (UTC)", "CAUSE", "RECORD TYPE", "LEADER", "L.EPOCH", "P.EPOCH",
                    "REPLICAS", "ISR", "ELR", "TOPIC ID")
 
 
 def history(
-    topic: Annotated[str, typer.Option("--topic", help="Topic name (every topic id that had it)")],
-    partition: Annotated[int, typer.Option("--partition", min=0, help="Partition id")],
+    topic: Annotated[str | None, typer.Option("--topic", help="Topic name (every topic id that had it)")] = None,
+    partition: Annotated[int | None, typer.Option("--partition", min=0, help="Partition id")] = None,
     states: Annotated[bool, typer.Option(
         "--states", help="Also every state-machine transition of the partition and its replicas")] = False,
+    config: Annotated[str | None, typer.Option(
+        "--config", help="Every config version of a resource: TOPIC:orders, BROKER:1, BROKER: (the cluster "
+                         "default), by Kafka's ConfigResource.Type name")] = None,
+    acl: Annotated[bool, typer.Option("--acl", help="Every ACL version (narrow with --principal, --resource)")]
+    = False,
+    principal: Annotated[str | None, typer.Option("--principal", help="With --acl: only this principal "
+                                                  "(User:alice)")] = None,
+    resource: Annotated[str | None, typer.Option(
+        "--resource", help="With --acl: only ACLs whose resource pattern is exactly TYPE:NAME (TOPIC:payments, "
+                           "by Kafka's ResourceType name)")] = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", help="A user's SCRAM credentials, client quotas (user entity) and ACLs (User:<name>)")] = None,
+    quota: Annotated[bool, typer.Option("--quota", help="Every client-quota version")] = False,
+    token: Annotated[bool, typer.Option("--token", help="Every delegation-token version")] = False,
+    producer_ids: Annotated[bool, typer.Option("--producer-ids", help="Every ProducerIdsRecord's block")]
+    = False,
     fmt: FormatOption = OutputFormat.table,
     lake: LakeOption = None,
     cluster_id: ClusterOption = None,
     master: MasterOption = None,
     remote: RemoteOption = None,
 ) -> None:
-    """Every version of one partition: from/to offsets, the record (offset, time, type) that caused it."""
+    """Every version of one partition, or of a part of the image (a resource's configs, ACLs, a user, quotas,
+    tokens, producer ids): from/to offsets, the record (offset, time, type) that caused it."""
 
     def run() -> None:
         from lakehouse.lake import Lake
         from replay.query import PARTITION_FIELDS, iso_ms, kafka_fields
         from replay.query import history as partition_history
 
+        asked = [topic is not None or partition is not None, config is not None, acl, user is not None, quota,
+                 token, producer_ids]
+        if sum(asked) != 1:
+            usage_error("ask one thing: --topic T --partition N, --config TYPE:NAME, --acl, --user NAME, --quota, "
+                        "--token or --producer-ids")
+        if (principal is not None or resource is not None) and not acl:
+            usage_error("--principal and --resource narrow --acl")
+        if not asked[0]:
+            image_history(image_questions(spark_session(master, remote), Lake(lake), cluster_id, config, acl,
+                                          principal, resource, user, quota, token, producer_ids), fmt)
+            return
+        if topic is None or partition is None:
+            usage_error("a partition's history needs both --topic and --partition")
         versions = partition_history(spark_session(master, remote), Lake(lake), topic, partition, cluster_id)
         if fmt is OutputFormat.json:
             extra = kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",

@@ -29,22 +29,27 @@ FENCING_CODES = (FENCE, NONE, UNFENCE)
 IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN = {IN_CONTROLLED_SHUTDOWN: True}  # ...InControlledShutdownChange.asBoolean
 IN_CONTROLLED_SHUTDOWN_CODES = (NONE, IN_CONTROLLED_SHUTDOWN)
 
-# ConfigResource.Type's ids (Kafka 4.4; 3.9 lacks GROUP): ``ConfigResource.Type.forId`` maps any other id to UNKNOWN
+# The codes of the enums the image parts carry, and the names Kafka prints for them (each enum's ``id()``/``code()``
+# → its name, read from kafka-clients 4.4.0; tests/test_kafka_constants.py asks the jar). A code not listed is what
+# the enum's ``forId``/``fromCode``/``fromType`` call UNKNOWN, code 0: what the image keeps (``StandardAcl.fromRecord``)
+UNKNOWN = "UNKNOWN"
+# ConfigResource.Type (Kafka 4.4; 3.9 lacks GROUP)
 CONFIG_RESOURCE_UNKNOWN = 0  # ConfigResource.Type.UNKNOWN
+CONFIG_RESOURCE_TYPES = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_BROKER = 2, 4  # ConfigResource.Type.TOPIC, BROKER (an empty name: the default)
-CONFIG_RESOURCE_TYPES = (2, 4, 8, 16, 32)  # TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP
-
-# The ACL enums' codes (Kafka 4.4; 3.9 lacks AclOperation.TWO_PHASE_COMMIT): each ``fromCode`` maps any other code
-# to its UNKNOWN, code 0, which is what the image keeps (``StandardAcl.fromRecord``)
+# The ACL enums (Kafka 4.4; 3.9 lacks AclOperation.TWO_PHASE_COMMIT)
 ACL_UNKNOWN = 0  # ResourceType, PatternType, AclOperation and AclPermissionType UNKNOWN
-ACL_RESOURCE_TYPES = tuple(range(8))  # ResourceType: UNKNOWN, ANY, TOPIC, GROUP, CLUSTER, ... DELEGATION_TOKEN, USER
-ACL_PATTERN_TYPES = tuple(range(5))  # PatternType: UNKNOWN, ANY, MATCH, LITERAL, PREFIXED
-ACL_OPERATIONS = tuple(range(16))  # AclOperation: UNKNOWN, ANY, ALL, READ, ... DESCRIBE_TOKENS, TWO_PHASE_COMMIT
-ACL_PERMISSION_TYPES = tuple(range(4))  # AclPermissionType: UNKNOWN, ANY, DENY, ALLOW
-
-# ScramMechanism's types: ``ScramMechanism.fromType`` maps any other type to UNKNOWN (0)
+ACL_RESOURCE_TYPES = {1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID", 6: "DELEGATION_TOKEN",
+                      7: "USER"}  # org.apache.kafka.common.resource.ResourceType
+PATTERN_TYPES = {1: "ANY", 2: "MATCH", 3: "LITERAL", 4: "PREFIXED"}  # PatternType
+ACL_OPERATIONS = {1: "ANY", 2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER", 8: "DESCRIBE",
+                  9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS", 12: "IDEMPOTENT_WRITE",
+                  13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"}  # AclOperation
+ACL_PERMISSION_TYPES = {1: "ANY", 2: "DENY", 3: "ALLOW"}  # AclPermissionType
+# ScramMechanism: mechanismName() by type()
 SCRAM_UNKNOWN = 0  # ScramMechanism.UNKNOWN
-SCRAM_MECHANISMS = (1, 2)  # SCRAM_SHA_256, SCRAM_SHA_512
+SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+USER_PRINCIPAL_TYPE = "User"  # KafkaPrincipal.USER_TYPE: an ACL's principal is "User:alice"
 
 # ProducerIdsImage.EMPTY: the next producer id before any ProducerIdsRecord
 NO_PRODUCER_ID = -1

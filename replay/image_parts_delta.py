@@ -17,19 +17,19 @@ Checked against Kafka 4.4.0 and 3.9.2 (their sources and jars; tests/test_kafka_
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from records.kafka_constants import (
     ACL_OPERATIONS,
-    ACL_PATTERN_TYPES,
     ACL_PERMISSION_TYPES,
     ACL_RESOURCE_TYPES,
     ACL_UNKNOWN,
     CONFIG_RESOURCE_TOPIC,
     CONFIG_RESOURCE_TYPES,
     CONFIG_RESOURCE_UNKNOWN,
+    PATTERN_TYPES,
     PRINCIPAL_FORMAT,
     SCRAM_MECHANISMS,
     SCRAM_UNKNOWN,
@@ -136,7 +136,7 @@ def _record(entry: LogEntry) -> MetadataRecord:
     return cast(MetadataRecord, entry.record)
 
 
-def _code(value: int, known: tuple[int, ...], unknown: int) -> int:
+def _code(value: int, known: Mapping[int, str], unknown: int) -> int:
     """Kafka's ``fromCode``/``forId``/``fromType``: a code it does not know is its UNKNOWN."""
     return value if value in known else unknown
 
@@ -214,7 +214,7 @@ def standard_acl(record: MetadataRecord) -> Acl:
     return Acl(id=uuid_to_str(data["id"]),
                resource_type=_code(data["resourceType"], ACL_RESOURCE_TYPES, ACL_UNKNOWN),
                resource_name=data["resourceName"],
-               pattern_type=_code(data["patternType"], ACL_PATTERN_TYPES, ACL_UNKNOWN),
+               pattern_type=_code(data["patternType"], PATTERN_TYPES, ACL_UNKNOWN),
                principal=data["principal"], host=data["host"],
                operation=_code(data["operation"], ACL_OPERATIONS, ACL_UNKNOWN),
                permission_type=_code(data["permissionType"], ACL_PERMISSION_TYPES, ACL_UNKNOWN))

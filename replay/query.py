@@ -27,10 +27,11 @@ from replay.store import ANOMALIES, CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
 # ``state --states --format json`` names a state's first offset as the table's SINCE column does.
 MACHINE_STATE_NAMES = {"valid_from_offset": "since"}
 # The broker columns in Kafka's names as RegisterBrokerRecord has them (``endpoints`` is ``endPoints``), and the
-# columns that hold Kafka structs (endpoints, features) with their members' Kafka names: all from the vocabulary.
+# columns that hold Kafka structs (endpoints, features, a client quota's entity) with their members' Kafka names: all
+# from the vocabulary. (So a column named one of these must hold that list wherever ``kafka_struct`` reads it.)
 _BROKER_NAMES = {definition.column: definition.kafka_name for definition in fields()["RegisterBrokerRecord"]}
-_NESTED = {definition.column: definition.nested for definition in fields()["RegisterBrokerRecord"]
-           if definition.nested}
+_NESTED = {definition.column: definition.nested
+           for definition in (*fields()["RegisterBrokerRecord"], *fields()["ClientQuotaRecord"]) if definition.nested}
 
 
 def kafka_fields(*columns: str, names: dict[str, str] | None = None) -> tuple[tuple[str, str], ...]:
@@ -226,7 +227,8 @@ def history(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster
 
 
 def _nested(column: str) -> Column:
-    """An array of Kafka structs (endpoints, features) with its members under their Kafka names."""
+    """An array of Kafka structs (endpoints, features, a quota's entity) with its members under their Kafka
+    names."""
     return F.transform(F.col(column), lambda element: F.struct(
         *[element[column_name(member)].alias(member) for member in _NESTED[column]]))
 
@@ -244,7 +246,10 @@ def kafka_json(fields: tuple[tuple[str, str], ...]) -> Column:
 # --- diff ----------------------------------------------------------------------------------------
 
 DIFF_COLUMNS = ("entity", "key", "change", "before", "after")
-_ENTITY_RANK = {"broker": 0, "topic": 1, "partition": 2}
+# the order of the parts in a diff: these three, then the rest of the image (replay.image_query.PARTS)
+_ENTITY_RANK = {name: rank for rank, name in enumerate((
+    "broker", "topic", "partition", "feature", "controller", "config", "clientQuota", "acl", "scramCredential",
+    "delegationToken", "producerIds"))}
 
 
 def _side(df: DataFrame, keys: tuple[str, ...], fields: tuple[tuple[str, str], ...], label: Column,
@@ -253,11 +258,12 @@ def _side(df: DataFrame, keys: tuple[str, ...], fields: tuple[tuple[str, str], .
                      kafka_json(fields).alias("json"))
 
 
-def _entity_diff(entity: str, before: DataFrame, after: DataFrame, keys: tuple[str, ...],
+def entity_diff(entity: str, before: DataFrame, after: DataFrame, keys: tuple[str, ...],
                  fields: tuple[tuple[str, str], ...], label: Column, sort: tuple[Column, ...]) -> DataFrame:
     earlier = _side(before, keys, fields, label, sort).alias("b")
     later = _side(after, keys, fields, label, sort).alias("a")
-    joined = earlier.join(later, [F.col(f"b.{k}") == F.col(f"a.{k}") for k in keys], "full_outer")
+    # null-safe: a client-quota entity's default names are nulls, and equal
+    joined = earlier.join(later, [F.col(f"b.{k}").eqNullSafe(F.col(f"a.{k}")) for k in keys], "full_outer")
     change = (F.when(F.col("b.json").isNull(), "added").when(F.col("a.json").isNull(), "removed")
               .when(F.col("b.json") != F.col("a.json"), "changed"))
     return joined.select(
@@ -268,24 +274,27 @@ def _entity_diff(entity: str, before: DataFrame, after: DataFrame, keys: tuple[s
     ).where(F.col("change").isNotNull())
 
 
-def diff(spark: SparkSession, lake: Lake, from_offset: int, to_offset: int, cluster_id: str | None = None
-         ) -> DataFrame:
+def diff(spark: SparkSession, lake: Lake, from_offset: int, to_offset: int, cluster_id: str | None = None,
+         ordered: bool = True) -> DataFrame:
     """What changed between offsets ``from_offset`` and ``to_offset``: one row per broker, topic or partition
     added, removed or changed, with its state before and after as Kafka-JSON text (``entity, key, change, before,
-    after``)."""
+    after``). ``replay.image_query.image_diff`` adds the rest of the image; ``ordered=False`` leaves the rows
+    unsorted, with their sort columns (``_rank``, ``_sort0``…), for it."""
     cluster = resolve_cluster(spark, lake, cluster_id)
     before = state_at(spark, lake, offset=from_offset, cluster_id=cluster)
     after = state_at(spark, lake, offset=to_offset, cluster_id=cluster)
-    brokers = _entity_diff("broker", before.brokers, after.brokers, ("broker_id",), BROKER_FIELDS,
+    brokers = entity_diff("broker", before.brokers, after.brokers, ("broker_id",), BROKER_FIELDS,
                            F.col("broker_id").cast("string"),
                            (F.lit(""), F.col("broker_id").cast("long"), F.lit("")))
-    topics = _entity_diff("topic", before.topics, after.topics, ("topic_id",), TOPIC_FIELDS,
+    topics = entity_diff("topic", before.topics, after.topics, ("topic_id",), TOPIC_FIELDS,
                           F.col("name"), (F.col("name"), F.lit(0).cast("long"), F.col("topic_id")))
     label = F.concat_ws("-", F.coalesce("topic_name", "topic_id"), F.col("partition_id").cast("string"))
-    partitions = _entity_diff("partition", before.partitions, after.partitions, ("topic_id", "partition_id"),
+    partitions = entity_diff("partition", before.partitions, after.partitions, ("topic_id", "partition_id"),
                               PARTITION_FIELDS, label,
                               (F.col("topic_name"), F.col("partition_id").cast("long"), F.col("topic_id")))
     both = brokers.unionByName(topics).unionByName(partitions)
+    if not ordered:
+        return both
     return both.orderBy("_rank", "_sort0", "_sort1", "_sort2", "change").select(*DIFF_COLUMNS)
 
 
@@ -298,23 +307,30 @@ def register_views(spark: SparkSession, lake: Lake, cluster_id: str | None = Non
 
     On delta-spark they are the catalog's tables ``kraft.<name>`` (``Lake.register``; the current database), so
     Delta's time travel, ``DESCRIBE HISTORY`` and ``table_changes`` work by name too. With ``cluster_id`` (or on
-    delta-rs) a temporary view per table shows only that cluster's rows (time travel: ``kraft.<name>``)."""
+    delta-rs) a temporary view per table shows only that cluster's rows (time travel: ``kraft.<name>``).
+    ``changes``, the change log (``replay.changes``), is a temporary view over the history tables."""
+    from replay.changes import CHANGE_COLUMNS, CHANGES_VIEW, all_changes
+
+    log = all_changes(spark, lake)
+    if cluster_id is not None:
+        log = log.where(F.col("cluster_id") == cluster_id)
+    log.select(*CHANGE_COLUMNS).createOrReplaceTempView(CHANGES_VIEW)
     registered = lake.register(spark)
     if cluster_id is None and registered:
         names = registered
         for name in names:
             spark.catalog.dropTempView(name)  # a view of an earlier call would hide the table
-        return names
+        return [*names, CHANGES_VIEW]
     names = lake.table_names()
     for name in names:
         df = lake.read(spark, name)
         if cluster_id is not None and "cluster_id" in df.columns:
             df = df.where(F.col("cluster_id") == cluster_id)
         df.createOrReplaceTempView(name)
-    return names
+    return [*names, CHANGES_VIEW]
 
 
 __all__ = ["ANOMALIES", "BROKER_FIELDS", "DIFF_COLUMNS", "HISTORY_TABLES", "MACHINE_STATE_NAMES", "PARTITION_FIELDS",
-           "TOPIC_FIELDS", "ClusterState", "QueryError", "as_of",
-           "clusters", "diff", "history", "iso_ms", "kafka_fields", "kafka_json", "kafka_struct", "parse_time",
-           "register_views", "resolve_cluster", "resolve_offset", "state_at", "to_epoch_ms"]
+           "TOPIC_FIELDS", "ClusterState", "QueryError", "as_of", "clusters", "diff", "entity_diff", "history",
+           "iso_ms", "kafka_fields", "kafka_json", "kafka_struct", "parse_time", "register_views",
+           "resolve_cluster", "resolve_offset", "state_at", "to_epoch_ms"]

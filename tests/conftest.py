@@ -107,3 +107,19 @@ def increments(spark: SparkSession, stories: dict[str, Any], tmp_path_factory: p
     from tests import state_machines_support
 
     return state_machines_support.increments(spark, stories, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def image_log() -> Any:
+    """The log of every image part (tests/image_lake_support.py)."""
+    from tests import image_lake_support
+
+    return image_lake_support.image_log()
+
+
+@pytest.fixture(scope="session")
+def image_lake(spark: SparkSession, image_log: Any, tmp_path_factory: pytest.TempPathFactory) -> Lake:
+    """That log replayed, with the six tables of issue 19 beside the replay's (tests/image_lake_support.py)."""
+    from tests import image_lake_support
+
+    return image_lake_support.lake(spark, image_log, tmp_path_factory)

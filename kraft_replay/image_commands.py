@@ -1,0 +1,271 @@
+"""The rest of Kafka's image in `state`, `history` and the `changes` command: features, controllers, configs,
+client quotas, ACLs, SCRAM credentials, delegation tokens and producer ids.
+
+The questions are ``replay.image_query`` and ``replay.changes``; this module formats them: Kafka's JSON names
+for tools, Kafka's enum names (``records.kafka_constants``: TOPIC, ALLOW, WRITE, LITERAL, SCRAM-SHA-256…) in the
+tables for people. No secret is in the lake: a redacted config value reads ``(redacted)``; a secret's
+fingerprint (not the secret) shows which versions hold the same one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kraft_replay.plumbing import (
+    ClusterOption,
+    FormatOption,
+    LakeOption,
+    MasterOption,
+    OutputFormat,
+    RemoteOption,
+    echo_lines,
+    guarded_query,
+    spark_session,
+    table_lines,
+    usage_error,
+)
+from records.kafka_constants import (
+    ACL_OPERATIONS,
+    ACL_PERMISSION_TYPES,
+    ACL_RESOURCE_TYPES,
+    CONFIG_RESOURCE_TYPES,
+    PATTERN_TYPES,
+    SCRAM_MECHANISMS,
+    UNKNOWN,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lakehouse.lake import Lake
+
+# state's sections, in output order: the ones it always had, then the rest of the image (replay.image_query.PARTS)
+CLUSTER_SECTIONS = ("brokers", "topics", "partitions")
+IMAGE_SECTIONS = ("features", "controllers", "configs", "clientQuotas", "acls", "scramCredentials",
+                  "delegationTokens", "producerIds")
+ALL_SECTIONS = (*CLUSTER_SECTIONS, *IMAGE_SECTIONS)
+TOPIC_SECTIONS = (*CLUSTER_SECTIONS, "configs")  # what `state --topic T` shows unless --section says otherwise
+FINGERPRINT_SHOWN = 12  # hex digits of a secret's fingerprint a table shows: enough to tell two apart
+
+
+def parse_sections(text: str | None) -> tuple[str, ...]:
+    """``configs,acls`` → those sections in output order (any case); all of them without ``--section``."""
+    if text is None:
+        return ALL_SECTIONS
+    by_lower = {name.lower(): name for name in ALL_SECTIONS}
+    wanted = {part.strip().lower() for part in text.split(",") if part.strip()}
+    unknown = sorted(wanted - set(by_lower))
+    if unknown or not wanted:
+        usage_error(f"unknown --section {', '.join(unknown) or repr(text)}: the sections are "
+                    f"{', '.join(ALL_SECTIONS)}")
+    return tuple(name for name in ALL_SECTIONS if name.lower() in wanted)
+
+
+def _named(names: dict[int, str], code: int | None) -> str:
+    return "" if code is None else names.get(code, UNKNOWN)
+
+
+def config_resource(resource_type: int | None, resource_name: str | None) -> str:
+    """``TOPIC:orders``, ``BROKER:1``, ``BROKER:`` (the cluster default): as ``history --config`` takes it."""
+    return f"{_named(CONFIG_RESOURCE_TYPES, resource_type)}:{resource_name or ''}"
+
+
+def quota_entity(entity: list[Any] | None) -> str:
+    from replay.changes import DEFAULT_ENTITY
+
+    return ",".join(f"{e['entity_type']}={DEFAULT_ENTITY if e['entity_name'] is None else e['entity_name']}"
+                    for e in entity or [])
+
+
+def _fingerprint(value: str | None) -> str:
+    return "" if value is None else value[:FINGERPRINT_SHOWN] + "…"
+
+
+def _iso(epoch_ms: int | None) -> str:
+    from replay.query import iso_ms
+
+    return iso_ms(epoch_ms)
+
+
+# Each part's table columns for people: the headers and a row's cells (state adds SINCE and CAUSE, history FROM,
+# TO, TIME and the record before them).
+_COLUMNS: dict[str, tuple[tuple[str, ...], Callable[[Any], list[Any]]]] = {
+    "features": (("FEATURE", "LEVEL"), lambda r: [r["feature"], r["level"]]),
+    "controllers": (("CONTROLLER", "INCARNATION", "ENDPOINTS"), lambda r: [
+        r["controller_id"], r["incarnation_id"],
+        [f"{e['name']}://{e['host']}:{e['port']}" for e in (r["endpoints"] or [])]]),
+    "configs": (("RESOURCE", "NAME", "VALUE", "FINGERPRINT"), lambda r: [
+        config_resource(r["resource_type"], r["resource_name"]), r["name"], r["value"],
+        _fingerprint(r["value_fingerprint"])]),
+    "clientQuotas": (("ENTITY", "KEY", "VALUE"), lambda r: [quota_entity(r["entity"]), r["key"], r["value"]]),
+    "acls": (("PRINCIPAL", "PERMISSION", "OPERATION", "RESOURCE", "PATTERN", "HOST", "ID"), lambda r: [
+        r["principal"], _named(ACL_PERMISSION_TYPES, r["permission_type"]), _named(ACL_OPERATIONS, r["operation"]),
+        f"{_named(ACL_RESOURCE_TYPES, r['resource_type'])}:{r['resource_name']}",
+        _named(PATTERN_TYPES, r["pattern_type"]), r["host"], r["id"]]),
+    "scramCredentials": (("USER", "MECHANISM", "ITERATIONS", "FINGERPRINT"), lambda r: [
+        r["name"], _named(SCRAM_MECHANISMS, r["mechanism"]), r["iterations"],
+        _fingerprint(r["credential_fingerprint"])]),
+    "delegationTokens": (("TOKEN ID", "OWNER", "REQUESTER", "RENEWERS", "ISSUED", "MAX", "EXPIRES"), lambda r: [
+        r["token_id"], r["owner"], r["requester"], r["renewers"], _iso(r["issue_timestamp"]),
+        _iso(r["max_timestamp"]), _iso(r["expiration_timestamp"])]),
+    "producerIds": (("NEXT PRODUCER ID", "BROKER", "BROKER EPOCH"), lambda r: [
+        r["next_producer_id"], r["broker_id"], r["broker_epoch"]]),
+}
+
+
+def image_table_lines(image: dict[str, DataFrame], sections: tuple[str, ...]) -> list[str]:
+    """The image's parts among ``sections`` as tables, each under ``name (count)``."""
+    from replay.image_query import NO_PRODUCER_ID
+
+    lines: list[str] = []
+    for section in sections:
+        if section not in IMAGE_SECTIONS:
+            continue
+        headers, cells = _COLUMNS[section]
+        rows = [[*cells(r), r["valid_from_offset"], r["cause_type"]] for r in image[section].toLocalIterator()]
+        if section == "producerIds":
+            lines += ["", f"producerIds: nextProducerId {rows[0][0] if rows else NO_PRODUCER_ID}"
+                      + (f" (since offset {rows[0][-2]}, {rows[0][-1]})" if rows else " (no ProducerIdsRecord yet)")]
+            continue
+        lines += ["", f"{section} ({len(rows)})"]
+        if rows:
+            lines += table_lines((*headers, "SINCE", "CAUSE"), rows)
+    return lines
+
+
+def image_json_sections(image: dict[str, DataFrame], sections: tuple[str, ...]) -> dict[str, Iterator[str] | str]:
+    """The image's parts among ``sections`` in Kafka's JSON names (``producerIds`` an object, the rest lists)."""
+    from kraft_replay.state_commands import json_items
+    from replay.image_query import PARTS, next_producer_id
+
+    out: dict[str, Iterator[str] | str] = {}
+    for section in sections:
+        if section == "producerIds":
+            out[section] = json.dumps({"nextProducerId": next_producer_id(image[section])})
+        elif section in IMAGE_SECTIONS:
+            out[section] = json_items(image[section], PARTS[section].fields)
+    return out
+
+
+# --- history of a part ---------------------------------------------------------------------------
+
+PART_HISTORY_HEAD = ("FROM", "TO", "TIME (UTC)", "CAUSE", "RECORD TYPE")
+
+
+def part_history_lines(section: str, versions: DataFrame, title: str) -> list[str]:
+    """One part's versions as a table, oldest first, under ``title: N version(s)``."""
+    headers, cells = _COLUMNS[section]
+    rows = [[r["valid_from_offset"], r["valid_to_offset"], _iso(r["valid_from_time_ms"]), r["cause_offset"],
+             r["cause_type"], *cells(r)] for r in versions.toLocalIterator()]
+    lines = [f"{title}: {len(rows)} version(s); TO empty = still current"]
+    return lines + list(table_lines((*PART_HISTORY_HEAD, *headers), rows)) if rows else lines
+
+
+def part_history_json(section: str, versions: DataFrame) -> Iterator[str]:
+    """One JSON object per version: ``"part"`` (the state section it belongs to), the part's Kafka fields (a
+    secret's fingerprint too), the interval."""
+    from pyspark.sql import functions as F
+
+    from kraft_replay.state_commands import json_items
+    from replay.image_query import FINGERPRINTS, INTERVAL_FIELDS, PARTS
+    from replay.query import kafka_fields
+
+    secret = kafka_fields(FINGERPRINTS[section]) if section in FINGERPRINTS else ()
+    return json_items(versions.withColumn("part", F.lit(section)),
+                      (("part", "part"), *PARTS[section].fields, *secret, *INTERVAL_FIELDS))
+
+
+def image_history(questions: dict[str, tuple[str, DataFrame]], fmt: OutputFormat) -> None:
+    """Print each (section → (title, versions)) asked; a question nothing answers is a usage error."""
+    if fmt is OutputFormat.json:
+        for section, (_, versions) in questions.items():
+            echo_lines(part_history_json(section, versions))
+        return
+    lines: list[str] = []
+    for section, (title, versions) in questions.items():
+        lines += [*([""] if lines else []), *part_history_lines(section, versions, title)]
+    echo_lines(lines)
+
+
+# --- changes -------------------------------------------------------------------------------------
+
+CHANGES_EPILOG = ("Who made a change is not in the log: KRaft's records say what changed, not which client or "
+                  "principal asked for it (see the brokers' request and authorizer logs).\n\n"
+                  "Examples:\n\n"
+                  "  kraft-replay changes --from 8000 --to 9000\n\n"
+                  "  kraft-replay changes --from 2026-03-02T10:00Z --part config,acl\n\n"
+                  "  kraft-replay changes --format json | jq -c 'select(.part == \"scramCredential\")'")
+ARROW = "→"
+NOTHING = "(none)"  # the side of an addition or a removal that has no value
+
+
+def change_line(row: Any) -> str:
+    """``offset 8812 2026-03-02T10:14:03.120Z topic orders retention.ms 604800000 → 86400000 (ConfigRecord)``."""
+    what = " ".join(text for text in (row["entity"], row["key"]) if text)
+    old = NOTHING if row["old_value"] is None else row["old_value"]
+    new = NOTHING if row["new_value"] is None else row["new_value"]
+    record = f" ({row['record_type']})" if row["record_type"] else ""
+    return f"offset {row['offset']} {_iso(row['time_ms'])} {what} {old} {ARROW} {new}{record}"
+
+
+def changes(
+    since: Annotated[str | None, typer.Option(
+        "--from", help="The first offset, or an ISO-8601 time (naive = UTC), to list changes from (inclusive)")]
+    = None,
+    until: Annotated[str | None, typer.Option(
+        "--to", help="The last offset, or an ISO-8601 time, to list changes to (inclusive)")] = None,
+    part: Annotated[str | None, typer.Option(
+        "--part", help="Only these parts, comma-separated: config, clientQuota, acl, scramCredential, "
+                       "delegationToken, producerIds, feature, controller, topic, broker, partition")] = None,
+    fmt: FormatOption = OutputFormat.table,
+    lake: LakeOption = None,
+    cluster_id: ClusterOption = None,
+    master: MasterOption = None,
+    remote: RemoteOption = None,
+) -> None:
+    """Every change to the image between two offsets or times: what, old value → new value, offset, time and
+    record type. Who made it is not in the log."""
+
+    def run() -> None:
+        from lakehouse.lake import Lake
+        from replay.changes import CHANGE_FIELDS, PARTS, bound, change_log
+
+        from_offset, from_time = bound(since)
+        to_offset, to_time = bound(until)
+        parts = PARTS if part is None else tuple(p.strip() for p in part.split(",") if p.strip())
+        log = change_log(spark_session(master, remote), Lake(lake), cluster_id, from_offset, to_offset, from_time,
+                         to_time, parts)
+        if fmt is OutputFormat.json:  # by Python: the log's `entity` is a label, not a quota's entity list
+            echo_lines(json.dumps({name: row[column] for column, name in CHANGE_FIELDS}, ensure_ascii=False)
+                       for row in log.toLocalIterator())
+            return
+        echo_lines(change_line(row) for row in log.toLocalIterator())
+
+    guarded_query(run)
+
+
+IMAGE_COMMANDS: list[tuple[Callable[..., None], str]] = [(changes, CHANGES_EPILOG)]
+
+
+def image_questions(spark: SparkSession, lake: Lake, cluster_id: str | None, config: str | None, acl: bool,
+                    principal: str | None, resource: str | None, user: str | None, quota: bool, token: bool,
+                    producer_ids: bool) -> dict[str, tuple[str, DataFrame]]:
+    """``history``'s question about the image, as (state section → (title, versions))."""
+    from replay.image_query import acl_history, config_history, part_history, user_history
+
+    if config is not None:
+        return {"configs": (f"configs of {config}", config_history(spark, lake, config, cluster_id))}
+    if acl:
+        narrowed = " ".join(text for text in (principal, resource) if text)
+        return {"acls": (f"ACLs{' of ' + narrowed if narrowed else ''}",
+                         acl_history(spark, lake, principal, resource, cluster_id))}
+    if user is not None:
+        return {section: (f"{section} of user {user}", versions)
+                for section, versions in user_history(spark, lake, user, cluster_id).items()}
+    section = "clientQuotas" if quota else "delegationTokens" if token else "producerIds"
+    assert quota or token or producer_ids
+    return {section: (section, part_history(spark, lake, section, cluster_id=cluster_id))}

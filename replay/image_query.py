@@ -1,0 +1,261 @@
+"""Questions to the rest of Kafka's ``MetadataImage`` (issue 19): features, controllers, configs, client quotas,
+ACLs, SCRAM credentials, delegation tokens and producer ids, as of an offset, their history and a diff.
+
+Each part is one history table (``lakehouse.tables``) read by the one "as of offset N" rule of
+``replay.query.as_of``; its JSON names are Kafka's (``records.vocabulary``) and its lists are sorted by the
+part's key, so the same lake always gives the same answer. A lake replayed before a part existed has no table for
+it: the part reads empty until ``kraft-replay replay --full`` writes it. No secret is in these tables (the
+ingest redacts them, ``records.redaction``); a redacted value keeps its fingerprint, which the diff compares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse.lake import Lake
+from lakehouse.tables import (
+    ACL_HISTORY,
+    CLIENT_QUOTA_HISTORY,
+    CONFIG_HISTORY,
+    CONTROLLER_HISTORY,
+    DELEGATION_TOKEN_HISTORY,
+    FEATURE_HISTORY,
+    IMAGE_SCHEMAS,
+    PRODUCER_ID_HISTORY,
+    REPLAY_SCHEMAS,
+    SCRAM_HISTORY,
+)
+from records.kafka_constants import (
+    ACL_RESOURCE_TYPES,
+    CLIENT_QUOTA_USER,
+    CONFIG_RESOURCE_TYPES,
+    SCRAM_MECHANISMS,
+    UNKNOWN,
+    USER_PRINCIPAL_TYPE,
+)
+from records.vocabulary import fields
+from replay.query import (
+    QueryError,
+    as_of,
+    diff,
+    entity_diff,
+    history_table,
+    kafka_fields,
+    resolve_cluster,
+    resolve_offset,
+)
+
+# FeatureLevelRecord's names for feature_history's columns (feature → name, level → featureLevel)
+_FEATUREnameS = {definition.column: definition.kafka_name for definition in fields()["FeatureLevelRecord"]}
+NO_PRODUCER_ID = -1  # ProducerIdsImage.EMPTY: nextProducerId before any ProducerIdsRecord
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of the image: its section name in ``state --format json`` (Kafka's image name), what one entry
+    is called (``diff``, ``changes``), the history table, the key of one entry, the fields shown (column, Kafka
+    name) and the order of a list."""
+
+    section: str
+    entity: str
+    table: str
+    key: tuple[str, ...]
+    fields: tuple[tuple[str, str], ...]
+    order: tuple[str, ...]
+
+
+PARTS: dict[str, Part] = {part.section: part for part in (
+    Part("features", "feature", FEATURE_HISTORY, ("feature",),
+         kafka_fields("feature", "level", names=_FEATUREnameS), ("feature",)),
+    Part("controllers", "controller", CONTROLLER_HISTORY, ("controller_id",),
+         kafka_fields("controller_id", "incarnation_id", "zk_migration_ready", "endpoints", "features"),
+         ("controller_id",)),
+    Part("configs", "config", CONFIG_HISTORY, ("resource_type", "resource_name", "name"),
+         kafka_fields("resource_type", "resource_name", "name", "value"), ("resource_type", "resource_name", "name")),
+    Part("clientQuotas", "clientQuota", CLIENT_QUOTA_HISTORY, ("entity", "key"),
+         kafka_fields("entity", "key", "value"), ("entity", "key")),
+    Part("acls", "acl", ACL_HISTORY, ("id",),
+         kafka_fields("id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+                      "permission_type"),
+         ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type",
+          "id")),
+    Part("scramCredentials", "scramCredential", SCRAM_HISTORY, ("name", "mechanism"),
+         kafka_fields("name", "mechanism", "iterations"), ("name", "mechanism")),
+    Part("delegationTokens", "delegationToken", DELEGATION_TOKEN_HISTORY, ("token_id",),
+         kafka_fields("token_id", "owner", "requester", "renewers", "issue_timestamp", "max_timestamp",
+                      "expiration_timestamp"),
+         ("token_id",)),
+    Part("producerIds", "producerIds", PRODUCER_ID_HISTORY, (), kafka_fields("next_producer_id"), ()),
+)}
+SECTIONS = tuple(PARTS)
+# What a diff also compares where the part keeps a secret's fingerprint: a new secret is a change.
+FINGERPRINTS = {"configs": "value_fingerprint", "scramCredentials": "credential_fingerprint"}
+INTERVAL_FIELDS = kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
+                               "cause_offset", "cause_type")
+
+
+def part_table(spark: SparkSession, lake: Lake, part: Part, cluster: str) -> DataFrame:
+    """Every version of ``part`` in ``cluster``; no rows when the lake has no table for it yet."""
+    if lake.table_exists(part.table):
+        return history_table(spark, lake, part.table, cluster)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = REPLAY_SCHEMAS.get(part.table) or IMAGE_SCHEMAS[part.table]
+    return spark.createDataFrame([], from_arrow_schema(schema))
+
+
+def image_at(spark: SparkSession, lake: Lake, cluster: str, offset: int) -> dict[str, DataFrame]:
+    """Each part as of ``offset`` (a resolved cluster and offset: ``replay.query.state_at`` gives both), sorted
+    by its order, by section name."""
+    image = {section: as_of(part_table(spark, lake, part, cluster), offset) for section, part in PARTS.items()}
+    return {section: frame.orderBy(*PARTS[section].order) if PARTS[section].order else frame
+            for section, frame in image.items()}
+
+
+def next_producer_id(producer_ids: DataFrame) -> int:
+    """The image's ``nextProducerId``: the one row's, or -1 before any ProducerIdsRecord."""
+    row = producer_ids.select("next_producer_id").first()
+    return NO_PRODUCER_ID if row is None or row["next_producer_id"] is None else int(row["next_producer_id"])
+
+
+# --- the resources people name -------------------------------------------------------------------
+
+
+def _code(names: dict[int, str], text: str, what: str) -> int:
+    wanted = text.strip().upper()
+    for code, name in names.items():
+        if name == wanted:
+            return code
+    raise QueryError(f"unknown {what} {text!r}: one of {', '.join(names.values())}")
+
+
+def parse_resource(text: str, names: dict[int, str] = CONFIG_RESOURCE_TYPES, what: str = "config resource type"
+                   ) -> tuple[int, str]:
+    """``TOPIC:orders`` → (2, "orders"); ``BROKER:1``; ``BROKER:`` is the cluster default (an empty name).
+    The type is Kafka's name of it (``ConfigResource.Type``; for ACLs ``ResourceType``)."""
+    kind, colon, name = text.partition(":")
+    if not colon:
+        raise QueryError(f"{text!r} is not TYPE:NAME (e.g. TOPIC:orders, BROKER:1, BROKER: for the cluster "
+                         "default)")
+    return _code(names, kind, what), name
+
+
+def resource_label(resource_type: Column, resource_name: Column, names: dict[int, str] = CONFIG_RESOURCE_TYPES
+                   ) -> Column:
+    """``TOPIC:orders``, ``BROKER:`` (the cluster default): the form ``parse_resource`` reads."""
+    return F.concat(code_name(resource_type, names), F.lit(":"), F.coalesce(resource_name, F.lit("")))
+
+
+def code_name(code: Column, names: dict[int, str]) -> Column:
+    """Kafka's name of an enum code (UNKNOWN for a code Kafka does not know)."""
+    mapping = F.create_map(*[item for pair in names.items() for item in (F.lit(pair[0]), F.lit(pair[1]))])
+    return F.coalesce(mapping[code], F.lit(UNKNOWN))
+
+
+def user_principal(user: str) -> str:
+    """An ACL's principal for a user name: ``User:alice`` (``KafkaPrincipal.USER_TYPE``)."""
+    return f"{USER_PRINCIPAL_TYPE}:{user}"
+
+
+def quota_entity_has(entity: Column, entity_type: str, entity_name: str | None) -> Column:
+    """Whether a client-quota entity names ``entity_type`` ``entity_name`` (None: the default entity)."""
+    return F.exists(entity, lambda element: (element["entity_type"] == entity_type) & (
+        element["entity_name"].isNull() if entity_name is None else element["entity_name"] == entity_name))
+
+
+# --- history -------------------------------------------------------------------------------------
+
+
+def part_history(spark: SparkSession, lake: Lake, section: str, where: Column | None = None,
+                 cluster_id: str | None = None) -> DataFrame:
+    """Every version of one part (those matching ``where``), oldest first, then by the part's order."""
+    part = PARTS[section]
+    versions = part_table(spark, lake, part, resolve_cluster(spark, lake, cluster_id))
+    if where is not None:
+        versions = versions.where(where)
+    return versions.orderBy("valid_from_offset", *part.order)
+
+
+def config_history(spark: SparkSession, lake: Lake, resource: str, cluster_id: str | None = None) -> DataFrame:
+    """Every version of every config of one resource (``TOPIC:orders``, ``BROKER:1``, ``BROKER:``)."""
+    resource_type, resource_name = parse_resource(resource)
+    where = (F.col("resource_type") == resource_type) & (F.col("resource_name") == resource_name)
+    return part_history(spark, lake, "configs", where, cluster_id)
+
+
+def acl_history(spark: SparkSession, lake: Lake, principal: str | None = None, resource: str | None = None,
+                cluster_id: str | None = None) -> DataFrame:
+    """Every version of the ACLs (of this principal, ``User:alice``; on exactly this resource pattern name,
+    ``TOPIC:payments`` by Kafka's ``ResourceType`` name)."""
+    where = F.lit(True)
+    if principal is not None:
+        where = where & (F.col("principal") == principal)
+    if resource is not None:
+        resource_type, resource_name = parse_resource(resource, ACL_RESOURCE_TYPES, "ACL resource type")
+        where = where & (F.col("resource_type") == resource_type) & (F.col("resource_name") == resource_name)
+    return part_history(spark, lake, "acls", where, cluster_id)
+
+
+def user_history(spark: SparkSession, lake: Lake, user: str, cluster_id: str | None = None
+                 ) -> dict[str, DataFrame]:
+    """What the log says of one user: its SCRAM credentials, the client quotas naming it (``user`` entity) and
+    the ACLs of ``User:<user>``, each part's versions oldest first."""
+    return {"scramCredentials": part_history(spark, lake, "scramCredentials", F.col("name") == user, cluster_id),
+            "clientQuotas": part_history(spark, lake, "clientQuotas",
+                                         quota_entity_has(F.col("entity"), CLIENT_QUOTA_USER, user), cluster_id),
+            "acls": part_history(spark, lake, "acls", F.col("principal") == user_principal(user), cluster_id)}
+
+
+# --- diff ----------------------------------------------------------------------------------------
+
+def _diff_parts() -> dict[str, tuple[Column, tuple[Column, ...]]]:
+    """Each part's diff label and its three sort columns (string, number, string), as ``replay.query.diff``."""
+    from replay.changes import quota_entity_label
+
+    name = F.coalesce(F.col("name"), F.lit(""))
+    zero = F.lit(0).cast("long")
+    return {
+        "features": (F.col("feature"), (F.col("feature"), zero, F.lit(""))),
+        "controllers": (F.col("controller_id").cast("string"),
+                        (F.lit(""), F.col("controller_id").cast("long"), F.lit(""))),
+        "configs": (F.concat_ws(" ", resource_label(F.col("resource_type"), F.col("resource_name")), name),
+                    (F.coalesce("resource_name", F.lit("")), F.col("resource_type").cast("long"), name)),
+        "clientQuotas": (F.concat_ws(" ", quota_entity_label(F.col("entity")), F.col("key")),
+                         (quota_entity_label(F.col("entity")), zero, F.col("key"))),
+        "acls": (F.col("id"), (F.col("id"), zero, F.lit(""))),
+        "scramCredentials": (F.concat_ws(" ", name, code_name(F.col("mechanism"), SCRAM_MECHANISMS)),
+                             (name, F.col("mechanism").cast("long"), F.lit(""))),
+        "delegationTokens": (F.col("token_id"), (F.col("token_id"), zero, F.lit(""))),
+        "producerIds": (F.lit("nextProducerId"), (F.lit(""), zero, F.lit(""))),
+    }
+
+
+def image_diff(spark: SparkSession, lake: Lake, from_offset: int, to_offset: int, cluster_id: str | None = None
+               ) -> DataFrame:
+    """What changed between two offsets in every part of the image: ``replay.query.diff``'s brokers, topics and
+    partitions, then the features, controllers, configs, quotas, ACLs, SCRAM credentials, tokens and producer
+    ids added, removed or changed (``entity, key, change, before, after``; a new secret fingerprint is a change)."""
+    cluster = resolve_cluster(spark, lake, cluster_id)
+    before_at = resolve_offset(spark, lake, cluster, from_offset)
+    after_at = resolve_offset(spark, lake, cluster, to_offset)
+    frames = [diff(spark, lake, from_offset, to_offset, cluster, ordered=False)]
+    for section, (label, sort) in _diff_parts().items():
+        part = PARTS[section]
+        versions = part_table(spark, lake, part, cluster)
+        compared = part.fields + (kafka_fields(FINGERPRINTS[section]) if section in FINGERPRINTS else ())
+        key = part.key or ("cluster_id",)
+        frames.append(entity_diff(part.entity, as_of(versions, before_at), as_of(versions, after_at), key, compared,
+                                  label, sort))
+    both = frames[0]
+    for frame in frames[1:]:
+        both = both.unionByName(frame)
+    return both.orderBy("_rank", "_sort0", "_sort1", "_sort2", "change").select(
+        "entity", "key", "change", "before", "after")
+
+
+__all__ = ["FINGERPRINTS", "INTERVAL_FIELDS", "NO_PRODUCER_ID", "PARTS", "SECTIONS", "Part", "acl_history",
+           "code_name", "config_history", "image_at", "image_diff", "next_producer_id", "parse_resource",
+           "part_history", "part_table", "quota_entity_has", "resource_label", "user_history", "user_principal"]
