@@ -28,3 +28,8 @@ FENCING_AS_BOOLEAN = {FENCE: True, UNFENCE: False}  # BrokerRegistrationFencingC
 FENCING_CODES = (FENCE, NONE, UNFENCE)
 IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN = {IN_CONTROLLED_SHUTDOWN: True}  # ...InControlledShutdownChange.asBoolean
 IN_CONTROLLED_SHUTDOWN_CODES = (NONE, IN_CONTROLLED_SHUTDOWN)
+
+CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_BROKER = 2, 4  # ConfigResource.Type.TOPIC, BROKER ("" = cluster default)
+# FeatureControlManager.isElrFeatureEnabled: this feature's finalized level at least ELRV_1 (KIP-966)
+ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"  # EligibleLeaderReplicasVersion.FEATURE_NAME
+ELRV_1 = 1  # EligibleLeaderReplicasVersion.ELRV_1.featureLevel()

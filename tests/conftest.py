@@ -107,3 +107,20 @@ def increments(spark: SparkSession, stories: dict[str, Any], tmp_path_factory: p
     from tests import state_machines_support
 
     return state_machines_support.increments(spark, stories, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def audit_stories() -> dict[str, Any]:
+    """The stories of tests/audit_support.py (the audit by the configs in force), by cluster id."""
+    from tests import audit_support
+
+    return audit_support.stories()
+
+
+@pytest.fixture(scope="session")
+def audit_lake(spark: SparkSession, audit_stories: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+               ) -> Lake:
+    """The audit stories, every one a cluster of ONE lake, with config_history, replayed once."""
+    from tests import audit_support
+
+    return audit_support.lake(spark, audit_stories, tmp_path_factory)
