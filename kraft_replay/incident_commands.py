@@ -184,12 +184,15 @@ def whatif(
         rows = _rows(shown, WHATIF_COLUMNS)
         if fmt is OutputFormat.json:
             echo_lines([json.dumps({"offset": at, "failedBrokers": sorted(set(brokers)), "unclean": unclean,
+                                     "configsFromLog": answer.configs_known,
                                      "summary": {kafka_name(key): count for key, count in answer.summary.items()},
                                      "partitions": _json(rows)})])
             return
         answered = answer.summary
-        rule = ("each topic's unclean.leader.election.enable as of the offset" if unclean is None
-                else "unclean election allowed (--unclean)" if unclean else "clean elections only (--no-unclean)")
+        rule = ("unclean election allowed (--unclean)" if unclean
+                else "clean elections only (--no-unclean)" if unclean is not None
+                else "each topic's unclean.leader.election.enable as of the offset" if answer.configs_known
+                else "no config_history in the lake: Kafka's defaults, clean elections only")
         lines = [f"as of offset {at}, if broker(s) {', '.join(map(str, sorted(set(brokers))))} failed ({rule}):",
                  f"  {answered['affected']} of {answered['partitions']} partitions affected; "
                  f"{answered['leaders_lost']} lose their "

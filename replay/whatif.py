@@ -37,6 +37,7 @@ KEY = ("cluster_id", "topic_id", "partition_id")
 class WhatIf:
     partitions: DataFrame  # every partition: before and after, with its outcome
     summary: dict[str, int]
+    configs_known: bool = False  # the partitions carried the configs in force (the lake has config_history)
 
 
 def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclean: bool | None = None,
@@ -116,4 +117,4 @@ def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclea
         F.sum(F.col("under_replicated_before").cast("int")).alias("under_replicated_before"),
         F.sum(F.col("under_replicated_after").cast("int")).alias("under_replicated_after")).first()
     summary = {k: int((row[k] if row is not None else 0) or 0) for k in SUMMARY_KEYS}
-    return WhatIf(result, summary)
+    return WhatIf(result, summary, UNCLEAN_COLUMN in partitions.columns)

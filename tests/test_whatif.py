@@ -120,6 +120,7 @@ def test_whatif_keeps_the_elr_by_the_min_insync_replicas_in_force(spark: SparkSe
     key = audit_stories[cluster].key
     _, answer = what_if_at(spark, audit_lake, [key["leader"]], offset=key["before_leader_fails"], cluster_id=cluster)
     row = answer.partitions.collect()[0]
+    assert answer.configs_known
     actual = as_of(audit_lake.read(spark, "partition_history").where(F.col("cluster_id") == cluster),
                    key["fence_leader"]).collect()[0]
     assert (row["leader_after"], row["isr_after"], row["elr_after"]) == (
