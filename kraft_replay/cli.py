@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import typer
 
+from kraft_replay.config_commands import CONFIG_COMMANDS
 from kraft_replay.incident_commands import INCIDENT_COMMANDS
 from kraft_replay.lake_commands import INGEST_EPILOG, ingest, lake_app
 from kraft_replay.log_commands import LOG_COMMANDS
@@ -31,7 +32,7 @@ app.command(epilog=DEMO_EPILOG)(demo)
 app.command(epilog=SIMULATE_EPILOG)(simulate)
 app.command(epilog=INGEST_EPILOG)(ingest)
 app.add_typer(lake_app, name="lake")
-for _command, _epilog in [*REPLAY_COMMANDS, *RUN_COMMANDS, *INCIDENT_COMMANDS]:
+for _command, _epilog in [*REPLAY_COMMANDS, *RUN_COMMANDS, *INCIDENT_COMMANDS, *CONFIG_COMMANDS]:
     app.command(epilog=_epilog)(_command)
 
 

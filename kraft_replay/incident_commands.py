@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kraft_replay.config_commands import STATIC_NOTE, BrokerConfigOption, StaticOption, static_configs
 from kraft_replay.plumbing import (
     ClusterOption,
     FormatOption,
@@ -65,7 +66,8 @@ OFFLINE = ("topic_name", "partition_id", "valid_from_offset", "valid_to_offset",
            "valid_to_time_ms", "duration_ms", "previous_leader", "isr", "cause", "cause_broker", "cause_offset",
            "cause_type", "ended_by", "new_leader", "reason", "topic_id")
 UNCLEAN = ("topic_name", "partition_id", "offset", "time_ms", "leader", "previous_leader", "previous_isr",
-           "leader_epoch", "leader_recovery_state", "cause_offset", "deviation", "topic_id")
+           "leader_epoch", "leader_recovery_state", "cause_offset", "deviation", "topic_id",
+           "unclean_leader_election_enable", "unclean_leader_election_enable_source", "unclean_verdict")
 INVALID = ("machine", "topic_name", "partition_id", "broker_id", "previous_state", "state", "valid_from_offset",
            "valid_from_time_ms", "cause_offset", "cause_type", "reason", "topic_id")
 DEVIATION = ("topic_name", "partition_id", "offset", "election_type", "previous_leader", "leader",
@@ -110,9 +112,10 @@ def incidents(
              for r in offline], right=[False, True, True, False, True, True, False, False])
         lines += ["", f"unclean elections ({len(unclean)}): leader not in the previous ISR, possible data loss"]
         lines += table_lines(
-            ("PARTITION", "OFFSET", "TIME (UTC)", "NEW LEADER", "PREVIOUS ISR", "L.EPOCH", "RECOVERY"),
+            ("PARTITION", "OFFSET", "TIME (UTC)", "NEW LEADER", "PREVIOUS ISR", "L.EPOCH", "RECOVERY", "CONFIG"),
             [(f"{r['topic_name']}-{r['partition_id']}", r["offset"], _ms(r["time_ms"]), r["leader"],
-              r["previous_isr"], r["leader_epoch"], r["leader_recovery_state"]) for r in unclean])
+              r["previous_isr"], r["leader_epoch"], r["leader_recovery_state"],
+              r["unclean_verdict"] or "configs not replayed") for r in unclean])
         lines += ["", f"invalid state transitions ({len(invalid)})"]
         lines += table_lines(
             ("MACHINE", "PARTITION", "BROKER", "FROM", "TO", "OFFSET", "CAUSE"),
@@ -132,9 +135,11 @@ def incidents(
 
 WHATIF_EPILOG = ("Examples:\n\n"
                  "  kraft-replay whatif --offset 4870 --fail-brokers 1\n\n"
-                 "  kraft-replay whatif --offset 120000 --fail-brokers 3,5 --unclean --format json")
+                 "  kraft-replay whatif --offset 120000 --fail-brokers 3,5 --unclean --format json\n\n"
+                 "unclean.leader.election.enable and min.insync.replicas are each topic's in force at the offset "
+                 "(see `kraft-replay configs`); --unclean / --no-unclean override them.")
 WHATIF_COLUMNS = ("topic_name", "partition_id", "replicas", "leader", "isr", "leader_after", "isr_after", "outcome",
-                  "topic_id")
+                  "topic_id", "eligible_leader_replicas", "elr_after", "unclean_allowed", "min_insync_replicas")
 
 
 def _broker_list(text: str) -> list[int]:
@@ -149,8 +154,11 @@ def whatif(
     fail_brokers: Annotated[str, typer.Option("--fail-brokers", help="Broker ids that fail, e.g. 3,5")],
     offset: Annotated[int | None, typer.Option("--offset", min=0, help="The state to start from")] = None,
     time: Annotated[str | None, typer.Option("--time", help="…or the state at this ISO-8601 time")] = None,
-    unclean: Annotated[bool, typer.Option("--unclean", help="Allow unclean leader election (outside the ISR)")]
-    = False,
+    unclean: Annotated[bool | None, typer.Option(
+        "--unclean/--no-unclean", help="Allow (or forbid) unclean leader election everywhere, whatever each "
+                                       "topic's unclean.leader.election.enable in the log says")] = None,
+    broker_config: BrokerConfigOption = None,
+    static: StaticOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="List unaffected partitions too")] = False,
     fmt: FormatOption = OutputFormat.table,
     lake: LakeOption = None,
@@ -170,17 +178,22 @@ def whatif(
         brokers = _broker_list(fail_brokers)
         if (offset is None) == (time is None):
             usage_error("give exactly one of --offset N or --time ISO8601")
-        at, answer = what_if_at(spark_session(master, remote), Lake(lake), brokers, offset, time, unclean, cluster_id)
+        at, answer = what_if_at(spark_session(master, remote), Lake(lake), brokers, offset, time, unclean, cluster_id,
+                                static_configs(broker_config, static))
         shown = answer.partitions if show_all else answer.partitions.where(F.col("outcome") != "unaffected")
         rows = _rows(shown, WHATIF_COLUMNS)
         if fmt is OutputFormat.json:
             echo_lines([json.dumps({"offset": at, "failedBrokers": sorted(set(brokers)), "unclean": unclean,
+                                     "configsFromLog": answer.configs_known,
                                      "summary": {kafka_name(key): count for key, count in answer.summary.items()},
                                      "partitions": _json(rows)})])
             return
         answered = answer.summary
-        lines = [f"as of offset {at}, if broker(s) {', '.join(map(str, sorted(set(brokers))))} failed "
-                 f"({'unclean election allowed' if unclean else 'clean elections only'}):",
+        rule = ("unclean election allowed (--unclean)" if unclean
+                else "clean elections only (--no-unclean)" if unclean is not None
+                else "each topic's unclean.leader.election.enable as of the offset" if answer.configs_known
+                else "no config_history in the lake: Kafka's defaults, clean elections only")
+        lines = [f"as of offset {at}, if broker(s) {', '.join(map(str, sorted(set(brokers))))} failed ({rule}):",
                  f"  {answered['affected']} of {answered['partitions']} partitions affected; "
                  f"{answered['leaders_lost']} lose their "
                  f"leader: {answered['clean_elections']} elect a new leader from the ISR, "
@@ -188,9 +201,13 @@ def whatif(
                  f"need an unclean election",
                  f"  offline partitions: {answered['offline_before']} → {answered['offline_after']}; under-replicated: "
                  f"{answered['under_replicated_before']} → {answered['under_replicated_after']}", ""]
-        lines += table_lines(("PARTITION", "REPLICAS", "LEADER", "ISR", "→ LEADER", "→ ISR", "OUTCOME"),
+        lines += table_lines(("PARTITION", "REPLICAS", "LEADER", "ISR", "→ LEADER", "→ ISR", "OUTCOME", "UNCLEAN OK",
+                              "MIN ISR"),
                              [(f"{r['topic_name']}-{r['partition_id']}", r["replicas"], r["leader"], r["isr"],
-                               r["leader_after"], r["isr_after"], r["outcome"]) for r in rows])
+                               r["leader_after"], r["isr_after"], r["outcome"], r["unclean_allowed"],
+                               r["min_insync_replicas"]) for r in rows])
+        if unclean is None:
+            lines += ["", f"({STATIC_NOTE})"]
         echo_lines(lines)
 
     guarded_query(run)

@@ -77,7 +77,8 @@ def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, li
              unclean_elections(spark, lake, cluster),
              lambda r: (f"{r['topic_name']}-{r['partition_id']}: broker {r['leader']} elected at offset "
                         f"{r['offset']}, previous ISR {r['previous_isr']}, leader epoch "
-                        f"{r['leader_epoch']}, recovery state {r['leader_recovery_state']}"), limit)
+                        f"{r['leader_epoch']}, recovery state {r['leader_recovery_state']}; "
+                        f"{r['unclean_verdict'] or 'configs not replayed'}"), limit)
     _section(lines, "elections against Kafka's rule", election_deviations(spark, lake, cluster),
              lambda r: f"{r['topic_name']}-{r['partition_id']} at offset {r['offset']}: {r['deviation']}", limit)
 

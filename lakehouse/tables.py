@@ -230,7 +230,12 @@ REPLAY_SCHEMAS: dict[str, pa.Schema] = {
         ("previous_leader", pa.int32()), ("leader", pa.int32()), ("leader_epoch", pa.int64()),
         ("previous_isr", _INTS), ("isr", _INTS), ("replicas", _INTS), ("leader_recovery_state", pa.int32()),
         ("lost_leader_cause", pa.string()), ("lost_leader_cause_offset", pa.int64()),
-        ("lost_leader_cause_type", pa.string()), ("expected_leader", pa.int32()), ("deviation", pa.string())]),
+        ("lost_leader_cause_type", pa.string()), ("expected_leader", pa.int32()), ("deviation", pa.string()),
+        # the configs in force at the offset as the controller resolved them (replay.effective_configs), with
+        # their ConfigEntry.ConfigSource; null when the lake has no config_history
+        ("unclean_leader_election_enable", pa.bool_()), ("unclean_leader_election_enable_source", pa.string()),
+        ("min_insync_replicas", pa.int32()), ("min_insync_replicas_source", pa.string()),
+        ("unclean_verdict", pa.string())]),
     LEADERLESS_PERIODS: pa.schema([
         *_PARTITION_COLUMNS, ("topic_name", pa.string()), *_INTERVAL[:4], ("duration_ms", pa.int64()),
         ("previous_leader", pa.int32()), ("isr", _INTS), ("cause", pa.string()), ("cause_broker", pa.int32()),

@@ -72,3 +72,7 @@ OPERATION_READ, OPERATION_WRITE, OPERATION_DESCRIBE = 3, 4, 8  # AclOperation.co
 PERMISSION_DENY, PERMISSION_ALLOW = 2, 3  # AclPermissionType.code()
 SCRAM_SHA_256, SCRAM_SHA_512 = 1, 2  # ScramMechanism.type()
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+
+# FeatureControlManager.isElrFeatureEnabled: this feature's finalized level at least ELRV_1 (KIP-966)
+ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"  # EligibleLeaderReplicasVersion.FEATURE_NAME
+ELRV_1 = 1  # EligibleLeaderReplicasVersion.ELRV_1.featureLevel()

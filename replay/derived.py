@@ -26,6 +26,7 @@ from lakehouse.tables import (
     REPLICA_HISTORY,
     REPLICA_STATE_HISTORY,
 )
+from replay.effective_configs import ConfigsInForce
 from replay.elections import (
     broker_status,
     elections,
@@ -42,14 +43,15 @@ from replay.state_machines import (
 )
 
 
-def derived_tables(history: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    """``history``: at least partition_history, replica_history and broker_history."""
+def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
+    """``history``: at least partition_history, replica_history and broker_history; ``configs``: what the
+    election audit judges elections by (``replay.election_configs``)."""
     # Every derived table is a set of windows and aggregates per partition (or per replica of a partition):
     # distributed by partition once here, none of them shuffles the history again.
     partitions = history[PARTITION_HISTORY].repartition(*PARTITION_KEY).localCheckpoint(eager=True)
     replicas = history[REPLICA_HISTORY].repartition(*PARTITION_KEY)
     brokers = history[BROKER_HISTORY]
-    audit = elections(partitions, brokers).localCheckpoint(eager=True)
+    audit = elections(partitions, brokers, configs=configs).localCheckpoint(eager=True)
     return {
         REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers),
         PARTITION_STATE_HISTORY: partition_state_history(partitions),
@@ -110,11 +112,13 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
 
 
 def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: dict[str, DataFrame],
-                       affected: DataFrame, checkpoints: DataFrame) -> dict[str, DataFrame]:
+                       affected: DataFrame, checkpoints: DataFrame, configs: ConfigsInForce | None = None
+                       ) -> dict[str, DataFrame]:
     """The derived rows of the ``affected`` partitions from their checkpoint C on, without their history
     before C: the windows run over the versions live after C (``live``: rows of partition_history and
     replica_history that hold at least those) and go on from the stored mutable rows (``stored``), the state
-    at C, as an incremental replay goes on from its seeds. ``brokers``: the whole broker_history.
+    at C, as an incremental replay goes on from its seeds. ``brokers``: the whole broker_history; ``configs``:
+    as in ``derived_tables`` (an election's configs are those in force at its offset: causal too).
 
     Rows about offsets up to C come out too, some of them not as a full replay has them: ``refreshed_rows``
     keeps only the late and mutable ones, which are exact."""
@@ -131,7 +135,7 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
     opened = {name: df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns))
               .join(cps, ["cluster_id"]).localCheckpoint(eager=True) for name, df in stored.items()}
     status = broker_status(brokers).localCheckpoint(eager=True)
-    audit = elections(partitions, brokers, status).unionByName(
+    audit = elections(partitions, brokers, status, configs).unionByName(
         explained_losses(opened[ELECTIONS].drop("_c"), status)).localCheckpoint(eager=True)
     return {
         REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers,

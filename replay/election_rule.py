@@ -48,10 +48,12 @@ def first_candidate(condition: Column) -> Column:
 
 
 def elect_any_leader(leader: Column, leader_valid: Column, online_choice: Column, unclean_choice: Column,
-                     unclean_allowed: bool) -> tuple[Column, Column]:
+                     unclean_allowed: bool | Column) -> tuple[Column, Column]:
     """``electAnyLeader``: (the leader after the election, NO_LEADER when none; whether it was unclean).
-    ``online_choice``/``unclean_choice``: the first valid new leader / acceptable replica, null when none."""
-    elected_unclean = (~leader_valid & online_choice.isNull() & F.lit(unclean_allowed)
+    ``online_choice``/``unclean_choice``: the first valid new leader / acceptable replica, null when none;
+    ``unclean_allowed``: ``Election.UNCLEAN`` for every partition, or a column saying it per partition."""
+    allowed = unclean_allowed if isinstance(unclean_allowed, Column) else F.lit(unclean_allowed)
+    elected_unclean = (~leader_valid & online_choice.isNull() & F.coalesce(allowed, F.lit(False))
                        & unclean_choice.isNotNull())
     elected = (F.when(leader_valid, leader).when(online_choice.isNotNull(), online_choice)
                .when(elected_unclean, unclean_choice).otherwise(F.lit(NO_LEADER)))

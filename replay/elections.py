@@ -19,6 +19,8 @@ from pyspark.sql import functions as F
 
 from records.kafka_constants import NO_LEADER
 from replay.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, broker_timeline, is_active, open_end
+from replay.effective_configs import ConfigsInForce
+from replay.election_configs import CONFIG_COLUMNS, judged_by_configs
 from replay.election_rule import (
     CLEAN,
     CONTROLLED_SHUTDOWN_MOVE,
@@ -37,8 +39,10 @@ PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
 ELECTION_COLUMNS = (
     *PARTITION_KEY, "topic_name", "offset", "time_ms", "cause_offset", "cause_type", "election_type",
     "previous_leader", "leader", "leader_epoch", "previous_isr", "isr", "replicas", "leader_recovery_state",
-    "lost_leader_cause", "lost_leader_cause_offset", "lost_leader_cause_type", "expected_leader", "deviation")
-# ``lost_leader_cause`` holds the broker timeline's states as they are (``replay.broker_timeline``).
+    "lost_leader_cause", "lost_leader_cause_offset", "lost_leader_cause_type", "expected_leader", "deviation",
+    *CONFIG_COLUMNS)
+# ``lost_leader_cause`` holds the broker timeline's states as they are (``replay.broker_timeline``); the
+# ``CONFIG_COLUMNS`` judge the election by the configs in force (``replay.election_configs``).
 
 
 def broker_status(broker_history: DataFrame) -> DataFrame:
@@ -61,10 +65,11 @@ def _at(left: DataFrame, status: DataFrame, broker: str, offset: str, how: str =
     return left.alias("l").join(states, on, how)
 
 
-def elections(partition_history: DataFrame, broker_history: DataFrame, status: DataFrame | None = None
-              ) -> DataFrame:
+def elections(partition_history: DataFrame, broker_history: DataFrame, status: DataFrame | None = None,
+              configs: ConfigsInForce | None = None) -> DataFrame:
     """One row per leader change (leader differs from the previous version's), classified and checked.
-    ``status``: ``broker_status(broker_history)`` when the caller has it already."""
+    ``status``: ``broker_status(broker_history)`` when the caller has it already; ``configs``: the configs the
+    elections are judged by (None: the lake has no config_history, the config columns stay null)."""
     by_partition = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
     versions = partition_history.select(
         *PARTITION_KEY, "topic_name", "leader", "leader_epoch", "isr", "replicas", "eligible_leader_replicas",
@@ -127,10 +132,9 @@ def elections(partition_history: DataFrame, broker_history: DataFrame, status: D
                        F.coalesce(F.concat(F.lit("broker "), broker), F.lit("no leader")),
                        F.when(unclean, F.lit(" (first acceptable replica in replica order)"))
                        .otherwise(F.lit(" (first acceptable ISR replica in replica order)")))))
-    return (_with_lost_cause(audit.withColumn("election_type", kind))
-            .withColumn("expected_leader", expected)
-            .withColumn("deviation", deviation)
-            .select(*ELECTION_COLUMNS))
+    return judged_by_configs(_with_lost_cause(audit.withColumn("election_type", kind))
+                             .withColumn("expected_leader", expected)
+                             .withColumn("deviation", deviation), configs).select(*ELECTION_COLUMNS)
 
 
 def _lost_leader_state(rows: DataFrame, status: DataFrame) -> DataFrame:

@@ -14,15 +14,21 @@ from lakehouse.lake import Lake
 from lakehouse.tables import (
     BROKER_HISTORY,
     ELECTIONS,
+    FEATURE_HISTORY,
     LEADERLESS_PERIODS,
     PARTITION_HISTORY,
     PARTITION_STATE_HISTORY,
     REPLICA_STATE_HISTORY,
+    spark_schema,
 )
+from records.kafka_constants import ELIGIBLE_LEADER_REPLICAS_VERSION, ELRV_1
+from replay.effective_configs import ConfigsInForce, configs_in_force
+from replay.election_configs import CONFIG_COLUMNS, with_configs_in_force
 from replay.query import QueryError, as_of, history_table, resolve_cluster, resolve_offset
 from replay.whatif import WhatIf, what_if
 
 _MAX = 1 << 62
+ELECTION_TYPES = [(f.name, f.dataType.simpleString()) for f in spark_schema(ELECTIONS).fields]
 
 
 @dataclass(frozen=True)
@@ -55,17 +61,26 @@ def offline_periods(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, 
             .orderBy("valid_from_offset", "topic_name", "partition_id", "topic_id"))
 
 
-def unclean_elections(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX) -> DataFrame:
-    """Elections of a leader outside the previous ISR at offsets ``lo..hi``, in log order."""
+def _elections(spark: SparkSession, lake: Lake, cluster: str) -> DataFrame:
+    """The election audit; one written before it judged elections by the configs has their columns null."""
     audit = _audit_table(spark, lake, ELECTIONS, cluster)
+    types = dict(ELECTION_TYPES)
+    return audit.select("*", *[F.lit(None).cast(types[c]).alias(c) for c in CONFIG_COLUMNS if c not in audit.columns])
+
+
+def unclean_elections(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX) -> DataFrame:
+    """Elections of a leader outside the previous ISR at offsets ``lo..hi``, in log order, with whether
+    ``unclean.leader.election.enable`` allowed each (``unclean_verdict``)."""
+    audit = _elections(spark, lake, cluster)
     return audit.where((F.col("election_type") == "unclean") & _within("offset", lo, hi)).orderBy(
         "offset", "topic_name", "partition_id", "topic_id")
 
 
 def election_deviations(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX
                         ) -> DataFrame:
-    """Elections at offsets ``lo..hi`` whose leader differs from the one Kafka's rule picks, in log order."""
-    audit = _audit_table(spark, lake, ELECTIONS, cluster)
+    """Elections at offsets ``lo..hi`` whose leader differs from the one Kafka's rule picks, or that the configs
+    in force did not allow, in log order."""
+    audit = _elections(spark, lake, cluster)
     return audit.where(F.col("deviation").isNotNull() & _within("offset", lo, hi)).orderBy(
         "offset", "topic_name", "partition_id", "topic_id")
 
@@ -118,9 +133,13 @@ def controlled_shutdowns(brokers: DataFrame) -> DataFrame:
 
 
 def what_if_at(spark: SparkSession, lake: Lake, brokers: list[int], offset: int | None = None,
-               time: datetime | str | None = None, unclean: bool = False, cluster_id: str | None = None
-               ) -> tuple[int, WhatIf]:
-    """``what_if`` on the state as of an offset (or time): (the offset used, the answer)."""
+               time: datetime | str | None = None, unclean: bool | None = None, cluster_id: str | None = None,
+               static: dict[str, str] | None = None) -> tuple[int, WhatIf]:
+    """``what_if`` on the state as of an offset (or time): (the offset used, the answer). Each partition's
+    ``unclean.leader.election.enable`` and ``min.insync.replicas`` are those in force at the offset
+    (``replay.effective_configs``; ``static``: the controller's server.properties as the user knows them), and the
+    ELR feature its finalized level then; ``unclean`` overrides the configs. A lake without ``config_history``
+    answers with Kafka's defaults (the answer's ``unclean_allowed`` column says what was used)."""
     if not brokers:
         raise QueryError("name at least one broker to fail (--fail-brokers 3,5)")
     cluster = resolve_cluster(spark, lake, cluster_id)
@@ -132,4 +151,11 @@ def what_if_at(spark: SparkSession, lake: Lake, brokers: list[int], offset: int 
     if unknown:
         raise QueryError(f"broker(s) {', '.join(map(str, unknown))} not registered as of offset {at} "
                          f"(registered: {', '.join(map(str, sorted(known))) or 'none'})")
-    return at, what_if(partitions, live, brokers, unclean)
+    configs = configs_in_force(spark, lake, static=static)
+    if configs is not None:
+        configs = ConfigsInForce(configs.history.where(F.col("cluster_id") == cluster), configs.controllers,
+                                 configs.static)
+        partitions = with_configs_in_force(partitions.withColumn("offset", F.lit(at)), configs)
+    elr = as_of(history_table(spark, lake, FEATURE_HISTORY, cluster), at).where(
+        (F.col("feature") == ELIGIBLE_LEADER_REPLICAS_VERSION) & (F.col("level") >= ELRV_1))
+    return at, what_if(partitions, live, brokers, unclean, elr_enabled=not elr.isEmpty())

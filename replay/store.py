@@ -28,6 +28,7 @@ from lakehouse.spark import spark_conf
 from lakehouse.tables import (
     ANOMALY_ORDER,
     BROKER_HISTORY,
+    CONFIG_HISTORY,
     DERIVED_ORDER,
     DERIVED_TABLES,
     HISTORY_KEYS,
@@ -35,10 +36,12 @@ from lakehouse.tables import (
     METADATA_LOG,
     REPLAY_ANOMALIES,
     REPLAY_CHECKPOINTS,
+    REPLAY_SCHEMAS,
     SNAPSHOTS,
     spark_schema,
 )
 from replay.derived import GROWING_HISTORY, affected_partitions, derived_tables, refreshed_rows, resumed_partitions
+from replay.effective_configs import ConfigsInForce, configs_in_force
 from replay.engine import replay
 from replay.incremental import incremental_replay, safe_offsets
 from replay.layout import OPEN, mutable_where, sorted_layout
@@ -186,7 +189,10 @@ def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cl
     history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
     if cluster_id is not None:
         history = {name: df.where(F.col("cluster_id") == cluster_id) for name, df in history.items()}
-    for name, df in derived_tables(history).items():
+    configs = configs_in_force(spark, lake, history.get(CONFIG_HISTORY))
+    if configs is not None and cluster_id is not None:
+        configs = ConfigsInForce(configs.history.where(F.col("cluster_id") == cluster_id), configs.controllers)
+    for name, df in derived_tables(history, configs).items():
         tell(f"computing and writing {name}")
         if cluster_id is not None:
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
@@ -211,7 +217,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
     stored = {name: replaceable_rows(spark, lake, name, current[name], files[name]) for name in DERIVED_TABLES}
     affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
-    recomputed = resumed_partitions(changed, brokers, stored, affected, cps)
+    recomputed = resumed_partitions(changed, brokers, stored, affected, cps, configs_in_force(spark, lake))
     for name in DERIVED_TABLES:
         tell(f"computing and writing {name}")
         rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps)
@@ -258,7 +264,7 @@ def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster
         notes.append("the history tables changed since the last checkpoint: full replay")
         return None
     derived = all(lake.table_exists(n) and tables.get(n) == int(lake.delta_table(n).version())
-                  for n in DERIVED_TABLES)
+                  and set(lake.read(spark, n).columns) == set(REPLAY_SCHEMAS[n].names) for n in DERIVED_TABLES)
     last: dict[str, Any] = {}
     for row in sorted(rows, key=lambda r: r["replayed_at"]):
         last[row["cluster_id"]] = row

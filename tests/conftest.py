@@ -123,3 +123,20 @@ def image_lake(spark: SparkSession, image_log: Any, tmp_path_factory: pytest.Tem
     from tests import image_lake_support
 
     return image_lake_support.lake(spark, image_log, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def audit_stories() -> dict[str, Any]:
+    """The stories of tests/audit_support.py (the audit by the configs in force), by cluster id."""
+    from tests import audit_support
+
+    return audit_support.stories()
+
+
+@pytest.fixture(scope="session")
+def audit_lake(spark: SparkSession, audit_stories: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+               ) -> Lake:
+    """The audit stories, every one a cluster of ONE lake, with config_history, replayed once."""
+    from tests import audit_support
+
+    return audit_support.lake(spark, audit_stories, tmp_path_factory)

@@ -1,13 +1,16 @@
 """replay/whatif.py: the cluster as of an offset after some brokers fail, by Kafka's election rules (and the
-``whatif`` command), on the stories of tests/state_machines_support.py (one lake per run)."""
+``whatif`` command), on the stories of tests/state_machines_support.py (one lake per run) and, for the configs in
+force (unclean election, min.insync.replicas and the ELR), of tests/audit_support.py."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
@@ -83,3 +86,45 @@ def test_cli_whatif(lake: Lake, stories: dict[str, Story]) -> None:
     assert text.exit_code == 2 and "broker ids separated by commas" in text.output
     unknown = _cli(lake, "whatif", "--cluster-id", "rf1", "--offset", str(k["fence1"]), "--fail-brokers", "99")
     assert unknown.exit_code == 2 and "not registered" in unknown.output
+
+
+def test_whatif_takes_unclean_election_from_the_configs_in_force(spark: SparkSession, audit_lake: Lake,
+                                                                 audit_stories: dict[str, Any]) -> None:
+    """t-0 offline (its last ISR member fenced), the other replica back: once the topic's config allows it, the
+    what-if elects it uncleanly without --unclean; --no-unclean overrides the log; before the config, nothing."""
+    from replay.incidents import what_if_at
+
+    key = audit_stories["unclean-topic"].key
+
+    def outcome(offset: int, unclean: bool | None = None, cluster: str = "unclean-topic") -> tuple[Any, ...]:
+        _, answer = what_if_at(spark, audit_lake, [key["other"]], offset=offset, unclean=unclean, cluster_id=cluster)
+        row = answer.partitions.collect()[0]
+        return row["leader_after"], row["isr_after"], row["outcome"], row["unclean_allowed"]
+
+    assert outcome(key["config"]) == (key["first"], [key["first"]], "unclean-election", True)
+    assert outcome(key["config"], unclean=False) == (-1, [key["last"]], "still-offline", False)
+    assert outcome(key["after_back"]) == (-1, [key["last"]], "still-offline", False)
+    assert outcome(key["after_back"], cluster="unclean-none") == (-1, [key["last"]], "still-offline", False)
+    assert outcome(key["config"], cluster="unclean-default") == (
+        key["first"], [key["first"]], "unclean-election", True)
+
+
+@pytest.mark.parametrize(("cluster", "eligible"), [("elr-2", True), ("elr-1", False)])
+def test_whatif_keeps_the_elr_by_the_min_insync_replicas_in_force(spark: SparkSession, audit_lake: Lake,
+                                                                   audit_stories: dict[str, Any], cluster: str,
+                                                                   eligible: bool) -> None:
+    """Fail the leader before the simulator does: the same leader, ISR and ELR as Kafka's controller then wrote
+    (min.insync.replicas 2 keeps the old leader eligible, 1 clears the ELR)."""
+    from replay.incidents import what_if_at
+
+    key = audit_stories[cluster].key
+    _, answer = what_if_at(spark, audit_lake, [key["leader"]], offset=key["before_leader_fails"], cluster_id=cluster)
+    row = answer.partitions.collect()[0]
+    assert answer.configs_known
+    actual = as_of(audit_lake.read(spark, "partition_history").where(F.col("cluster_id") == cluster),
+                   key["fence_leader"]).collect()[0]
+    assert (row["leader_after"], row["isr_after"], row["elr_after"]) == (
+        actual["leader"], actual["isr"], actual["eligible_leader_replicas"])
+    assert (row["leader_after"], row["isr_after"], row["elr_after"]) == (
+        key["second"], [key["second"]], [key["leader"]] if eligible else [])
+    assert row["min_insync_replicas"] == (2 if eligible else 1)

@@ -1,0 +1,217 @@
+"""The topic configs in force at an offset, resolved as Kafka's controller resolves them when it elects a leader.
+
+``ConfigurationControlManager.getTopicConfig`` (Kafka 4.4) asks ``KafkaConfigSchema.resolveEffectiveTopicConfig``
+with four maps, and the first that holds the key wins (``records.kafka_topic_configs``): the topic's own configs
+(``DYNAMIC_TOPIC_CONFIG``); the broker synonyms of the key in the dynamic config of the controller's own node,
+BROKER ``<node id>`` (``DYNAMIC_BROKER_CONFIG``; the node is the active controller, the leader of the last
+``LeaderChangeMessage``: the controller that wrote the election); the same synonyms in the cluster default, BROKER
+``""`` (``DYNAMIC_DEFAULT_BROKER_CONFIG``); the controller's static ``server.properties``
+(``STATIC_BROKER_CONFIG``); else the TOPIC ConfigDef's default (``DEFAULT_CONFIG``). A partition leader's own
+BROKER config plays no part: the controller decides.
+
+Static ``server.properties`` are not in the metadata log: only the values a user passes (``static``) stand for
+them; without them the answer falls through to Kafka's default, and says so (its source is ``DEFAULT_CONFIG``).
+
+Set-based: the questions (cluster, topic, offset) are joined with the few ``config_history`` versions of the keys
+asked (broadcast), the best layer kept per question and key; nothing is collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from lakehouse.lake import Lake
+from lakehouse.tables import CONFIG_HISTORY, METADATA_LOG, TOPIC_HISTORY
+from records.kafka_constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
+from records.kafka_topic_configs import (
+    AUDITED_KEYS,
+    DEFAULT_CONFIG,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    MIN_IN_SYNC_REPLICAS,
+    STATIC_BROKER_CONFIG,
+    TOPIC_CONFIG_DEFAULTS,
+    TOPIC_CONFIG_SYNONYMS,
+    UNCLEAN_LEADER_ELECTION_ENABLE,
+)
+from replay.broker_timeline import open_end
+
+CLUSTER_DEFAULT = ""  # ConfigurationControlManager.DEFAULT_NODE: BROKER with an empty name
+SOURCE_SUFFIX = "_source"
+CONTROLLER_COLUMNS = ("cluster_id", "controller_id", "valid_from_offset", "valid_to_offset")
+
+
+@dataclass(frozen=True)
+class ConfigsInForce:
+    """What the audit resolves configs from: ``config_history`` rows, the active controllers
+    (``replay.effective_configs.active_controllers``; None: the controller's node config is not consulted) and the
+    static ``server.properties`` a user passes (the replay has none)."""
+
+    history: DataFrame
+    controllers: DataFrame | None = None
+    static: dict[str, str] = field(default_factory=dict)
+
+
+def configs_in_force(spark: SparkSession, lake: Lake, history: DataFrame | None = None,
+                     static: dict[str, str] | None = None) -> ConfigsInForce | None:
+    """The configs of ``lake`` (``history``: its ``config_history`` as the caller read it), or None when it has
+    none (a lake replayed before the configs were). The log's controllers are read only when a node's own
+    config (BROKER ``<id>``) sets a key the audit reads."""
+    if history is None:
+        if not lake.table_exists(CONFIG_HISTORY):
+            return None
+        history = lake.read(spark, CONFIG_HISTORY)
+    synonyms = sorted({name for key in AUDITED_KEYS for name in TOPIC_CONFIG_SYNONYMS[key]})
+    per_node = history.where((F.col("resource_type") == CONFIG_RESOURCE_BROKER)
+                             & (F.col("resource_name") != CLUSTER_DEFAULT) & F.col("name").isin(synonyms))
+    controllers = (active_controllers(lake.read(spark, METADATA_LOG).select(
+        "cluster_id", "offset", "record_type", "payload_json")) if not per_node.isEmpty() else None)
+    return ConfigsInForce(history, controllers, dict(static or {}))
+
+
+def config_column(key: str) -> str:
+    """The column holding a config key's value: ``min.insync.replicas`` → ``min_insync_replicas``."""
+    return key.replace(".", "_")
+
+
+def unclean_allowed(value: Column) -> Column:
+    """``uncleanLeaderElectionEnabledForTopic``: ``Boolean.parseBoolean`` of the value (false when empty)."""
+    return F.coalesce(F.lower(value) == "true", F.lit(False))
+
+
+def effective_min_isr(value: Column, replicas: Column) -> Column:
+    """``getTopicEffectiveMinIsr``: the value as an int, at most the replication factor."""
+    return F.least(value.cast("int"), F.size(replicas))
+
+
+def active_controllers(log: DataFrame) -> DataFrame:
+    """The active controller of each offset range (``CONTROLLER_COLUMNS``): the leader each
+    ``LeaderChangeMessage`` of ``log`` (rows of ``metadata_log``) announces, until the next one."""
+    changes = log.where(F.col("record_type") == "LeaderChangeMessage").select(
+        "cluster_id", F.get_json_object("payload_json", "$.leaderId").cast("int").alias("controller_id"),
+        F.col("offset").alias("valid_from_offset"))
+    by_cluster = Window.partitionBy("cluster_id").orderBy("valid_from_offset")
+    return changes.withColumn("valid_to_offset", F.lead("valid_from_offset").over(by_cluster)).select(
+        *CONTROLLER_COLUMNS)
+
+
+def _lookups(spark: SparkSession, keys: Sequence[str]) -> DataFrame:
+    """Which config record answers which key: (name, key, is_topic, position) for the key itself in TOPIC
+    configs and each broker synonym, ``position`` its place in Kafka's synonym order."""
+    rows = [(key, key, True, 0) for key in keys]
+    rows += [(synonym, key, False, position) for key in keys
+             for position, synonym in enumerate(TOPIC_CONFIG_SYNONYMS[key])]
+    return spark.createDataFrame(rows, "name STRING, _key STRING, _is_topic BOOLEAN, _position INT")
+
+
+def with_effective_configs(rows: DataFrame, configs: DataFrame | None, controllers: DataFrame | None = None,
+                           static: Mapping[str, str] | None = None, *, topic: str = "topic_name",
+                           offset: str = "offset", keys: Sequence[str] = AUDITED_KEYS) -> DataFrame:
+    """``rows`` (with ``cluster_id`` and the ``topic`` name and ``offset`` columns) plus, for each of ``keys``,
+    its value in force at the offset (``config_column(key)``, Kafka's string) and where it came from
+    (``config_column(key) + "_source"``, a ``ConfigEntry.ConfigSource`` name).
+
+    ``configs``: ``config_history`` rows; None when the configs were not replayed: every value and source is then
+    null (unknown, not Kafka's default). ``controllers``: ``active_controllers``; without it the controller's
+    own node config is not consulted. ``static``: the controller's ``server.properties`` as the user knows them.
+    """
+    names = [config_column(key) for key in keys]
+    if configs is None:
+        return rows.select("*", *[F.lit(None).cast("string").alias(c) for c in names],
+                           *[F.lit(None).cast("string").alias(c + SOURCE_SUFFIX) for c in names])
+    spark = rows.sparkSession
+    asks = rows.select("cluster_id", F.col(topic).alias("_topic"), F.col(offset).alias("_at")).distinct()
+    if controllers is not None:
+        running = F.broadcast(controllers.select(*CONTROLLER_COLUMNS)).alias("c")
+        asks = asks.alias("a").join(running, (F.col("a.cluster_id") == F.col("c.cluster_id"))
+                                    & (F.col("c.valid_from_offset") <= F.col("a._at"))
+                                    & (open_end("c.valid_to_offset") > F.col("a._at")), "left").select(
+            "a.*", F.col("c.controller_id").cast("string").alias("_node"))
+    else:
+        asks = asks.withColumn("_node", F.lit(None).cast("string"))
+    # the few versions of the keys asked, each labelled with the key it answers (small: broadcast)
+    labelled = configs.select("cluster_id", "resource_type", "resource_name", "name", "value", "valid_from_offset",
+                              "valid_to_offset").join(F.broadcast(_lookups(spark, keys)), ["name"])
+    rank = (F.when(F.col("_is_topic"), F.lit(0)).when(F.col("resource_name") == CLUSTER_DEFAULT, F.lit(2))
+            .otherwise(F.lit(1)))
+    source = F.element_at(F.array(*[F.lit(s) for s in (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+                                                         DYNAMIC_DEFAULT_BROKER_CONFIG)]), rank + 1)
+    layer = ((F.col("_is_topic") & (F.col("resource_type") == CONFIG_RESOURCE_TOPIC)
+              & (F.col("resource_name") == F.col("_topic")))
+             | (~F.col("_is_topic") & (F.col("resource_type") == CONFIG_RESOURCE_BROKER)
+                & ((F.col("resource_name") == CLUSTER_DEFAULT)
+                   | (F.col("resource_name") == F.col("_node")))))
+    found = (asks.join(F.broadcast(labelled), ["cluster_id"])
+             .where(layer & (F.col("valid_from_offset") <= F.col("_at"))
+                    & (open_end("valid_to_offset") > F.col("_at")))
+             .groupBy("cluster_id", "_topic", "_at")
+             .pivot("_key", list(keys))
+             .agg(F.min(F.struct(rank.alias("rank"), F.col("_position").alias("position"),
+                                 F.col("value").alias("value"), source.alias("source")))))
+    answers = asks.join(found, ["cluster_id", "_topic", "_at"], "left").select(
+        F.col("cluster_id").alias("_cluster"), "_topic", "_at",
+        *[_resolved(F.col(f"`{key}`"), key, static or {}, column) for key, column in zip(keys, names, strict=True)])
+    answers = answers.select("_cluster", "_topic", "_at", *[F.col(f"{c}.value").alias(c) for c in names],
+                             *[F.col(f"{c}.source").alias(c + SOURCE_SUFFIX) for c in names])
+    return rows.join(answers, (F.col("cluster_id") == F.col("_cluster")) & (F.col(topic) == F.col("_topic"))
+                     & (F.col(offset) == F.col("_at")), "left").drop("_cluster", "_topic", "_at")
+
+
+def _resolved(found: Column, key: str, static: Mapping[str, str], column: str) -> Column:
+    """The log's answer when it has one, else the static config (the first synonym the user passed), else
+    Kafka's default: a struct (value, source) named ``column``."""
+    passed = next((static[s] for s in TOPIC_CONFIG_SYNONYMS[key] if s in static), None)
+    value, source = (passed, STATIC_BROKER_CONFIG) if passed is not None else (TOPIC_CONFIG_DEFAULTS[key],
+                                                                                  DEFAULT_CONFIG)
+    fallback = F.struct(F.lit(value).cast("string").alias("value"), F.lit(source).alias("source"))
+    return F.when(found.isNotNull(), F.struct(found["value"].alias("value"), found["source"].alias("source"))
+                  ).otherwise(fallback).alias(column)
+
+
+def topic_configs_at(spark: SparkSession, lake: Lake, topic: str, offset: int | None = None,
+                     time: datetime | str | None = None, cluster_id: str | None = None,
+                     static: Mapping[str, str] | None = None, keys: Sequence[str] = AUDITED_KEYS
+                     ) -> tuple[int, DataFrame]:
+    """(the offset used, one row per key: ``topic_name``, ``name``, ``value``, ``source``) for ``topic`` as of
+    ``offset`` (or ``time``), sorted by key. QueryError when the lake has no ``config_history`` or the topic does
+    not exist then."""
+    # here, not at the top: replay.query imports replay.store, which reads this module
+    from replay.query import QueryError, as_of, history_table, resolve_cluster, resolve_offset
+
+    cluster = resolve_cluster(spark, lake, cluster_id)
+    at = resolve_offset(spark, lake, cluster, offset, time)
+    configs = configs_in_force(spark, lake, static=dict(static or {}))
+    if configs is None:
+        raise QueryError(f"no {CONFIG_HISTORY} in {lake.root}: run `kraft-replay replay` again (a lake replayed "
+                         "before configs were replayed)")
+    topics = as_of(history_table(spark, lake, TOPIC_HISTORY, cluster), at).where(F.col("name") == topic)
+    if topics.isEmpty():
+        raise QueryError(f"no topic {topic!r} in cluster {cluster} as of offset {at}")
+    ask = spark.createDataFrame([(cluster, topic, at)], "cluster_id STRING, topic_name STRING, offset BIGINT")
+    answer = with_effective_configs(ask, configs.history.where(F.col("cluster_id") == cluster), configs.controllers,
+                                    configs.static, keys=keys)
+    rows = F.explode(F.array(*[F.struct(F.lit(key).alias("name"), F.col(config_column(key)).alias("value"),
+                                        F.col(config_column(key) + SOURCE_SUFFIX).alias("source"))
+                               for key in keys])).alias("config")
+    return at, answer.select("topic_name", rows).select("topic_name", "config.*").orderBy("name")
+
+
+__all__ = [
+    "CONTROLLER_COLUMNS",
+    "MIN_IN_SYNC_REPLICAS",
+    "UNCLEAN_LEADER_ELECTION_ENABLE",
+    "ConfigsInForce",
+    "active_controllers",
+    "config_column",
+    "configs_in_force",
+    "effective_min_isr",
+    "topic_configs_at",
+    "unclean_allowed",
+    "with_effective_configs",
+]

@@ -1,0 +1,41 @@
+"""records/kafka_topic_configs.py: the defaults and broker synonyms of the topic configs the election audit reads
+are Kafka's own (its jars asked through tests/referee/KafkaTopicConfigs.java), in Kafka 4.4.0 and 3.9.2 alike."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from records.kafka_topic_configs import (
+    AUDITED_KEYS,
+    GENERATED,
+    KAFKA_VERSION,
+    MIN_IN_SYNC_REPLICAS,
+    TOPIC_CONFIG_DEFAULTS,
+    TOPIC_CONFIG_SYNONYMS,
+    UNCLEAN_LEADER_ELECTION_ENABLE,
+)
+from tests.referee import RefereeUnavailable
+
+
+def test_the_generated_values() -> None:
+    assert KAFKA_VERSION == "4.4.0"
+    assert TOPIC_CONFIG_DEFAULTS == {UNCLEAN_LEADER_ELECTION_ENABLE: "false", MIN_IN_SYNC_REPLICAS: "1"}
+    assert TOPIC_CONFIG_SYNONYMS == {UNCLEAN_LEADER_ELECTION_ENABLE: (UNCLEAN_LEADER_ELECTION_ENABLE,),
+                                     MIN_IN_SYNC_REPLICAS: (MIN_IN_SYNC_REPLICAS,)}
+    assert tuple(TOPIC_CONFIG_DEFAULTS) == AUDITED_KEYS
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
+def test_kafka_gives_the_same(version: str) -> None:
+    from tests.referee.kafka_topic_configs import kafka_answer
+
+    try:
+        answer = kafka_answer(version)
+    except RefereeUnavailable as reason:
+        pytest.skip(str(reason))
+    committed = json.loads(GENERATED.read_text())
+    assert answer["kafkaVersion"] == version
+    assert answer["keys"] == committed["keys"]
