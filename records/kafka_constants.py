@@ -28,3 +28,15 @@ FENCING_AS_BOOLEAN = {FENCE: True, UNFENCE: False}  # BrokerRegistrationFencingC
 FENCING_CODES = (FENCE, NONE, UNFENCE)
 IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN = {IN_CONTROLLED_SHUTDOWN: True}  # ...InControlledShutdownChange.asBoolean
 IN_CONTROLLED_SHUTDOWN_CODES = (NONE, IN_CONTROLLED_SHUTDOWN)
+
+# ConfigResource.Type (kafka-clients) ids; ``Type.forId`` maps any other id to UNKNOWN, so a ConfigRecord of an unknown
+# resource type lands on the (UNKNOWN, name) resource
+CONFIG_RESOURCE_TYPES = {"UNKNOWN": 0, "TOPIC": 2, "BROKER": 4, "BROKER_LOGGER": 8, "CLIENT_METRICS": 16, "GROUP": 32}
+
+# ScramMechanism (kafka-clients) types; ``fromType`` maps any other type to UNKNOWN
+SCRAM_MECHANISMS = {"UNKNOWN": 0, "SCRAM_SHA_256": 1, "SCRAM_SHA_512": 2}
+
+# ZkMigrationState (Kafka 3.x kafka-metadata) values; ``of`` refuses any other. Kafka 3.9's FeaturesDelta keeps the
+# state in FeaturesImage (field ``zkMigrationState``); Kafka 4.x's MetadataDelta ignores the record.
+ZK_MIGRATION_STATES = {"NONE": 0, "MIGRATION": 1, "PRE_MIGRATION": 2, "POST_MIGRATION": 3, "ZK": 4}
+ZK_MIGRATION_STATE = "zkMigrationState"  # FeaturesImageNode.ZK_MIGRATION_STATE: the state's name in the image
