@@ -29,14 +29,31 @@ FENCING_CODES = (FENCE, NONE, UNFENCE)
 IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN = {IN_CONTROLLED_SHUTDOWN: True}  # ...InControlledShutdownChange.asBoolean
 IN_CONTROLLED_SHUTDOWN_CODES = (NONE, IN_CONTROLLED_SHUTDOWN)
 
-# ConfigResource.Type (kafka-clients) ids; ``Type.forId`` maps any other id to UNKNOWN, so a ConfigRecord of an unknown
-# resource type lands on the (UNKNOWN, name) resource
-CONFIG_RESOURCE_TYPES = {"UNKNOWN": 0, "TOPIC": 2, "BROKER": 4, "BROKER_LOGGER": 8, "CLIENT_METRICS": 16, "GROUP": 32}
+# ConfigResource.Type's ids (Kafka 4.4; 3.9 lacks GROUP): ``ConfigResource.Type.forId`` maps any other id to UNKNOWN
+CONFIG_RESOURCE_UNKNOWN = 0  # ConfigResource.Type.UNKNOWN
+CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_BROKER = 2, 4  # ConfigResource.Type.TOPIC, BROKER (an empty name: the default)
+CONFIG_RESOURCE_TYPES = (2, 4, 8, 16, 32)  # TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP
 
-# ScramMechanism (kafka-clients) types; ``fromType`` maps any other type to UNKNOWN
-SCRAM_MECHANISMS = {"UNKNOWN": 0, "SCRAM_SHA_256": 1, "SCRAM_SHA_512": 2}
+# The ACL enums' codes (Kafka 4.4; 3.9 lacks AclOperation.TWO_PHASE_COMMIT): each ``fromCode`` maps any other code
+# to its UNKNOWN, code 0, which is what the image keeps (``StandardAcl.fromRecord``)
+ACL_UNKNOWN = 0  # ResourceType, PatternType, AclOperation and AclPermissionType UNKNOWN
+ACL_RESOURCE_TYPES = tuple(range(8))  # ResourceType: UNKNOWN, ANY, TOPIC, GROUP, CLUSTER, ... DELEGATION_TOKEN, USER
+ACL_PATTERN_TYPES = tuple(range(5))  # PatternType: UNKNOWN, ANY, MATCH, LITERAL, PREFIXED
+ACL_OPERATIONS = tuple(range(16))  # AclOperation: UNKNOWN, ANY, ALL, READ, ... DESCRIBE_TOKENS, TWO_PHASE_COMMIT
+ACL_PERMISSION_TYPES = tuple(range(4))  # AclPermissionType: UNKNOWN, ANY, DENY, ALLOW
 
-# ZkMigrationState (Kafka 3.x kafka-metadata) values; ``of`` refuses any other. Kafka 3.9's FeaturesDelta keeps the
-# state in FeaturesImage (field ``zkMigrationState``); Kafka 4.x's MetadataDelta ignores the record.
-ZK_MIGRATION_STATES = {"NONE": 0, "MIGRATION": 1, "PRE_MIGRATION": 2, "POST_MIGRATION": 3, "ZK": 4}
-ZK_MIGRATION_STATE = "zkMigrationState"  # FeaturesImageNode.ZK_MIGRATION_STATE: the state's name in the image
+# ScramMechanism's types: ``ScramMechanism.fromType`` maps any other type to UNKNOWN (0)
+SCRAM_UNKNOWN = 0  # ScramMechanism.UNKNOWN
+SCRAM_MECHANISMS = (1, 2)  # SCRAM_SHA_256, SCRAM_SHA_512
+
+# ProducerIdsImage.EMPTY: the next producer id before any ProducerIdsRecord
+NO_PRODUCER_ID = -1
+
+# ZkMigrationState's values (Kafka 3.9, ``ZkMigrationState.of`` refuses any other): NONE is the empty image's
+ZK_MIGRATION_NONE = 0  # ZkMigrationState.NONE
+ZK_MIGRATION_STATES = (0, 1, 2, 3, 4)  # NONE, MIGRATION, PRE_MIGRATION, POST_MIGRATION, ZK
+# FeaturesImage's field for it: the feature_history row that holds it (no finalized feature has this name)
+ZK_MIGRATION_STATE_FEATURE = "zkMigrationState"
+
+# SecurityUtils.parseKafkaPrincipal refuses a principal that is empty or has no ':'
+PRINCIPAL_FORMAT = "expected a string in format principalType:principalName but got "

@@ -4,23 +4,38 @@ An AccessControlEntryRecord puts the ACL under its id, whatever was there (``Acl
 RemoveAccessControlEntryRecord removes the ACL of its id, and Kafka 4.4 throws when no ACL has that id
 (``IllegalStateException``: "Failed to find existing ACL with ID ... in either image or changes"): the removal is
 refused, a ``refused`` anomaly with Kafka's message, and the image stays as it was. The ACL's codes (resource type,
-pattern type, operation, permission type) are kept as the record has them.
+pattern type, operation, permission type) are what ``StandardAcl.fromRecord`` keeps: each through its enum's
+``fromCode``, a code it does not know read as UNKNOWN (0).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from records.kafka_constants import (
+    ACL_OPERATIONS,
+    ACL_PATTERN_TYPES,
+    ACL_PERMISSION_TYPES,
+    ACL_RESOURCE_TYPES,
+    ACL_UNKNOWN,
+)
+from records.vocabulary import column_name
 from replay.brokers import EVENT_COLUMNS
-from replay.events import kafka_columns, ordered, parsed
+from replay.events import kafka_columns, kafka_field, ordered, parsed
 from replay.shapes import RecordShapes
 
 ACL, REMOVE_ACL = "AccessControlEntryRecord", "RemoveAccessControlEntryRecord"
 ACL_KEY = ("cluster_id", "id")
 ACL_VALUES = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
+
+
+def code(value: Column, known: tuple[int, ...]) -> Column:
+    """``fromCode`` of an ACL enum (ResourceType, PatternType, AclOperation, AclPermissionType): a code it knows,
+    else UNKNOWN's."""
+    return F.when(value.isin(*known), value).otherwise(F.lit(ACL_UNKNOWN)).cast("int")
 
 
 @dataclass(frozen=True)
@@ -32,8 +47,14 @@ class AclsResult:
 def acl_states(events: DataFrame, shapes: RecordShapes) -> AclsResult:
     """``AclsDelta``: the ACL after every record Kafka applies, and the removals it refuses."""
     upserts = parsed(events, ACL, shapes).select(
-        *EVENT_COLUMNS, *kafka_columns(ACL, "id", "resourceType", "resourceName", "patternType", "principal", "host",
-                                    "operation", "permissionType"), F.lit(False).alias("is_tombstone"))
+        *EVENT_COLUMNS, *kafka_columns(ACL, "id"),
+        code(kafka_field(ACL, "resourceType"), ACL_RESOURCE_TYPES).alias(column_name("resourceType")),
+        *kafka_columns(ACL, "resourceName"),
+        code(kafka_field(ACL, "patternType"), ACL_PATTERN_TYPES).alias(column_name("patternType")),
+        *kafka_columns(ACL, "principal", "host"),
+        code(kafka_field(ACL, "operation"), ACL_OPERATIONS).alias(column_name("operation")),
+        code(kafka_field(ACL, "permissionType"), ACL_PERMISSION_TYPES).alias(column_name("permissionType")),
+        F.lit(False).alias("is_tombstone"))
     removals = parsed(events, REMOVE_ACL, shapes).select(
         *EVENT_COLUMNS, *kafka_columns(REMOVE_ACL, "id"), F.lit(True).alias("is_tombstone"))
     stream = upserts.unionByName(removals, allowMissingColumns=True)

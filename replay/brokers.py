@@ -18,7 +18,8 @@ from records.kafka_constants import (
     FENCING_CODES,
     IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN,
     IN_CONTROLLED_SHUTDOWN_CODES,
-    ZK_MIGRATION_STATE,
+    ZK_MIGRATION_NONE,
+    ZK_MIGRATION_STATE_FEATURE,
     ZK_MIGRATION_STATES,
 )
 from records.vocabulary import field
@@ -178,16 +179,17 @@ class ZkMigrationResult:
 
 
 def zk_migration_states(events: DataFrame, shapes: RecordShapes) -> ZkMigrationResult:
-    """ZkMigrationStateRecord as Kafka 3.9's ``FeaturesDelta`` keeps it: the state (NONE included) as the level of
-    the feature row ``zkMigrationState`` (FeaturesImage's field, no finalized feature's name); a value
-    ``ZkMigrationState.of`` does not know throws, so the record is refused. (Kafka 4.x's ``MetadataDelta`` ignores
-    the record: its image keeps no migration state.)"""
+    """ZkMigrationStateRecord as Kafka 3.9's ``FeaturesDelta`` keeps it: the state as the level of the feature row
+    ``zkMigrationState`` (FeaturesImage's field, no finalized feature's name); NONE, the empty image's state, removes
+    the row as level 0 removes a feature; a value ``ZkMigrationState.of`` does not know throws, so the record is
+    refused. (Kafka 4.x's ``MetadataDelta`` ignores the record: its image keeps no migration state.)"""
     level = field(FEATURE, "featureLevel").column
     rows = parsed(events, ZK_MIGRATION, shapes).select(
-        *EVENT_COLUMNS, F.lit(ZK_MIGRATION_STATE).alias(field(FEATURE, "name").column),
-        kafka_field(ZK_MIGRATION, "zkMigrationState").cast("int").alias(level), F.lit(False).alias("is_tombstone"))
+        *EVENT_COLUMNS, F.lit(ZK_MIGRATION_STATE_FEATURE).alias(field(FEATURE, "name").column),
+        kafka_field(ZK_MIGRATION, "zkMigrationState").cast("int").alias(level),
+        (kafka_field(ZK_MIGRATION, "zkMigrationState") == ZK_MIGRATION_NONE).alias("is_tombstone"))
     state = F.col(level)
-    known = state.isin(*ZK_MIGRATION_STATES.values())
+    known = state.isin(*ZK_MIGRATION_STATES)
     refused = rows.where(~known).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
         F.concat(F.lit("Value "), state.cast("string"), F.lit(" is not a valid Zk migration state")).alias("reason"))

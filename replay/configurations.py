@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.tables import SECRET_FINGERPRINT
-from records.kafka_constants import CONFIG_RESOURCE_TYPES
+from records.kafka_constants import CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_TYPES, CONFIG_RESOURCE_UNKNOWN
 from replay.brokers import EVENT_COLUMNS
 from replay.events import kafka_columns, kafka_field, parsed, running
 from replay.shapes import RecordShapes
@@ -26,13 +26,11 @@ from replay.shapes import RecordShapes
 CONFIG = "ConfigRecord"
 CONFIG_KEY = ("cluster_id", "resource_type", "resource_name", "name")
 CONFIG_VALUES = ("value", "value_fingerprint")
-TOPIC_RESOURCE = CONFIG_RESOURCE_TYPES["TOPIC"]
 
 
 def resource_type(type_id: Column) -> Column:
     """``ConfigResource.Type.forId``: the id of a type Kafka knows, else UNKNOWN's."""
-    return F.when(type_id.isin(*CONFIG_RESOURCE_TYPES.values()), type_id).otherwise(
-        F.lit(CONFIG_RESOURCE_TYPES["UNKNOWN"])).cast("int")
+    return F.when(type_id.isin(*CONFIG_RESOURCE_TYPES), type_id).otherwise(F.lit(CONFIG_RESOURCE_UNKNOWN)).cast("int")
 
 
 def config_states(events: DataFrame, shapes: RecordShapes, topic_events: DataFrame) -> DataFrame:
@@ -51,9 +49,9 @@ def config_states(events: DataFrame, shapes: RecordShapes, topic_events: DataFra
                 .select(*EVENT_COLUMNS, F.col("topic_name").alias("resource_name")))
     # deleteAll: every key the topic's resource ever had gets a deletion at the removal (one of a key that is not
     # live then changes nothing).
-    topic_keys = records.where(F.col("resource_type") == TOPIC_RESOURCE).select(
+    topic_keys = records.where(F.col("resource_type") == CONFIG_RESOURCE_TOPIC).select(
         "cluster_id", "resource_name", "name").distinct()
     deletions = removals.join(topic_keys, ["cluster_id", "resource_name"]).select(
-        *EVENT_COLUMNS, F.lit(TOPIC_RESOURCE).alias("resource_type"), "resource_name", "name",
+        *EVENT_COLUMNS, F.lit(CONFIG_RESOURCE_TOPIC).alias("resource_type"), "resource_name", "name",
         F.lit(True).alias("is_tombstone"))
     return records.unionByName(deletions, allowMissingColumns=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from records.kafka_constants import PRINCIPAL_FORMAT
 from replay.brokers import EVENT_COLUMNS
 from replay.events import kafka_columns, parsed
 from replay.shapes import RecordShapes
@@ -21,7 +22,6 @@ from replay.shapes import RecordShapes
 TOKEN, REMOVE_TOKEN = "DelegationTokenRecord", "RemoveDelegationTokenRecord"
 TOKEN_KEY = ("cluster_id", "token_id")
 TOKEN_VALUES = ("owner", "requester", "renewers", "issue_timestamp", "max_timestamp", "expiration_timestamp")
-PRINCIPAL_FORMAT = "expected a string in format principalType:principalName but got "
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from lakehouse.tables import (
     SECRET_FINGERPRINT,
     TOPIC_HISTORY,
 )
-from records.kafka_constants import BEGIN, ZK_MIGRATION_STATE
+from records.kafka_constants import BEGIN, ZK_MIGRATION_STATE_FEATURE
 from records.vocabulary import field
 from replay.acls import ACL, REMOVE_ACL
 from replay.brokers import FEATURE, ZK_MIGRATION
@@ -144,7 +144,7 @@ def touched(log: DataFrame, stored_partitions_open: DataFrame, shapes: RecordSha
     controllers = ids(_CONTROLLER_TYPES, controller_id=F.col("controllerId"))
     # a ZkMigrationStateRecord names the feature row of the migration state
     features = ids((FEATURE,), feature=F.col("name")).unionByName(
-        ids((ZK_MIGRATION,), feature=F.lit(ZK_MIGRATION_STATE))).distinct()
+        ids((ZK_MIGRATION,), feature=F.lit(ZK_MIGRATION_STATE_FEATURE))).distinct()
     partitions = named.unionByName(of_topics)
     if stored_topics_open is not None:
         clears = names.where(F.col("record_type") == CLEAR_ELR).select(
@@ -215,7 +215,7 @@ def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, entities: Touche
             "RegisterControllerRecord", "controllerId", "incarnationId", "zkMigrationReady", "endPoints",
             "features"), _SEED_SEQ)
     open_features = _open(stored[FEATURE_HISTORY], checkpoints, entities.features, ("feature",))
-    is_migration = F.col("feature") == ZK_MIGRATION_STATE
+    is_migration = F.col("feature") == ZK_MIGRATION_STATE_FEATURE
     features = _seed(open_features.where(~is_migration), FEATURE,
                      kafka_struct("FeatureLevelRecord", "name", "featureLevel"), _SEED_SEQ)
     state = field(ZK_MIGRATION, "zkMigrationState").column

@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.tables import SECRET_FINGERPRINT
-from records.kafka_constants import SCRAM_MECHANISMS
+from records.kafka_constants import SCRAM_MECHANISMS, SCRAM_UNKNOWN
 from replay.brokers import EVENT_COLUMNS
 from replay.events import kafka_columns, kafka_field, parsed
 from replay.shapes import RecordShapes
@@ -25,8 +25,7 @@ SCRAM_VALUES = ("iterations", "credential_fingerprint")
 
 def mechanism(kind: Column) -> Column:
     """``ScramMechanism.fromType``: the type of a mechanism Kafka knows, else UNKNOWN's."""
-    return F.when(kind.isin(*SCRAM_MECHANISMS.values()), kind).otherwise(
-        F.lit(SCRAM_MECHANISMS["UNKNOWN"])).cast("int").alias("mechanism")
+    return F.when(kind.isin(*SCRAM_MECHANISMS), kind).otherwise(F.lit(SCRAM_UNKNOWN)).cast("int").alias("mechanism")
 
 
 def scram_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:
