@@ -10,7 +10,10 @@ log), so the records after C start in a clean visibility state. An incremental r
    rebuilds exactly that state (a PartitionRecord with the leader, both epochs, every array, recovery state
    and directories, so generations, epoch counting and directory rules continue unchanged; a
    RegisterBrokerRecord with epoch, fencing, controlled shutdown and log dirs; a broker whose last version
-   is closed gets a register + unregister pair so that its last registered epoch is still checked);
+   is closed gets a register + unregister pair so that its last registered epoch is still checked). The image's
+   small parts (configs, client quotas, ACLs, SCRAM credentials, delegation tokens, producer ids) are seeded
+   whole: when a record a part is folded from came, every open version of a replayed cluster, as the record
+   that puts it, with its secret's fingerprint (``image_seeds``);
 3. runs the same window fold (``replay.engine.replay``) on seeds + new records, and splits its output:
    versions starting after C are new; the version of a seed (starting at C) carries the new ``valid_to``
    of the stored open version it stands for (a seed never adds a version: it only closes one, or, through
