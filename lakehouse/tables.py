@@ -45,6 +45,10 @@ DELEGATION_TOKEN_HISTORY = "delegation_token_history"
 PRODUCER_ID_HISTORY = "producer_id_history"
 REPLAY_ANOMALIES = "replay_anomalies"
 REPLAY_CHECKPOINTS = "replay_checkpoints"
+# the log tables' column with the keyed fingerprint of the secret a record's redaction took out (issue 19; null when
+# nothing was redacted): the replay carries it to config_history.value_fingerprint and
+# scram_history.credential_fingerprint, and reads it only where the table has it (a lake written before it has not)
+SECRET_FINGERPRINT = "secret_fingerprint"
 
 _UTC = pa.timestamp("us", tz="UTC")
 
@@ -126,19 +130,8 @@ SORT_COLUMNS: dict[str, tuple[str, ...]] = {
 _PARTITION = ("cluster_id", "topic_id", "partition_id")
 _REPLICA = (*_PARTITION, "broker_id")
 
-# history table → the key of its entity: one version per key and [valid_from_offset, valid_to_offset)
-HISTORY_KEYS: dict[str, tuple[str, ...]] = {
-    PARTITION_HISTORY: _PARTITION,
-    BROKER_HISTORY: ("cluster_id", "broker_id"),
-    TOPIC_HISTORY: ("cluster_id", "topic_id"),
-    FEATURE_HISTORY: ("cluster_id", "feature"),
-    CONTROLLER_HISTORY: ("cluster_id", "controller_id"),
-    REPLICA_HISTORY: _REPLICA,
-}
-HISTORY_TABLES: tuple[str, ...] = tuple(HISTORY_KEYS)
-
-# The image parts issue 19 adds, keyed like HISTORY_KEYS; they join HISTORY_KEYS (and their schemas
-# REPLAY_SCHEMAS) when the replay writes them.
+# The image parts issue 19 adds (Kafka's ConfigurationsImage, ClientQuotasImage, AclsImage, ScramImage,
+# DelegationTokenImage, ProducerIdsImage), keyed like the others: part of HISTORY_KEYS and REPLAY_SCHEMAS.
 _CLIENT_QUOTA_ENTITY = pa.list_(pa.struct([("entity_type", pa.string()), ("entity_name", pa.string())]))
 IMAGE_HISTORY_KEYS: dict[str, tuple[str, ...]] = {
     CONFIG_HISTORY: ("cluster_id", "resource_type", "resource_name", "name"),
@@ -148,6 +141,18 @@ IMAGE_HISTORY_KEYS: dict[str, tuple[str, ...]] = {
     DELEGATION_TOKEN_HISTORY: ("cluster_id", "token_id"),
     PRODUCER_ID_HISTORY: ("cluster_id",),
 }
+
+# history table → the key of its entity: one version per key and [valid_from_offset, valid_to_offset)
+HISTORY_KEYS: dict[str, tuple[str, ...]] = {
+    PARTITION_HISTORY: _PARTITION,
+    BROKER_HISTORY: ("cluster_id", "broker_id"),
+    TOPIC_HISTORY: ("cluster_id", "topic_id"),
+    FEATURE_HISTORY: ("cluster_id", "feature"),
+    CONTROLLER_HISTORY: ("cluster_id", "controller_id"),
+    REPLICA_HISTORY: _REPLICA,
+    **IMAGE_HISTORY_KEYS,
+}
+HISTORY_TABLES: tuple[str, ...] = tuple(HISTORY_KEYS)
 
 # derived table → the sort order it is written in (a unique key, so the layout is deterministic)
 DERIVED_ORDER: dict[str, tuple[str, ...]] = {
@@ -174,7 +179,7 @@ _PARTITION_COLUMNS = [("cluster_id", pa.string()), ("topic_id", pa.string()), ("
 _STATE_STEP = [("state", pa.string()), ("previous_state", pa.string()), ("step", pa.int32()), *_INTERVAL,
                ("reason", pa.string()), ("valid_transition", pa.bool_())]
 
-# The image parts' history tables (see IMAGE_HISTORY_KEYS); a secret never reaches them, only its fingerprint.
+# The image parts' history tables (IMAGE_HISTORY_KEYS); a secret never reaches them, only its fingerprint.
 IMAGE_SCHEMAS: dict[str, pa.Schema] = {
     CONFIG_HISTORY: pa.schema([
         ("cluster_id", pa.string()), ("resource_type", pa.int32()), ("resource_name", pa.string()),
@@ -252,6 +257,7 @@ REPLAY_SCHEMAS: dict[str, pa.Schema] = {
         ("replayed_at", _UTC),
         ("tables", pa.map_(pa.string(), pa.int64())),  # table → Delta version written
     ]),
+    **IMAGE_SCHEMAS,
 }
 
 

@@ -18,7 +18,11 @@ from records.kafka_constants import (
     FENCING_CODES,
     IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN,
     IN_CONTROLLED_SHUTDOWN_CODES,
+    ZK_MIGRATION_NONE,
+    ZK_MIGRATION_STATE_FEATURE,
+    ZK_MIGRATION_STATES,
 )
+from records.vocabulary import field
 from replay.events import (
     kafka_columns,
     kafka_default,
@@ -37,6 +41,7 @@ BROKER_VALUES = ("broker_epoch", "incarnation_id", "fenced", "in_controlled_shut
 REGISTER, FENCE_RECORD, UNFENCE_RECORD = "RegisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord"
 CHANGE, UNREGISTER = "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord"
 CONTROLLER = "RegisterControllerRecord"
+FEATURE, ZK_MIGRATION = "FeatureLevelRecord", "ZkMigrationStateRecord"
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,30 @@ def controller_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:
 
 def feature_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:
     """FeatureLevelRecord sets a finalized feature level; level 0 removes the feature."""
-    return parsed(events, "FeatureLevelRecord", shapes).select(
-        *EVENT_COLUMNS, *kafka_columns("FeatureLevelRecord", "name", "featureLevel"),
-        (kafka_field("FeatureLevelRecord", "featureLevel") == 0).alias("is_tombstone"))
+    return parsed(events, FEATURE, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(FEATURE, "name", "featureLevel"),
+        (kafka_field(FEATURE, "featureLevel") == 0).alias("is_tombstone"))
+
+
+@dataclass(frozen=True)
+class ZkMigrationResult:
+    states: DataFrame  # feature rows of ZK_MIGRATION_STATE, one per record Kafka applies
+    anomalies: DataFrame
+
+
+def zk_migration_states(events: DataFrame, shapes: RecordShapes) -> ZkMigrationResult:
+    """ZkMigrationStateRecord as Kafka 3.9's ``FeaturesDelta`` keeps it: the state as the level of the feature row
+    ``zkMigrationState`` (FeaturesImage's field, no finalized feature's name); NONE, the empty image's state, removes
+    the row as level 0 removes a feature; a value ``ZkMigrationState.of`` does not know throws, so the record is
+    refused. (Kafka 4.x's ``MetadataDelta`` ignores the record: its image keeps no migration state.)"""
+    level = field(FEATURE, "featureLevel").column
+    rows = parsed(events, ZK_MIGRATION, shapes).select(
+        *EVENT_COLUMNS, F.lit(ZK_MIGRATION_STATE_FEATURE).alias(field(FEATURE, "name").column),
+        kafka_field(ZK_MIGRATION, "zkMigrationState").cast("int").alias(level),
+        (kafka_field(ZK_MIGRATION, "zkMigrationState") == ZK_MIGRATION_NONE).alias("is_tombstone"))
+    state = F.col(level)
+    known = state.isin(*ZK_MIGRATION_STATES)
+    refused = rows.where(~known).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.concat(F.lit("Value "), state.cast("string"), F.lit(" is not a valid Zk migration state")).alias("reason"))
+    return ZkMigrationResult(rows.where(known), refused)

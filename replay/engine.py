@@ -13,19 +13,31 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.tables import (
+    ACL_HISTORY,
     BROKER_HISTORY,
+    CLIENT_QUOTA_HISTORY,
+    CONFIG_HISTORY,
     CONTROLLER_HISTORY,
+    DELEGATION_TOKEN_HISTORY,
     FEATURE_HISTORY,
     HISTORY_KEYS,
     PARTITION_HISTORY,
+    PRODUCER_ID_HISTORY,
     REPLICA_HISTORY,
+    SCRAM_HISTORY,
     TOPIC_HISTORY,
 )
-from replay.brokers import BROKER_VALUES, broker_states, controller_states, feature_states
+from replay.acls import ACL_KEY, ACL_VALUES, acl_states
+from replay.brokers import BROKER_VALUES, broker_states, controller_states, feature_states, zk_migration_states
+from replay.client_quotas import QUOTA_KEY, QUOTA_VALUES, quota_states
+from replay.configurations import CONFIG_KEY, CONFIG_VALUES, config_states
+from replay.delegation_tokens import TOKEN_KEY, TOKEN_VALUES, token_states
 from replay.events import transaction_anomalies, visible, with_base
 from replay.history import collapse, to_intervals
 from replay.partitions import ARRAYS, partition_states, topic_events
+from replay.producer_ids import PRODUCER_ID_KEY, PRODUCER_ID_VALUES, producer_id_states
 from replay.replicas import replica_history
+from replay.scram import SCRAM_KEY, SCRAM_VALUES, scram_states
 from replay.shapes import RecordShapes, record_shapes
 
 PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")
@@ -47,6 +59,34 @@ def _with_topic_names(partitions: DataFrame, topics: DataFrame) -> DataFrame:
              & (F.col("t.valid_to_offset").isNull() | (F.col("t.valid_to_offset") > F.col("p.valid_from_offset"))))
     return partitions.alias("p").join(F.broadcast(topics.alias("t")), valid, "left").select(
         "p.*", F.col("t.name").alias("topic_name"))
+
+
+def _versions(states: DataFrame, keyed: tuple[str, ...], values: tuple[str, ...]) -> DataFrame:
+    """An image part's history: a version per entity and visible offset, a record that changes nothing (the value
+    a key already has) continuing the version it finds, as Kafka's image does not change."""
+    return collapse(to_intervals(states, keyed, values), keyed, values)
+
+
+@dataclass(frozen=True)
+class ImageParts:
+    tables: dict[str, DataFrame]  # config_history ... producer_id_history (unordered)
+    anomalies: DataFrame  # the ACL removals and delegation tokens Kafka refuses
+
+
+def image_parts(others: DataFrame, shapes: RecordShapes, topics: DataFrame) -> ImageParts:
+    """The history of the image's configs, client quotas, ACLs, SCRAM credentials, delegation tokens and producer
+    ids (``ConfigurationsDelta``, ``ClientQuotasDelta``, ``AclsDelta``, ``ScramDelta``, ``DelegationTokenDelta``,
+    ``ProducerIdsDelta``): small families, folded from the small checkpoint of the non-partition records.
+    ``topics``: the topic events Kafka applies (``replay.partitions.topic_events``), whose removals delete configs."""
+    acls, tokens = acl_states(others, shapes), token_states(others, shapes)
+    return ImageParts({
+        CONFIG_HISTORY: _versions(config_states(others, shapes, topics), CONFIG_KEY, CONFIG_VALUES),
+        CLIENT_QUOTA_HISTORY: _versions(quota_states(others, shapes), QUOTA_KEY, QUOTA_VALUES),
+        ACL_HISTORY: _versions(acls.states, ACL_KEY, ACL_VALUES),
+        SCRAM_HISTORY: _versions(scram_states(others, shapes), SCRAM_KEY, SCRAM_VALUES),
+        DELEGATION_TOKEN_HISTORY: _versions(tokens.states, TOKEN_KEY, TOKEN_VALUES),
+        PRODUCER_ID_HISTORY: _versions(producer_id_states(others, shapes), PRODUCER_ID_KEY, PRODUCER_ID_VALUES),
+    }, acls.anomalies.unionByName(tokens.anomalies))
 
 
 def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None) -> ReplayResult:
@@ -79,8 +119,9 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         to_intervals(brokers.states.withColumn("registers", F.col("kind") == "register"),
                      ("cluster_id", "broker_id"), (*BROKER_VALUES, "registers")),
         ("cluster_id", "broker_id"), BROKER_VALUES, restart="registers").drop("registers").localCheckpoint(eager=True)
-    feature_history = collapse(to_intervals(feature_states(others, shapes), ("cluster_id", "feature"), ("level",)),
-                               ("cluster_id", "feature"), ("level",))
+    zk_migration = zk_migration_states(others, shapes)
+    feature_history = _versions(feature_states(others, shapes).unionByName(zk_migration.states),
+                                ("cluster_id", "feature"), ("level",))
     controller_history = to_intervals(
         controller_states(others, shapes), ("cluster_id", "controller_id"),
         ("incarnation_id", "zk_migration_ready", "endpoints", "features"))
@@ -92,8 +133,10 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         CONTROLLER_HISTORY: controller_history,
     }
     tables[REPLICA_HISTORY] = replica_history(partition_history, broker_history)
+    parts = image_parts(others, shapes, topics.topic_events)
+    tables.update(parts.tables)
     anomalies = (transaction_anomalies(log).unionByName(topics.anomalies).unionByName(partitions.anomalies)
-                 .unionByName(brokers.anomalies))
+                 .unionByName(brokers.anomalies).unionByName(zk_migration.anomalies).unionByName(parts.anomalies))
     # Unordered: ``replay.store.write_sorted`` sorts each table as it writes it (a sort here would make Spark
     # run the whole plan twice, once to sample the range boundaries of the sort).
     return ReplayResult(tables, anomalies)

@@ -11,6 +11,9 @@ Two things happen here, both as set-based DataFrame operations:
   ``payload_json`` parsed with ``from_json`` into the struct type derived from the same schema. A tagged
   field absent from Kafka's JSON is null there and its Kafka default in the Avro payload: the folds read both
   the same way (``-2`` leaders, ``null`` arrays keep Kafka's meaning).
+
+The log's ``secret_fingerprint`` rides along (null on a lake ingested before it existed): the folds of configs and
+SCRAM credentials keep it in place of the secret the ingest redacted.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehouse.tables import SECRET_FINGERPRINT
 from records.kafka_constants import ABORT, BEGIN, END
 from records.vocabulary import Field, column_name, field
 from replay.shapes import PAYLOAD_COLUMNS, RecordShapes
@@ -31,12 +35,23 @@ OPEN_TXN_BUCKETS = 64
 STATE_TYPES: tuple[str, ...] = (
     "PartitionRecord", "PartitionChangeRecord", "TopicRecord", "RemoveTopicRecord", "ClearElrRecord",
     "RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
-    "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "RegisterControllerRecord", "UnregisterControllerRecord")
+    "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "RegisterControllerRecord", "UnregisterControllerRecord",
+    "ZkMigrationStateRecord", "ConfigRecord", "ClientQuotaRecord", "AccessControlEntryRecord",
+    "RemoveAccessControlEntryRecord", "UserScramCredentialRecord", "RemoveUserScramCredentialRecord",
+    "DelegationTokenRecord", "RemoveDelegationTokenRecord", "ProducerIdsRecord")
 # Apply order inside one offset: 0 for log records; a snapshot's records (all at its end offset - 1) and
 # an incremental replay's seeds carry their position here.
 SEQ = "seq"
 LOG_COLUMNS = ("cluster_id", "offset", "append_time_ms", "record_type")
-BASE_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", *PAYLOAD_COLUMNS, SEQ)
+BASE_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", *PAYLOAD_COLUMNS, SEQ,
+                SECRET_FINGERPRINT)
+
+
+def secret_fingerprint(rows: DataFrame) -> Column:
+    """The rows' ``secret_fingerprint``; null where the table has no such column (a lake ingested before it)."""
+    if SECRET_FINGERPRINT in rows.columns:
+        return F.col(SECRET_FINGERPRINT)
+    return F.lit(None).cast("string").alias(SECRET_FINGERPRINT)
 
 
 def visible(log: DataFrame, shapes: RecordShapes) -> DataFrame:
@@ -59,7 +74,7 @@ def visible(log: DataFrame, shapes: RecordShapes) -> DataFrame:
     # Only what the folds read: the log's other columns (lineage; the payload form the typing does not read)
     # would otherwise ride along into every checkpoint of the replay.
     state = log.where(F.col("record_type").isin(*STATE_TYPES)).select(
-        *LOG_COLUMNS, *shapes.payload_columns()).withColumn(
+        *LOG_COLUMNS, *shapes.payload_columns(), secret_fingerprint(log)).withColumn(
         "bucket", (F.col("offset") / TXN_BUCKET).cast("long"))
     inside = ((F.col("s.offset") > F.col("t.begin_offset"))
               & (F.col("t.close_offset").isNull() | (F.col("s.offset") < F.col("t.close_offset"))))
@@ -77,11 +92,12 @@ def visible(log: DataFrame, shapes: RecordShapes) -> DataFrame:
 def with_base(events: DataFrame, base: DataFrame | None, shapes: RecordShapes) -> DataFrame:
     """``events`` plus already-visible *base* events (a snapshot's records, the seeds of an incremental
     replay): rows with ``cluster_id, offset, visible_offset, visible_time_ms, record_type, schema_id,
-    payload, payload_json, seq`` that come before every log event of their cluster (``seq`` orders the rows
-    of one offset)."""
+    payload, payload_json, seq`` (and ``secret_fingerprint`` where known) that come before every log event of their
+    cluster (``seq`` orders the rows of one offset)."""
     if base is None:
         return events
-    base = base.select(*(c for c in BASE_COLUMNS if c not in PAYLOAD_COLUMNS), *shapes.payload_columns())
+    base = base.select(*(c for c in BASE_COLUMNS if c not in (*PAYLOAD_COLUMNS, SECRET_FINGERPRINT)),
+                       *shapes.payload_columns(), secret_fingerprint(base))
     return events.unionByName(base, allowMissingColumns=True)
 
 

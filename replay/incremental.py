@@ -10,7 +10,10 @@ log), so the records after C start in a clean visibility state. An incremental r
    rebuilds exactly that state (a PartitionRecord with the leader, both epochs, every array, recovery state
    and directories, so generations, epoch counting and directory rules continue unchanged; a
    RegisterBrokerRecord with epoch, fencing, controlled shutdown and log dirs; a broker whose last version
-   is closed gets a register + unregister pair so that its last registered epoch is still checked);
+   is closed gets a register + unregister pair so that its last registered epoch is still checked). The image's
+   small parts (configs, client quotas, ACLs, SCRAM credentials, delegation tokens, producer ids) are seeded
+   whole: when a record a part is folded from came, every open version of a replayed cluster, as the record
+   that puts it, with its secret's fingerprint (``image_seeds``);
 3. runs the same window fold (``replay.engine.replay``) on seeds + new records, and splits its output:
    versions starting after C are new; the version of a seed (starting at C) carries the new ``valid_to``
    of the stored open version it stands for (a seed never adds a version: it only closes one, or, through
@@ -37,19 +40,34 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakehouse.tables import (
+    ACL_HISTORY,
     BROKER_HISTORY,
+    CLIENT_QUOTA_HISTORY,
+    CONFIG_HISTORY,
     CONTROLLER_HISTORY,
+    DELEGATION_TOKEN_HISTORY,
     FEATURE_HISTORY,
     PARTITION_HISTORY,
+    PRODUCER_ID_HISTORY,
     REPLAY_ANOMALIES,
     REPLICA_HISTORY,
+    SCRAM_HISTORY,
+    SECRET_FINGERPRINT,
     TOPIC_HISTORY,
 )
-from records.kafka_constants import BEGIN
+from records.kafka_constants import BEGIN, ZK_MIGRATION_STATE_FEATURE
+from records.vocabulary import field
+from replay.acls import ACL, REMOVE_ACL
+from replay.brokers import FEATURE, ZK_MIGRATION
+from replay.client_quotas import QUOTA
+from replay.configurations import CONFIG
+from replay.delegation_tokens import REMOVE_TOKEN, TOKEN
 from replay.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
 from replay.events import BASE_COLUMNS, kafka_struct, transaction_markers
 from replay.partitions import CLEAR_ELR
+from replay.producer_ids import PRODUCER_IDS
 from replay.replicas import replica_history
+from replay.scram import REMOVE_SCRAM, SCRAM
 from replay.shapes import RecordShapes, record_shapes
 
 REPLICAS = REPLICA_HISTORY
@@ -82,10 +100,15 @@ _TOPIC_TYPES = ("TopicRecord", "RemoveTopicRecord")
 _BROKER_TYPES = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
                  "BrokerRegistrationChangeRecord")
 _CONTROLLER_TYPES = ("RegisterControllerRecord", "UnregisterControllerRecord")
-_FEATURE_TYPES = ("FeatureLevelRecord",)
+_FEATURE_TYPES = (FEATURE, ZK_MIGRATION)
+# The image parts (issue 19) and the record types they are folded from: small tables, every open version of a
+# replayed cluster seeded when such a record came (a RemoveTopicRecord deletes its topic's configs).
+IMAGE_FOLDED_FROM = {CONFIG_HISTORY: (CONFIG, "RemoveTopicRecord"), CLIENT_QUOTA_HISTORY: (QUOTA,),
+                     ACL_HISTORY: (ACL, REMOVE_ACL), SCRAM_HISTORY: (SCRAM, REMOVE_SCRAM),
+                     DELEGATION_TOKEN_HISTORY: (TOKEN, REMOVE_TOKEN), PRODUCER_ID_HISTORY: (PRODUCER_IDS,)}
 # the small tables and the record types they are folded from: without such a record their rows stay as stored
 FOLDED_FROM = {TOPIC_HISTORY: _TOPIC_TYPES, FEATURE_HISTORY: _FEATURE_TYPES,
-               CONTROLLER_HISTORY: _CONTROLLER_TYPES}
+               CONTROLLER_HISTORY: _CONTROLLER_TYPES, **IMAGE_FOLDED_FROM}
 
 
 @dataclass(frozen=True)
@@ -122,7 +145,9 @@ def touched(log: DataFrame, stored_partitions_open: DataFrame, shapes: RecordSha
         "cluster_id", "topic_id", "partition_id")
     brokers = ids(_BROKER_TYPES, broker_id=F.coalesce("brokerId", "id"))
     controllers = ids(_CONTROLLER_TYPES, controller_id=F.col("controllerId"))
-    features = ids(_FEATURE_TYPES, feature=F.col("name"))
+    # a ZkMigrationStateRecord names the feature row of the migration state
+    features = ids((FEATURE,), feature=F.col("name")).unionByName(
+        ids((ZK_MIGRATION,), feature=F.lit(ZK_MIGRATION_STATE_FEATURE))).distinct()
     partitions = named.unionByName(of_topics)
     if stored_topics_open is not None:
         clears = names.where(F.col("record_type") == CLEAR_ELR).select(
@@ -145,14 +170,18 @@ def touched(log: DataFrame, stored_partitions_open: DataFrame, shapes: RecordSha
 
 # --- seeds ---------------------------------------------------------------------------------------
 
-def _seed(rows: DataFrame, record_type: str, payload: Column, seq: int) -> DataFrame:
+def _seed(rows: DataFrame, record_type: str, payload: Column, seq: int, fingerprint: str | None = None
+          ) -> DataFrame:
     """Base events at the cluster's checkpoint offset ``_c`` carrying ``payload`` as Kafka JSON (no Avro payload:
-    the typing parses it with ``from_json`` into the same struct as the stored records)."""
+    the typing parses it with ``from_json`` into the same struct as the stored records); ``fingerprint``: the
+    column that holds the stored version's secret fingerprint (the seed's ``secret_fingerprint``)."""
     return rows.select(
         "cluster_id", F.col("_c").alias("offset"), F.col("_c").alias("visible_offset"),
         F.lit(None).cast("long").alias("visible_time_ms"), F.lit(record_type).alias("record_type"),
         F.lit(None).cast("long").alias("schema_id"), F.lit(None).cast("binary").alias("payload"),
-        F.to_json(payload).alias("payload_json"), F.lit(seq).cast("long").alias("seq")).select(*BASE_COLUMNS)
+        F.to_json(payload).alias("payload_json"), F.lit(seq).cast("long").alias("seq"),
+        (F.col(fingerprint) if fingerprint else F.lit(None).cast("string")).alias(SECRET_FINGERPRINT),
+    ).select(*BASE_COLUMNS)
 
 
 def _open(stored: DataFrame, checkpoints: DataFrame, keys: DataFrame, key: tuple[str, ...]) -> DataFrame:
@@ -188,10 +217,48 @@ def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, entities: Touche
         "RegisterControllerRecord", kafka_struct(
             "RegisterControllerRecord", "controllerId", "incarnationId", "zkMigrationReady", "endPoints",
             "features"), _SEED_SEQ)
-    features = _seed(_open(stored[FEATURE_HISTORY], checkpoints, entities.features, ("feature",)),
-                     "FeatureLevelRecord", kafka_struct("FeatureLevelRecord", "name", "featureLevel"), _SEED_SEQ)
+    open_features = _open(stored[FEATURE_HISTORY], checkpoints, entities.features, ("feature",))
+    is_migration = F.col("feature") == ZK_MIGRATION_STATE_FEATURE
+    features = _seed(open_features.where(~is_migration), FEATURE,
+                     kafka_struct("FeatureLevelRecord", "name", "featureLevel"), _SEED_SEQ)
+    state = field(ZK_MIGRATION, "zkMigrationState").column
+    migration = _seed(open_features.where(is_migration).withColumn(state, F.col(field(FEATURE, "featureLevel").column)),
+                      ZK_MIGRATION, kafka_struct("ZkMigrationStateRecord", "zkMigrationState"), _SEED_SEQ)
     return (topics.unionByName(partitions).unionByName(registers).unionByName(unregisters)
-            .unionByName(controllers).unionByName(features))
+            .unionByName(controllers).unionByName(features).unionByName(migration))
+
+
+def image_seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, present: set[str]) -> DataFrame | None:
+    """For each image part a record of ``present`` (the new records' types) is folded into: every open version of
+    every replayed cluster, as the record that puts it (the parts are small; a config, ACL or credential the new
+    records do not name keeps its version, one they name is closed or continued as the full replay does)."""
+    def open_versions(name: str) -> DataFrame:
+        return stored[name].where(F.col("valid_to_offset").isNull()).join(F.broadcast(checkpoints), ["cluster_id"])
+
+    builders = {
+        CONFIG_HISTORY: lambda rows: _seed(rows, CONFIG, kafka_struct(
+            "ConfigRecord", "resourceType", "resourceName", "name", "value"), _SEED_SEQ, "value_fingerprint"),
+        # no ``remove``: Kafka's default, false
+        CLIENT_QUOTA_HISTORY: lambda rows: _seed(
+            rows, QUOTA, kafka_struct("ClientQuotaRecord", "entity", "key", "value"), _SEED_SEQ),
+        ACL_HISTORY: lambda rows: _seed(rows, ACL, kafka_struct(
+            "AccessControlEntryRecord", "id", "resourceType", "resourceName", "patternType", "principal", "host",
+            "operation", "permissionType"), _SEED_SEQ),
+        SCRAM_HISTORY: lambda rows: _seed(rows, SCRAM, kafka_struct(
+            "UserScramCredentialRecord", "name", "mechanism", "iterations"), _SEED_SEQ, "credential_fingerprint"),
+        DELEGATION_TOKEN_HISTORY: lambda rows: _seed(rows, TOKEN, kafka_struct(
+            "DelegationTokenRecord", "tokenId", "owner", "requester", "renewers", "issueTimestamp", "maxTimestamp",
+            "expirationTimestamp"), _SEED_SEQ),
+        PRODUCER_ID_HISTORY: lambda rows: _seed(rows, PRODUCER_IDS, kafka_struct(
+            "ProducerIdsRecord", "nextProducerId", "brokerId", "brokerEpoch"), _SEED_SEQ),
+    }
+    seeded = [build(open_versions(name)) for name, build in builders.items() if present & set(IMAGE_FOLDED_FROM[name])]
+    if not seeded:
+        return None
+    out = seeded[0]
+    for frame in seeded[1:]:
+        out = out.unionByName(frame)
+    return out
 
 
 # --- merging the new versions into the stored tables ---------------------------------------------
@@ -266,7 +333,10 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     open_topics = stored[TOPIC_HISTORY].where(F.col("valid_to_offset").isNull()).select(
         "cluster_id", "topic_id", "name")
     entities = touched(new_log, open_partitions, shapes, open_topics)
-    result: ReplayResult = replay(new_log, seeds(stored, cps, entities), shapes)
+    present = {row["record_type"] for row in new_log.select("record_type").distinct().collect()}
+    base = seeds(stored, cps, entities)
+    parts = image_seeds(stored, cps, present)
+    result: ReplayResult = replay(new_log, base if parts is None else base.unionByName(parts), shapes)
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
     # recomputation do not re-plan and re-run it for every use.
     # replica_history is recomputed below from the merged tables: the fold's own is never computed.
@@ -286,7 +356,6 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     anomalies = old.unionByName(new_anomalies.select(*old.columns))
     # Nothing is stored after C, so without new rows (anomalies; records a small table is folded from) the
     # merged rows are exactly the stored ones.
-    present = {row["record_type"] for row in new_log.select("record_type").distinct().collect()}
     unchanged = {name for name, kinds in FOLDED_FROM.items() if not present & set(kinds)}
     if new_anomalies.isEmpty():
         unchanged.add(ANOMALIES)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from replay.events import BASE_COLUMNS, STATE_TYPES
+from replay.events import BASE_COLUMNS, STATE_TYPES, secret_fingerprint
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,8 @@ def snapshot_events(snapshots: DataFrame, bases: list[SnapshotBase]) -> DataFram
     at = (F.col("snapshot_end_offset") - 1).cast("long")
     return rows.where(F.col("record_type").isin(*STATE_TYPES) & ~F.coalesce(F.col("control"), F.lit(False))).select(
         "cluster_id", at.alias("offset"), at.alias("visible_offset"), F.lit(None).cast("long").alias("visible_time_ms"),
-        "record_type", "schema_id", "payload", "payload_json", F.col("offset").cast("long").alias("seq")
-    ).select(*BASE_COLUMNS)
+        "record_type", "schema_id", "payload", "payload_json", F.col("offset").cast("long").alias("seq"),
+        secret_fingerprint(rows)).select(*BASE_COLUMNS)
 
 
 def log_tail(log: DataFrame, bases: list[SnapshotBase]) -> DataFrame:

@@ -84,6 +84,14 @@ def repeated(spark: SparkSession) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
+def image_parts(spark: SparkSession) -> dict[str, Any]:
+    """ONE Spark replay of the image parts' hand-built logs (tests/image_parts_support.py): table → rows."""
+    from tests import image_parts_support
+
+    return image_parts_support.image_parts(spark)
+
+
+@pytest.fixture(scope="session")
 def stories() -> dict[str, Any]:
     """The stories of tests/state_machines_support.py, by cluster id."""
     from tests import state_machines_support

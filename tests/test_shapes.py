@@ -30,6 +30,7 @@ from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_to_str
 from replay.engine import TABLE_KEYS, replay
 from replay.events import STATE_TYPES, visible
+from replay.reference import TABLES as REFERENCE_TABLES
 from replay.reference import reference_histories
 from replay.shapes import (
     RecordShapes,
@@ -317,7 +318,8 @@ def _replayed(log: DataFrame, shapes: RecordShapes) -> dict[str, list[dict[str, 
 
 
 def _reference(logs: dict[str, list[LogEntry]]) -> dict[str, list[dict[str, Any]]]:
-    expected: dict[str, list[dict[str, Any]]] = {name: [] for name in [*TABLE_KEYS, "replay_anomalies"]}
+    expected: dict[str, list[dict[str, Any]]] = {name: [] for name in [*TABLE_KEYS, "replay_anomalies"]
+                                                 if name in REFERENCE_TABLES}
     for cluster, entries in logs.items():
         for name, rows in reference_histories(entries, cluster).items():
             if name == "replay_anomalies":

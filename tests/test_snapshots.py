@@ -24,6 +24,7 @@ from replay.snapshots import first_offsets, snapshot_input
 from replay.store import ANOMALIES, run_replay
 from simulator import ScenarioOptions, run_scenario
 from tests.replay_tables_support import (
+    REFERENCE_TABLES,
     TABLES,
     _assert_same,
     _collect,
@@ -111,7 +112,7 @@ def test_replay_from_a_snapshot_equals_the_reference_fold(spark: SparkSession, s
     for cluster, (tail, e, records) in snapshot_logs.items():
         for name, rows in reference_histories(tail, cluster, base_snapshot=(e, records)).items():
             want.setdefault(name, []).extend(rows)
-    _assert_same(got, want, "replay() from snapshots", drop_reason=True)
+    _assert_same(got, want, "replay() from snapshots", drop_reason=True, names=REFERENCE_TABLES)
     # the snapshot's versions start at E-1 with no append time
     first = [r for r in got["partition_history"] if r["cluster_id"] == "snap-recreate"]
     assert min(r["valid_from_offset"] for r in first) == 111
@@ -127,3 +128,56 @@ def test_replay_from_a_snapshot_equals_the_reference_fold(spark: SparkSession, s
     summary = run_replay(spark, lake)
     assert summary.mode == "full" and any("snapshot ending at 112" in n for n in summary.notes)
     _assert_same(_lake_tables(spark, lake), got, "run_replay from snapshots")
+
+
+def test_the_image_parts_start_from_the_snapshot(spark: SparkSession) -> None:
+    """A snapshot (end offset 10) holds a topic with a config, an ACL, a SCRAM credential (with the fingerprint of
+    its redacted secret), a producer-id block, a quota, a token and the ZK migration state; the log tail removes
+    or replaces each: every version starts at 9 with no time and ends at the record that changed it."""
+    from tests.image_parts_support import (
+        A1,
+        A1S,
+        acl,
+        config,
+        producer_ids,
+        quota,
+        remove_acl,
+        remove_scram,
+        scram,
+        token,
+        versions,
+        with_fingerprints,
+        zk_migration,
+    )
+    from tests.reference_fold_support import T1, topic
+
+    records = [topic(T1, "orders"), config(2, "orders", "retention.ms", "5"), acl(A1), scram("alice", 1, 4096),
+               producer_ids(1, 5, 3000), quota([("user", "alice")], "producer_byte_rate", 10.0),
+               token("tok1", 1500), zk_migration(3)]
+    tail = [make_record("RemoveAccessControlEntryRecord", 0, id=A1), make_record("RemoveTopicRecord", 0, topicId=T1),
+            remove_scram("alice", 1), producer_ids(2, 6, 4000),
+            make_record("RemoveDelegationTokenRecord", 0, tokenId="tok1"),
+            quota([("user", "alice")], "producer_byte_rate", remove=True), remove_acl(A1)]
+    log = entries_frame(spark, [LogEntry(offset=10 + i, record=r, append_time_ms=2000 + i)
+                                for i, r in enumerate(tail)], "snap-parts")
+    snapshots = with_fingerprints(_snapshot_frame(spark, "snap-parts", 10, records), {"snap-parts": {3: "snap-fp"}})
+    replay_input = snapshot_input(log, snapshots, {"snap-parts": 10})
+    result = replay(replay_input.log, replay_input.base)
+    got = {name: _collect(result.tables[name]) for name in (
+        "config_history", "acl_history", "scram_history", "producer_id_history", "client_quota_history",
+        "delegation_token_history", "feature_history")}
+    assert versions(got["acl_history"], "snap-parts", "id") == [(A1S, 9, 10, 9)]
+    assert versions(got["config_history"], "snap-parts", "resource_name", "name", "value") == [
+        ("orders", "retention.ms", "5", 9, 11, 9)]
+    assert versions(got["scram_history"], "snap-parts", "name", "credential_fingerprint") == [
+        ("alice", "snap-fp", 9, 12, 9)]
+    assert versions(got["producer_id_history"], "snap-parts", "next_producer_id") == [
+        (3000, 9, 13, 9), (4000, 13, None, 13)]
+    assert versions(got["delegation_token_history"], "snap-parts", "token_id") == [("tok1", 9, 14, 9)]
+    assert versions(got["client_quota_history"], "snap-parts", "key", "value") == [
+        ("producer_byte_rate", 10.0, 9, 15, 9)]
+    assert versions(got["feature_history"], "snap-parts", "feature", "level") == [("zkMigrationState", 3, 9, None, 9)]
+    assert {r["valid_from_time_ms"] for rows in got.values() for r in rows if r["valid_from_offset"] == 9} == {None}
+    # the ACL the snapshot held is gone at 10: removing it again (16) is refused
+    assert [(a["offset"], a["record_type"]) for a in _collect(result.anomalies)] == [
+        (16, "RemoveAccessControlEntryRecord")]

@@ -30,7 +30,7 @@ from replay.events import STATE_TYPES
 REPLAY = Path(__file__).resolve().parents[1] / "replay"
 HELPERS = {"kafka_field", "kafka_default", "kafka_columns", "struct_columns", "kafka_struct"}
 # the Kafka types the typed struct ``r`` holds as the folds read them (replay.shapes: ints, longs, text, booleans)
-READABLE = {"int8", "int16", "int32", "int64", "uuid", "string", "bool", "[]int32", "[]uuid"}
+READABLE = {"int8", "int16", "int32", "int64", "float64", "uuid", "string", "bool", "[]int32", "[]uuid", "[]string"}
 
 
 def _constants(tree: ast.Module) -> dict[str, str]:
