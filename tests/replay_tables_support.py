@@ -3,12 +3,15 @@ reference fold) gave: shared by tests/test_replay_incremental.py and tests/test_
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse.lake import Lake
 from lakehouse.tables import DERIVED_TABLES
+from records.model import LogEntry
+from records.redaction import redact
 from replay.engine import TABLE_KEYS
 from replay.reference import TABLES as REFERENCE_FOLD_TABLES
 from replay.store import ANOMALIES
@@ -18,6 +21,12 @@ TABLES = (*TABLE_KEYS, ANOMALIES)
 # the tables the reference fold computes: the ones a comparison with it can check
 REFERENCE_TABLES = tuple(name for name in TABLES if name in REFERENCE_FOLD_TABLES)
 WITH_DERIVED = (*TABLES, *DERIVED_TABLES)  # the state machines and the audit, rebuilt after every replay
+
+
+def as_ingested(entries: Iterable[LogEntry], fingerprint_key: bytes | None = None) -> list[LogEntry]:
+    """The entries as the lake keeps them (``lakehouse.log_rows.entry_row`` redacts every row): what the reference
+    fold must fold to be compared with a Spark replay of the lake."""
+    return [redact(entry, fingerprint_key) for entry in entries]
 
 
 def _collect(df: DataFrame) -> list[dict[str, Any]]:

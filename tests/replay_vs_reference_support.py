@@ -14,11 +14,11 @@ from pyspark.sql import SparkSession
 
 from lakehouse.log_rows import entries_frame
 from records.model import LogEntry
-from records.redaction import redact
 from records.sources import read_entries
 from replay.engine import replay
 from replay.reference import reference_histories
 from simulator import ScenarioOptions, run_scenario
+from tests.replay_tables_support import as_ingested
 
 SIMULATED = [
     ("rolling-restart", ScenarioOptions(seed=1)),
@@ -124,7 +124,7 @@ def compared(spark: SparkSession) -> dict[str, Any]:
     spark_tables["replay_anomalies"] = [row.asDict() for row in result.anomalies.collect()]
     expected: dict[str, list[dict[str, Any]]] = {name: [] for name in spark_tables}
     for cluster, entries in logs.items():
-        for name, rows in reference_histories([redact(e, FINGERPRINT_KEY) for e in entries], cluster).items():
+        for name, rows in reference_histories(as_ingested(entries, FINGERPRINT_KEY), cluster).items():
             expected.setdefault(name, []).extend(rows)  # the reference may fold tables Spark does not yet
     return {"spark": spark_tables, "expected": expected, "logs": logs}
 

@@ -42,6 +42,7 @@ from replay.shapes import (
     shipped_schemas,
 )
 from simulator import ScenarioOptions, run_scenario
+from tests.replay_tables_support import as_ingested
 from tests.table_rows import sorted_rows
 
 pytestmark = pytest.mark.spark
@@ -321,7 +322,7 @@ def _reference(logs: dict[str, list[LogEntry]]) -> dict[str, list[dict[str, Any]
     expected: dict[str, list[dict[str, Any]]] = {name: [] for name in [*TABLE_KEYS, "replay_anomalies"]
                                                  if name in REFERENCE_TABLES}
     for cluster, entries in logs.items():
-        for name, rows in reference_histories(entries, cluster).items():
+        for name, rows in reference_histories(as_ingested(entries), cluster).items():
             if name == "replay_anomalies":
                 rows = [{k: v for k, v in r.items() if k != "reason"} for r in rows]
             expected[name].extend(rows)

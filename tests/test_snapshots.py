@@ -29,6 +29,7 @@ from tests.replay_tables_support import (
     _assert_same,
     _collect,
     _lake_tables,
+    as_ingested,
 )
 
 pytestmark = pytest.mark.spark
@@ -87,7 +88,7 @@ SNAPSHOT_CASES = [  # (cluster, scenario, options, E)
 def snapshot_logs() -> dict[str, tuple[list[LogEntry], int, list[MetadataRecord]]]:
     cases = {}
     for cluster, name, options, end in SNAPSHOT_CASES:
-        entries = list(run_scenario(name, options).entries())
+        entries = as_ingested(run_scenario(name, options).entries())
         e = end if end is not None else entries[len(entries) * 2 // 3].offset
         records = image_records(image_at(entries, e - 1))
         cases[cluster] = ([x for x in entries if x.offset >= e], e, records)
