@@ -1,6 +1,5 @@
 """Stories for the audit by the configs in force (replay/effective_configs.py, replay/election_configs.py, the
-what-if): each a cluster of ONE lake, its log replayed and its ``config_history`` (issue 19's contract) written
-beside the replay's tables by tests/config_history_support.py, before the replay (the election audit reads it).
+what-if): each a cluster of ONE lake, its log replayed (``config_history`` too: the election audit reads it).
 tests/conftest.py builds the lake once per run (``audit_lake``) for test_effective_configs.py,
 test_election_configs.py and test_whatif.py.
 
@@ -23,22 +22,18 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
-from lakehouse.tables import CONFIG_HISTORY
 from records.kafka_constants import CONFIG_RESOURCE_BROKER
 from records.kafka_topic_configs import MIN_IN_SYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE
 from records.model import LogEntry
 from replay.store import run_replay
 from simulator import ControllerSimulator
 from simulator.controller import SimConfig
-from tests.config_history_support import config_frame, config_rows
 
 
 @dataclass
 class AuditStory:
     entries: list[LogEntry]
     key: dict[str, Any] = field(default_factory=dict)
-    # keep only these config_history rows (the log as if its configs said otherwise); None: all
-    configs_kept: Any = None
 
 
 def _cluster(brokers: int, metadata_version: str, seed: int, **config: Any) -> ControllerSimulator:
@@ -84,7 +79,8 @@ def unclean_story(allow: str) -> AuditStory:
 
 def elr_story(min_isr: int | None, blind: bool = False) -> AuditStory:
     """``min_isr``: the cluster default min.insync.replicas (None: none set, Kafka's default 1); ``blind``: the
-    config_history of the log without its min.insync.replicas (the audit then judges by the default)."""
+    controller runs with it, but as a static ``server.properties`` setting: the log has no ConfigRecord of it (nor
+    the ClearElrRecord of its batch), so the audit, reading the log only, judges by Kafka's default."""
     sim = _cluster(4, "4.0", seed=5, elr=True)
     key: dict[str, Any] = {}
     if min_isr is not None:
@@ -96,8 +92,11 @@ def elr_story(min_isr: int | None, blind: bool = False) -> AuditStory:
     key["fence_third"] = sim.crash(third)
     key["before_leader_fails"] = sim.next_offset - 1
     key["fence_leader"] = sim.crash(leader)
-    kept = (lambda rows: [r for r in rows if r["name"] != MIN_IN_SYNC_REPLICAS]) if blind else None
-    return AuditStory(sim.entries(), key, kept)
+    entries = list(sim.entries())
+    if blind:
+        batch = next(e.batch_base_offset for e in entries if e.offset == key["config"])
+        entries = [e for e in entries if e.batch_base_offset != batch]
+    return AuditStory(entries, key)
 
 
 def stories() -> dict[str, AuditStory]:
@@ -107,15 +106,10 @@ def stories() -> dict[str, AuditStory]:
 
 
 def lake(spark: SparkSession, built: dict[str, AuditStory], tmp_path_factory: pytest.TempPathFactory) -> Lake:
-    """Every story a cluster of one lake: metadata_log, config_history, then the replay."""
+    """Every story a cluster of one lake: its metadata_log, then the replay."""
     lake = Lake(tmp_path_factory.mktemp("audit-lake"))
     frames = [entries_frame(spark, story.entries, cluster) for cluster, story in built.items()]
     lake.write(functools.reduce(DataFrame.unionByName, frames), "metadata_log", "append")
-    rows = []
-    for cluster, story in built.items():
-        found = config_rows(story.entries, cluster)
-        rows += story.configs_kept(found) if story.configs_kept is not None else found
-    lake.write(config_frame(spark, rows), CONFIG_HISTORY, "overwrite")
     run_replay(spark, lake)
     return lake
 

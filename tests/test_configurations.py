@@ -65,6 +65,7 @@ def test_a_redacted_secret_keeps_its_fingerprint(image_parts: dict[str, Any]) ->
 
 
 def test_a_resource_type_kafka_does_not_know_is_unknown(image_parts: dict[str, Any]) -> None:
-    """ConfigResource.Type.forId(99) is UNKNOWN (0)."""
-    assert _configs(image_parts, 0, "x") == [("a", "1", 12, None, 12)]
+    """ConfigResource.Type.forId(99) is UNKNOWN (0); Kafka has no ConfigDef for it, so every value of it is
+    sensitive (``KafkaConfigSchema.isSensitive``) and the lake keeps it redacted."""
+    assert _configs(image_parts, 0, "x") == [("a", REDACTED, 12, None, 12)]
     assert not [r for r in image_parts["config_history"] if r["resource_type"] == 99]

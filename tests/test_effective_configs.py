@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
+from lakehouse.tables import CONFIG_HISTORY, spark_schema
 from records.kafka_constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
 from records.kafka_json import make_record
 from records.kafka_topic_configs import MIN_IN_SYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE
@@ -24,11 +25,16 @@ from replay.effective_configs import (
 )
 from replay.query import QueryError
 from tests.audit_support import AuditStory
-from tests.config_history_support import config_frame
 
 pytestmark = pytest.mark.spark
 
 UNCLEAN, MIN_ISR = UNCLEAN_LEADER_ELECTION_ENABLE, MIN_IN_SYNC_REPLICAS
+
+
+def config_frame(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    """Hand-made ``config_history`` versions, in the table's declared schema (the input of the join under test)."""
+    schema = spark_schema(CONFIG_HISTORY)
+    return spark.createDataFrame([tuple(row[f.name] for f in schema.fields) for row in rows], schema)
 
 
 def _version(resource_type: int, resource_name: str, name: str, value: str, start: int, end: int | None = None
