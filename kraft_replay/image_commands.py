@@ -75,7 +75,7 @@ def config_resource(resource_type: int | None, resource_name: str | None) -> str
 
 
 def quota_entity(entity: list[Any] | None) -> str:
-    from replay.changes import DEFAULT_ENTITY
+    from replay.image_query import DEFAULT_ENTITY
 
     return ",".join(f"{e['entity_type']}={DEFAULT_ENTITY if e['entity_name'] is None else e['entity_name']}"
                     for e in entity or [])

@@ -34,27 +34,16 @@ from records.kafka_constants import (
     SCRAM_MECHANISMS,
 )
 from records.vocabulary import kafka_name
+from replay.image_query import PARTS as IMAGE_PARTS
+from replay.image_query import code_name, quota_entity_label
 from replay.query import QueryError, parse_time, resolve_cluster, to_epoch_ms
 
 CHANGES_VIEW = "changes"  # its name in plain SQL (replay.query.register_views)
 REDACTED_CHANGED = "(redacted, changed)"  # a secret whose fingerprint differs from the version before
-DEFAULT_ENTITY = "<default>"  # a client-quota entity's default name (a null entity_name)
 CHANGE_COLUMNS = ("cluster_id", "offset", "time_ms", "record_type", "part", "entity", "key", "change", "old_value",
                   "new_value")
 # the change log's JSON names (Kafka's style, by the vocabulary's rule)
 CHANGE_FIELDS = tuple((column, kafka_name(column)) for column in CHANGE_COLUMNS)
-
-
-def quota_entity_label(entity: Column) -> Column:
-    """``user=alice,client-id=<default>``: a client-quota entity's (type, name) pairs, in the stored order."""
-    return F.array_join(F.transform(entity, lambda element: F.concat(
-        element["entity_type"], F.lit("="), F.coalesce(element["entity_name"], F.lit(DEFAULT_ENTITY)))), ",")
-
-
-def _name(code: Column, names: dict[int, str]) -> Column:
-    from replay.image_query import code_name
-
-    return code_name(code, names)
 
 
 def _text(column: str) -> Column:
@@ -91,7 +80,7 @@ class Source:
 
 
 def _config_entity() -> Column:
-    kind = F.lower(_name(F.col("resource_type"), CONFIG_RESOURCE_TYPES))
+    kind = F.lower(code_name(F.col("resource_type"), CONFIG_RESOURCE_TYPES))
     name = F.coalesce(F.col("resource_name"), F.lit(""))
     return F.when(name == "", F.concat(kind, F.lit(" (cluster default)"))).otherwise(F.concat_ws(" ", kind, name))
 
@@ -100,27 +89,25 @@ def _acl_value() -> Column:
     """``User:alice ALLOW WRITE on TOPIC:payments (LITERAL) from host *``, in Kafka's enum names."""
     return F.format_string(
         "%s %s %s on %s:%s (%s) from host %s", F.col("principal"),
-        _name(F.col("permission_type"), ACL_PERMISSION_TYPES), _name(F.col("operation"), ACL_OPERATIONS),
-        _name(F.col("resource_type"), ACL_RESOURCE_TYPES), F.col("resource_name"),
-        _name(F.col("pattern_type"), PATTERN_TYPES), F.col("host"))
+        code_name(F.col("permission_type"), ACL_PERMISSION_TYPES), code_name(F.col("operation"), ACL_OPERATIONS),
+        code_name(F.col("resource_type"), ACL_RESOURCE_TYPES), F.col("resource_name"),
+        code_name(F.col("pattern_type"), PATTERN_TYPES), F.col("host"))
 
 
 def sources() -> tuple[Source, ...]:
     """Every history table of the change log, the six parts of issue 19 first."""
-    from replay.image_query import PARTS
-
     def table(section: str) -> str:
-        return PARTS[section].table
+        return IMAGE_PARTS[section].table
 
     partition = F.concat_ws("-", F.coalesce("topic_name", "topic_id"), F.col("partition_id").cast("string"))
     return (
-        Source("config", table("configs"), PARTS["configs"].key, _config_entity(), F.col("name"), F.col("value"),
+        Source("config", table("configs"), IMAGE_PARTS["configs"].key, _config_entity(), F.col("name"), F.col("value"),
                "value_fingerprint"),
-        Source("clientQuota", table("clientQuotas"), PARTS["clientQuotas"].key,
+        Source("clientQuota", table("clientQuotas"), IMAGE_PARTS["clientQuotas"].key,
                F.concat(F.lit("quota "), quota_entity_label(F.col("entity"))), F.col("key"), _text("value")),
         Source("acl", table("acls"), ("id",), F.concat(F.lit("acl "), F.col("id")), F.lit(""), _acl_value()),
-        Source("scramCredential", table("scramCredentials"), PARTS["scramCredentials"].key,
-               F.concat(F.lit("user "), F.col("name")), _name(F.col("mechanism"), SCRAM_MECHANISMS),
+        Source("scramCredential", table("scramCredentials"), IMAGE_PARTS["scramCredentials"].key,
+               F.concat(F.lit("user "), F.col("name")), code_name(F.col("mechanism"), SCRAM_MECHANISMS),
                _pairs("iterations"), "credential_fingerprint", secret_only=True),
         Source("delegationToken", table("delegationTokens"), ("token_id",),
                F.concat(F.lit("token "), F.col("token_id")), F.lit(""),
@@ -240,5 +227,5 @@ def bound(text: str | None) -> tuple[int | None, str | None]:
     return None, text
 
 
-__all__ = ["CHANGES_VIEW", "CHANGE_COLUMNS", "CHANGE_FIELDS", "DEFAULT_ENTITY", "PARTS", "REDACTED_CHANGED", "Source",
-           "all_changes", "bound", "change_log", "quota_entity_label", "sources"]
+__all__ = ["CHANGES_VIEW", "CHANGE_COLUMNS", "CHANGE_FIELDS", "PARTS", "REDACTED_CHANGED", "Source",
+           "all_changes", "bound", "change_log", "sources"]

@@ -149,6 +149,15 @@ def resource_label(resource_type: Column, resource_name: Column, names: dict[int
     return F.concat(code_name(resource_type, names), F.lit(":"), F.coalesce(resource_name, F.lit("")))
 
 
+DEFAULT_ENTITY = "<default>"  # a client-quota entity's default name (a null entity_name)
+
+
+def quota_entity_label(entity: Column) -> Column:
+    """``user=alice,client-id=<default>``: a client-quota entity's (type, name) pairs, in the stored order."""
+    return F.array_join(F.transform(entity, lambda element: F.concat(
+        element["entity_type"], F.lit("="), F.coalesce(element["entity_name"], F.lit(DEFAULT_ENTITY)))), ",")
+
+
 def code_name(code: Column, names: dict[int, str]) -> Column:
     """Kafka's name of an enum code (UNKNOWN for a code Kafka does not know)."""
     mapping = F.create_map(*[item for pair in names.items() for item in (F.lit(pair[0]), F.lit(pair[1]))])
@@ -213,8 +222,6 @@ def user_history(spark: SparkSession, lake: Lake, user: str, cluster_id: str | N
 
 def _diff_parts() -> dict[str, tuple[Column, tuple[Column, ...]]]:
     """Each part's diff label and its three sort columns (string, number, string), as ``replay.query.diff``."""
-    from replay.changes import quota_entity_label
-
     name = F.coalesce(F.col("name"), F.lit(""))
     zero = F.lit(0).cast("long")
     return {
