@@ -127,7 +127,7 @@ def image_log() -> Any:
 
 @pytest.fixture(scope="session")
 def image_lake(spark: SparkSession, image_log: Any, tmp_path_factory: pytest.TempPathFactory) -> Lake:
-    """That log replayed, with the six tables of issue 19 beside the replay's (tests/image_lake_support.py)."""
+    """That log replayed (tests/image_lake_support.py)."""
     from tests import image_lake_support
 
     return image_lake_support.lake(spark, image_log, tmp_path_factory)
