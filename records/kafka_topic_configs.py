@@ -1,5 +1,6 @@
 """The topic configs Kafka's controller reads when it elects a leader, with their defaults and broker synonyms as
-Kafka's own jars give them (``kafka_topic_configs.json``, generated: never typed by hand).
+Kafka's own jars give them (the ``topicConfigs`` of ``kafka_configs.json``, ``records.kafka_configs``: generated,
+never typed by hand).
 
 ``ReplicationControlManager`` asks ``ConfigurationControlManager.getTopicConfig`` for
 ``unclean.leader.election.enable`` (``uncleanLeaderElectionEnabledForTopic``: ``Boolean.parseBoolean`` of the
@@ -12,10 +13,9 @@ TOPIC ConfigDef's default. Sources are named as ``ConfigEntry.ConfigSource`` nam
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from records.kafka_configs import KAFKA_CONFIGS_PATH, kafka_configs
 
-GENERATED = Path(__file__).with_name("kafka_topic_configs.json")
+GENERATED = KAFKA_CONFIGS_PATH  # the generated file the defaults and synonyms come from
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"  # TopicConfig.UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG
 MIN_IN_SYNC_REPLICAS = "min.insync.replicas"  # TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG
@@ -30,9 +30,9 @@ DEFAULT_CONFIG = "DEFAULT_CONFIG"
 CONFIG_SOURCES = (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
                   DEFAULT_CONFIG)
 
-_GENERATED = json.loads(GENERATED.read_text())
-KAFKA_VERSION: str = _GENERATED["kafkaVersion"]
-# key → the TOPIC ConfigDef's default (ConfigDef.convertToString), and the broker config names read before it
-TOPIC_CONFIG_DEFAULTS: dict[str, str | None] = {key: entry["default"] for key, entry in _GENERATED["keys"].items()}
+_TOPIC_CONFIGS = kafka_configs()["topicConfigs"]
+KAFKA_VERSION: str = kafka_configs()["kafkaVersion"]
+# audited key → the TOPIC ConfigDef's default (ConfigDef.convertToString), and the broker config names read before it
+TOPIC_CONFIG_DEFAULTS: dict[str, str | None] = {key: _TOPIC_CONFIGS[key]["default"] for key in AUDITED_KEYS}
 TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
-    key: tuple(entry["synonyms"]) for key, entry in _GENERATED["keys"].items()}
+    key: tuple(_TOPIC_CONFIGS[key]["synonyms"]) for key in AUDITED_KEYS}

@@ -12,8 +12,8 @@ Two departures from the loggable string, both because the record is kept, not on
 key in Kafka's ``ConfigurationsDelta``; and a record of a secret-bearing type whose bytes could not be read
 (``RawRecord``) keeps none of them.
 
-Which keys are sensitive comes from ``kafka_config_types.json``, generated from Kafka's own ConfigDefs
-(``python -m tests.referee.kafka_secrets``), never typed by hand.
+Which keys are sensitive comes from ``kafka_configs.json`` (``records.kafka_configs``), generated from Kafka's own
+ConfigDefs, never typed by hand.
 """
 
 from __future__ import annotations
@@ -22,15 +22,14 @@ import dataclasses
 import functools
 import hashlib
 import hmac
-import json
-from pathlib import Path
 from typing import Any
 
 from records.definitions import definitions
+from records.kafka_configs import KAFKA_CONFIGS_PATH, kafka_configs
 from records.model import LogEntry, MetadataRecord, RawRecord
 
 REDACTED = "(redacted)"  # RecordRedactor's word for a value it leaves out
-CONFIG_TYPES_PATH = Path(__file__).with_name("kafka_config_types.json")
+CONFIG_TYPES_PATH = KAFKA_CONFIGS_PATH  # the generated file that holds Kafka's config key types
 
 CONFIG_RECORD = "ConfigRecord"
 USER_SCRAM_CREDENTIAL_RECORD = "UserScramCredentialRecord"
@@ -41,14 +40,9 @@ RAW_WITHHELD_NOTE = ("raw bytes withheld: a record of a secret-bearing type that
                      "redacted field by field (records.redaction)")
 
 
-@functools.cache
 def config_types() -> dict[str, Any]:
     """The generated table: Kafka's version, its sensitive ConfigDef types, each ConfigResource.Type's keys."""
-    try:
-        return json.loads(CONFIG_TYPES_PATH.read_text())
-    except (OSError, ValueError) as exc:
-        raise RuntimeError(f"{CONFIG_TYPES_PATH}: cannot read Kafka's config key types ({exc}); regenerate it "
-                           "with python -m tests.referee.kafka_secrets") from None
+    return kafka_configs()
 
 
 @functools.cache

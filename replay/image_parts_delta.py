@@ -36,6 +36,7 @@ from records.kafka_constants import (
     ZK_MIGRATION_STATES,
 )
 from records.model import LogEntry, MetadataRecord, uuid_to_str
+from records.token_information import DelegationToken
 from records.vocabulary import default
 
 
@@ -74,19 +75,6 @@ class ScramCredential:
 
     iterations: int
     fingerprint: str | None
-
-
-@dataclass(frozen=True)
-class DelegationToken:
-    """``DelegationTokenData``'s ``TokenInformation``; principals as ``KafkaPrincipal.toString`` prints them."""
-
-    token_id: str
-    owner: str
-    requester: str
-    renewers: tuple[str, ...]
-    issue_timestamp: int
-    max_timestamp: int
-    expiration_timestamp: int
 
 
 @dataclass(frozen=True)

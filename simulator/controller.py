@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from records.kafka_constants import ABORT, BEGIN, END
 from records.model import LogEntry, MetadataRecord, uuid_to_str
+from records.token_information import DelegationToken
 from simulator.client_control import ClientControlManagers
 from simulator.cluster_control import ClusterControlManager
 from simulator.configuration_control import MIN_ISR_KEY, UNCLEAN_KEY, ConfigurationControlManager
@@ -24,7 +25,7 @@ from simulator.model import Broker, Election, Partition, SimConfig, SimulationEr
 from simulator.partition_change_builder import PartitionChangeBuilder
 from simulator.replay import ControllerReplay
 from simulator.replication_control import ReplicationControlManager
-from simulator.security_control import AccessControlEntry, DelegationToken, SecurityControlManagers
+from simulator.security_control import AccessControlEntry, SecurityControlManagers
 from simulator.versions import MetadataVersion
 
 __all__ = ["MIN_ISR_KEY", "UNCLEAN_KEY", "ControllerSimulator", "Election", "SimConfig", "SimulationError"]

@@ -15,6 +15,7 @@ from records.kafka_constants import (
     NO_RECOVERY_STATE_CHANGE,
 )
 from records.model import MetadataRecord
+from records.token_information import DelegationToken
 from simulator.facts import LeaderRecovered, PartitionLeaderless, Reassignment, UncleanElection
 from simulator.model import (
     RECOVERED,
@@ -27,7 +28,7 @@ from simulator.model import (
     SimulationError,
     Topic,
 )
-from simulator.security_control import AccessControlEntry, DelegationToken
+from simulator.security_control import AccessControlEntry
 
 
 class ControllerReplay:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from records.kafka_constants import PATTERN_LITERAL, PATTERN_PREFIXED, SCRAM_SHA_256, SCRAM_SHA_512
 from records.model import MetadataRecord, uuid_to_str
+from records.token_information import DelegationToken
 from simulator.facts import ImageChange
 from simulator.model import SimulationError, record
 
@@ -35,19 +36,6 @@ class AccessControlEntry:
     host: str
     operation: int
     permission_type: int
-
-
-@dataclass(frozen=True, slots=True)
-class DelegationToken:
-    """``TokenInformation`` as a DelegationTokenRecord carries it (principals as ``User:name`` strings)."""
-
-    token_id: str
-    owner: str
-    requester: str
-    renewers: tuple[str, ...]
-    issue_timestamp: int
-    max_timestamp: int
-    expiration_timestamp: int
 
 
 def scram_credential(mechanism: int, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes]:

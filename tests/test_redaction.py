@@ -1,5 +1,6 @@
 """records.redaction: Kafka's isSensitive rule from the generated ConfigDef table, redaction of a LogEntry, the
-keyed fingerprint; the table regenerated from Kafka's jars, and Kafka's own RecordRedactor as the referee."""
+keyed fingerprint; Kafka's own RecordRedactor as the referee (tests/test_kafka_configs.py regenerates the table from
+Kafka's jars)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from kraft_replay.cli import app
 from records.kafka_json import make_record
 from records.model import LogEntry, RawRecord, ReadMode
 from records.redaction import (
-    CONFIG_TYPES_PATH,
     RAW_WITHHELD_NOTE,
     REDACTED,
     config_types,
@@ -37,7 +37,7 @@ def entry(record: object, offset: int = 7) -> LogEntry:
 def test_the_table_names_its_kafka_and_holds_kafka_config_types() -> None:
     table = config_types()
     assert table["kafkaVersion"] == "4.4.0"
-    assert table["regenerate"] == "python -m tests.referee.kafka_secrets"
+    assert table["regenerate"] == "python -m tests.referee.kafka_configs"
     assert table["sensitiveTypes"] == ["PASSWORD"]
     by_name = {item["name"]: item for item in table["resourceTypes"]}
     assert {name: item["id"] for name, item in by_name.items()} == {
@@ -156,24 +156,16 @@ def test_jsonl_input_is_redacted_too(tmp_path: Path) -> None:
 def _kafka_or_skip() -> None:
     try:
         from tests.referee import kafka_classpath
-        from tests.referee.kafka_secrets import KAFKA_VERSION
+        from tests.referee.kafka_configs import KAFKA_VERSION
 
         kafka_classpath(KAFKA_VERSION)
     except RefereeUnavailable as exc:
         pytest.skip(f"Kafka's jars are not here: {exc}")
 
 
-def test_the_committed_table_is_what_kafka_jars_say() -> None:
-    _kafka_or_skip()
-    from tests.referee.kafka_secrets import config_types_text
-
-    assert CONFIG_TYPES_PATH.read_text() == config_types_text(), (
-        "records/kafka_config_types.json is stale: run python -m tests.referee.kafka_secrets")
-
-
 def test_we_redact_exactly_what_kafka_record_redactor_redacts(tmp_path: Path) -> None:
     _kafka_or_skip()
-    from tests.referee.kafka_secrets import kafka_redactions
+    from tests.referee.kafka_configs import kafka_redactions
 
     log = write_secrets_log(tmp_path)
     files = sorted(path for path in log.log_dir.iterdir() if path.suffix in (".log", ".checkpoint"))
