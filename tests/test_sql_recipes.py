@@ -1,4 +1,4 @@
-"""Every recipe of docs/sql-recipes.md, run as written through `kraft-replay sql` on the demo's incident.
+"""Every recipe of docs/sql-recipes.md on the demo's incident, run as written through `kraft-replay sql`.
 
 The recipes are read from the document itself, so the document cannot drift from what the lake answers, and a
 recipe added without a check here fails `test_every_recipe_is_checked`.
@@ -25,8 +25,10 @@ Rows = list[dict[str, Any]]
 
 
 def recipes() -> dict[str, list[str]]:
-    """Section title (### heading) → its SQL blocks, in order."""
-    sections = re.split(r"^### ", RECIPES.read_text(encoding="utf-8"), flags=re.M)[1:]
+    """Section title (### heading) → its SQL blocks, in order: the demo's recipes, before the first ``## `` part
+    (the image-changes lake's recipes after it are run by tests/test_docs_output.py)."""
+    incident_part = re.split(r"^## ", RECIPES.read_text(encoding="utf-8"), flags=re.M)[0]
+    sections = re.split(r"^### ", incident_part, flags=re.M)[1:]
     return {s.splitlines()[0].strip(): re.findall(r"```sql\n(.*?)```", s, flags=re.S) for s in sections}
 
 
