@@ -154,7 +154,9 @@ def _fenced(admin: Any, broker_id: int) -> bool:
 
 def _retry(admin: Any, call: Callable[[], T]) -> T:
     """An idempotent admin call, again while it fails with a client error: kafka-python sends controller requests
-    to the broker its metadata names as the controller, which may be one that has just restarted."""
+    to the broker its metadata names as the controller, which may be one that has just restarted, and a request
+    for one broker (DescribeConfigs of a broker) to that broker, which its metadata may not know since it came
+    back (UnknownBrokerIdError)."""
     from kafka.errors import KafkaError
 
     deadline = time.monotonic() + 60
@@ -165,6 +167,8 @@ def _retry(admin: Any, call: Callable[[], T]) -> T:
             if time.monotonic() > deadline:
                 raise
             admin._controller_id = None  # kafka-python keeps it until a NotController error: ask again
+            with contextlib.suppress(KafkaError):  # its metadata, refreshed every 5 minutes only: now
+                admin._manager.run(admin._manager.cluster.refresh_metadata)
             time.sleep(1)
 
 
