@@ -32,8 +32,8 @@ from tests.loopback import free_port, listening
 
 CONTROLLER_ID = 100
 BROKER_IDS = (1, 2, 3)
-START_TIMEOUT = 120.0  # one JVM to listen, on a loaded 2-core machine
-WAIT_TIMEOUT = 90.0  # the cluster to reach a state after an incident
+START_TIMEOUT = 300.0  # one JVM to listen (a restarted broker recovers its logs first), on a loaded 2-core machine
+WAIT_TIMEOUT = 180.0  # the cluster to reach a state after an incident, on a loaded 2-core machine
 STOP_TIMEOUT = 30.0
 HEAP = {"controller": "-Xmx256m", "broker": "-Xmx384m"}
 JVM_OPTIONS = ("-Xms32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Djava.awt.headless=true")
@@ -144,8 +144,9 @@ class KafkaCluster:
         if node.role == "controller":
             return {**common, "process.roles": "controller",
                     "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
-                    # short sessions: a killed broker is fenced within seconds
-                    "broker.session.timeout.ms": "4000",
+                    # short sessions: a killed broker is fenced within seconds (not so short that a broker
+                    # starved of CPU on a loaded machine misses its heartbeats and is fenced while it runs)
+                    "broker.session.timeout.ms": "12000",
                     # the controller's log loses its first segments once a snapshot covers them
                     "metadata.max.retention.ms": "5000",
                     "metadata.max.retention.bytes": "8192"}
@@ -157,7 +158,7 @@ class KafkaCluster:
                 "num.partitions": "1", "default.replication.factor": "3",
                 "offsets.topic.replication.factor": "3", "transaction.state.log.replication.factor": "3",
                 "transaction.state.log.min.isr": "1", "group.initial.rebalance.delay.ms": "0",
-                "replica.lag.time.max.ms": "5000", "num.network.threads": "2", "num.io.threads": "2",
+                "replica.lag.time.max.ms": "12000", "num.network.threads": "2", "num.io.threads": "2",
                 "background.threads": "2", "log.cleaner.enable": "false", "num.recovery.threads.per.data.dir": "1"}
 
     def _java(self, *args: str, heap: str = "-Xmx256m") -> list[str]:

@@ -12,20 +12,30 @@ the controller's log as it grows, rolls, snapshots and is trimmed. Then the clus
 (b) ``kraft-replay ingest`` + ``replay`` + ``state --format json`` at the last offset and Kafka's image there, on the
     controller's trimmed log and on the lake ``ingest --follow`` filled (every offset from 0, exactly once; its
     election audit finds the unclean election);
-(c) the live cluster's own answers (describe topics, cluster and features), taken just before the controller
-    stopped, and our state at the last offset;
+    Every section: brokers, topics, partitions, features, controllers, configs, clientQuotas, acls,
+    scramCredentials, delegationTokens, producerIds. A sensitive config's value (the PASSWORD-type one) is in the
+    clear in Kafka's image and ``(redacted)`` in ours: Kafka's is compared redacted by ``records.redaction``'s
+    rule, and its clear value is in no output of ours;
+(c) the live cluster's own answers, taken just before the controller stopped, and our state at the last offset:
+    describe topics, cluster and features (kafka-python); describe configs of every topic and broker, their
+    dynamic values only (sources DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG: the
+    log holds what was altered, not the static ``server.properties``), describe ACLs and the SCRAM users' names,
+    mechanisms and iterations (kafka-python); the client quotas (Kafka's own ``Admin.describeClientQuotas``,
+    ``tests/referee/DescribeClientQuotas.java``: kafka-python has no call for it);
 (d) Kafka's ``kafka-dump-log --cluster-metadata-decoder`` and ``kraft-replay dump`` on every segment and snapshot of
     every node.
 
-Configs, ACLs, SCRAM credentials and quotas are not replayed into state yet: their records must be decoded (no raw
-records) and counted.
+Every record of every node's log and snapshots decodes (no raw records), and the records the script makes Kafka
+write (configs, ACLs, SCRAM credentials, quotas, a topic removal) are counted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -37,13 +47,26 @@ from typing import Any, TypeVar
 import pytest
 
 from lakehouse.jars import KAFKA_VERSIONS
+from records.kafka_constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
 from records.log_dir import classify
 from records.model import LogEntry, MetadataRecord, RawRecord
+from records.redaction import REDACTED, is_sensitive
 from records.sources import read_entries
+from replay.image_query import NO_PRODUCER_ID
 from replay.reference import Image, fold
 from tests.conftest import SUMMARY
 from tests.kafka_cluster import BROKER_IDS, CONTROLLER_ID, KafkaCluster, KafkaUnavailable, wait_for
-from tests.referee import KEYS, Comparison, RefereeUnavailable, compare, compiled, kafka_fold
+from tests.referee import (
+    KEYS,
+    Comparison,
+    RefereeUnavailable,
+    compare,
+    compiled,
+    features_as_kafka_shows,
+    hashable,
+    kafka_fold,
+    kafkas_features,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -51,12 +74,19 @@ ORDERS, PAYMENTS, AUDIT, DOOMED = "orders", "payments", "audit", "doomed"
 # (partitions, replication factor, topic configs)
 TOPICS: dict[str, tuple[int, int, dict[str, str]]] = {
     ORDERS: (6, 3, {}), PAYMENTS: (3, 3, {"min.insync.replicas": "2"}), AUDIT: (3, 2, {}), DOOMED: (2, 3, {})}
-# Records the replay does not fold into state yet, which the script makes Kafka write: at least this many each.
-NOT_REPLAYED = {"ConfigRecord": 14, "AccessControlEntryRecord": 3, "RemoveAccessControlEntryRecord": 1,
-                "UserScramCredentialRecord": 4, "RemoveUserScramCredentialRecord": 1, "ClientQuotaRecord": 2}
-# A PASSWORD-type dynamic broker config (ConfigDef.Type.PASSWORD): the log holds its value in the clear
+# Records the script makes Kafka write (beyond brokers, topics and partitions): at least this many each.
+SCRIPTED_RECORDS = {"ConfigRecord": 14, "AccessControlEntryRecord": 3, "RemoveAccessControlEntryRecord": 1,
+                    "UserScramCredentialRecord": 4, "RemoveUserScramCredentialRecord": 1, "ClientQuotaRecord": 2}
+# A PASSWORD-type dynamic broker config (ConfigDef.Type.PASSWORD) of broker 1: the log holds its value in the clear
 PASSWORD_CONFIG = "listener.name.plaintext.scram-sha-256.sasl.jaas.config"
-PASSWORD_VALUE = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="s3cret";'
+PASSWORD = "s3cret"
+PASSWORD_VALUE = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" '
+                  f'password="{PASSWORD}";')
+# Kafka's own Admin client for what kafka-python's has no call for (compiled like KafkaFold, tests/referee)
+DESCRIBE_CLIENT_QUOTAS = Path(__file__).parent / "referee" / "DescribeClientQuotas.java"
+# DescribeConfigs' sources of the values the log holds (ConfigEntry.ConfigSource): the others are static or defaults
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG = "DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG"
+DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 TALLY: dict[str, list[str]] = {}
 TRIM_TIMEOUT = 90.0
 # Each cluster starts at an older metadata.version (its log's first records are written in that version's record
@@ -124,7 +154,9 @@ def _fenced(admin: Any, broker_id: int) -> bool:
 
 def _retry(admin: Any, call: Callable[[], T]) -> T:
     """An idempotent admin call, again while it fails with a client error: kafka-python sends controller requests
-    to the broker its metadata names as the controller, which may be one that has just restarted."""
+    to the broker its metadata names as the controller, which may be one that has just restarted, and a request
+    for one broker (DescribeConfigs of a broker) to that broker, which its metadata may not know since it came
+    back (UnknownBrokerIdError)."""
     from kafka.errors import KafkaError
 
     deadline = time.monotonic() + 60
@@ -135,6 +167,8 @@ def _retry(admin: Any, call: Callable[[], T]) -> T:
             if time.monotonic() > deadline:
                 raise
             admin._controller_id = None  # kafka-python keeps it until a NotController error: ask again
+            with contextlib.suppress(KafkaError):  # its metadata, refreshed every 5 minutes only: now
+                admin._manager.run(admin._manager.cluster.refresh_metadata)
             time.sleep(1)
 
 
@@ -195,6 +229,80 @@ def _alter_configs(admin: Any, resource: Any) -> None:
     response = admin._manager.run(send)
     results = admin._alter_configs_process_responses(response.responses)
     assert all(r == "OK" for kind in results.values() for r in kind.values()), results
+
+
+def _described_configs(admin: Any, topics: Iterable[str]) -> dict[tuple[int, str, str], str]:
+    """The dynamic configs the cluster reports (DescribeConfigs with synonyms), keyed as ``state``'s configs
+    (resourceType, resourceName, name): each topic's DYNAMIC_TOPIC_CONFIG values; from each broker's synonyms its
+    DYNAMIC_BROKER_CONFIG values and the cluster default's DYNAMIC_DEFAULT_BROKER_CONFIG ones (the empty broker
+    name; every broker must report the same). A sensitive value, which Kafka never returns (null, isSensitive), is
+    ``(redacted)``, as ours reads. Static ``server.properties`` and defaults are not in the log: left out."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    resources = [ConfigResource(ConfigResourceType.TOPIC, topic) for topic in sorted(topics)]
+    resources += [ConfigResource(ConfigResourceType.BROKER, str(broker_id)) for broker_id in BROKER_IDS]
+    described = _retry(admin, lambda: admin.describe_configs(resources, include_synonyms=True, config_filter="all"))
+    found: dict[tuple[int, str, str], str] = {}
+
+    def add(key: tuple[int, str, str], value: str | None, sensitive: bool) -> None:
+        assert (value is None) == sensitive, (key, value, sensitive)
+        shown = REDACTED if sensitive else value
+        assert found.setdefault(key, shown) == shown, (key, found[key], shown)
+
+    for name, entries in described.get("topic", {}).items():
+        for key, entry in entries.items():
+            if entry["config_source"] == DYNAMIC_TOPIC_CONFIG:
+                add((CONFIG_RESOURCE_TOPIC, name, key), entry["value"], entry["is_sensitive"])
+    for name, entries in described.get("broker", {}).items():
+        for key, entry in entries.items():
+            for synonym in entry.get("synonyms") or [
+                    {"name": key, "value": entry["value"], "source": entry["config_source"]}]:
+                owner = {DYNAMIC_BROKER_CONFIG: name, DYNAMIC_DEFAULT_BROKER_CONFIG: ""}.get(synonym["source"])
+                if owner is not None:
+                    add((CONFIG_RESOURCE_BROKER, owner, synonym["name"]), synonym["value"],
+                        entry["is_sensitive"])
+    return found
+
+
+def _described_acls(admin: Any) -> list[dict[str, Any]]:
+    """Every ACL the cluster reports (DescribeAcls, a filter matching any), in ``state``'s fields but the id
+    (Kafka's answer has none)."""
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    acls, _ = _retry(admin, lambda: admin.describe_acls(ACLFilter(
+        None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+        ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))))
+    return [{"resourceType": int(acl.resource_pattern.resource_type),
+             "resourceName": acl.resource_pattern.resource_name,
+             "patternType": int(acl.resource_pattern.pattern_type), "principal": acl.principal, "host": acl.host,
+             "operation": int(acl.operation), "permissionType": int(acl.permission_type)} for acl in acls]
+
+
+def _described_scram_users(admin: Any) -> list[dict[str, Any]]:
+    """Every SCRAM credential the cluster reports (DescribeUserScramCredentials of all users): name, mechanism,
+    iterations, in ``state``'s fields."""
+    described = _retry(admin, admin.describe_user_scram_credentials)
+    assert not any(user["error"] for user in described.values()), described
+    return [{"name": name, "mechanism": int(info["mechanism"]), "iterations": info["iterations"]}
+            for name, user in described.items() for info in user["credential_infos"]]
+
+
+def _described_client_quotas(cluster: KafkaCluster) -> list[dict[str, Any]]:
+    """Every client quota the cluster reports, through Kafka's own ``Admin.describeClientQuotas``
+    (``DescribeClientQuotas.java``), in ``state``'s fields."""
+    classes = compiled(cluster.version, DESCRIBE_CLIENT_QUOTAS)
+    command = ["java", "-Xmx128m", "-cp", os.pathsep.join([str(classes), cluster.cp]), DESCRIBE_CLIENT_QUOTAS.stem,
+               ",".join(cluster.bootstrap())]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, f"DescribeClientQuotas failed:\n{result.stderr[-3000:]}"
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
 def run_script(cluster: KafkaCluster) -> Script:
@@ -343,7 +451,7 @@ def run_script(cluster: KafkaCluster) -> Script:
             alone.close()
         script.unclean = (AUDIT, 1, follower)
         cluster.start(leader)
-        wait_for(f"broker {leader} back in every ISR", lambda: _settled(admin), timeout=120)
+        wait_for(f"broker {leader} back in every ISR", lambda: _settled(admin))
         _timed(script, "unclean election", t)
 
         # two brokers lost at once: payments (min.insync.replicas=2) falls below its minimum ISR; on 4.4 (ELR on
@@ -364,7 +472,7 @@ def run_script(cluster: KafkaCluster) -> Script:
             script.elr_seen = wait_for("ELR of payments", elr, timeout=30)
         cluster.start(2)
         cluster.start(3)
-        wait_for("brokers 2 and 3 back in every ISR", lambda: _settled(admin), timeout=120)
+        wait_for("brokers 2 and 3 back in every ISR", lambda: _settled(admin))
         _timed(script, "two brokers lost at once (ELR), restart", t)
 
         # the cluster's own view, the same twice in a row (nothing moving)
@@ -390,6 +498,10 @@ def run_script(cluster: KafkaCluster) -> Script:
             return first if view() == first and len(first["brokers"]) == 3 else None
 
         script.view = wait_for("a stable view", stable)
+        # the rest of the image as the cluster answers it (nothing changes it any more)
+        script.view.update({"configs": _described_configs(admin, admin.list_topics()),
+                            "acls": _described_acls(admin), "scramCredentials": _described_scram_users(admin),
+                            "clientQuotas": _described_client_quotas(cluster)})
         _timed(script, "the cluster's view", t)
     finally:
         admin.close()
@@ -524,10 +636,11 @@ def last_image(entries: list[LogEntry], base: tuple[int, list[MetadataRecord]] |
     return image
 
 
-def kafka_image(version: str, log_dir: Path) -> tuple[int, dict[str, dict[Any, dict[str, Any]]]]:
-    """Kafka's image at the last offset it published for ``log_dir``, entity by entity."""
-    *_, (offset, image) = kafka_fold(version, log_dir).images()
-    return offset, image
+def kafka_image(version: str, log_dir: Path) -> KafkasImage:
+    """Kafka's image at the last offset it published for ``log_dir``, entity by entity, and its features."""
+    run = kafka_fold(version, log_dir)
+    *_, (offset, image) = run.images()
+    return KafkasImage(offset, image, run.changes[offset]["features"])
 
 
 # --- (a) Kafka's fold and ours, at every batch end ---------------------------------------------------------------
@@ -569,36 +682,73 @@ def test_kafka_fold_is_reference_fold_on_every_node(script: Script, tmp_path: Pa
 
 
 def _state_json(lake: Path, *args: str) -> dict[str, Any]:
-    from typer.testing import CliRunner
-
-    from kraft_replay.cli import app
-
-    result = CliRunner().invoke(app, ["state", "--format", "json", "--lake", str(lake), *args])
-    assert result.exit_code == 0, result.output
-    state: dict[str, Any] = json.loads(result.stdout)
+    state: dict[str, Any] = json.loads(_cli("state", "--format", "json", "--lake", str(lake), *args))
     return state
 
 
 def _cli(*args: str) -> str:
+    """A ``kraft-replay`` command's output; it never holds the PASSWORD-type config's clear value."""
     from typer.testing import CliRunner
 
     from kraft_replay.cli import app
 
     result = CliRunner().invoke(app, list(args))
     assert result.exit_code == 0, result.output
+    assert PASSWORD not in result.output, f"kraft-replay {args[0]} printed the secret"
     return result.stdout
 
 
-def assert_kafkas_image(state: dict[str, Any], kafka: dict[str, dict[Any, dict[str, Any]]], what: str) -> None:
-    """``state --format json``'s brokers, topics and partitions are Kafka's image, entity by entity."""
-    for b in state["brokers"]:
-        for name in ("endPoints", "features"):
-            b[name] = sorted(b[name], key=lambda item: item["name"])
-    for section in ("brokers", "topics", "partitions"):
-        key_fields = KEYS[section]
-        got = {tuple(item[k] for k in key_fields): item for item in state[section]}
-        assert got == kafka[section], (f"{what}: {section} at offset {state['offset']}: ours {got} "
-                                       f"kafka {kafka[section]}")
+@dataclass
+class KafkasImage:
+    """Kafka's image at the last offset it published: its entities by section and key (``tests.referee.KEYS``),
+    and its finalized features."""
+
+    offset: int
+    entities: dict[str, dict[Any, dict[str, Any]]]
+    features: dict[str, int]
+
+
+def _by_name(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(items, key=lambda item: item["name"])
+
+
+def _as_kafkas(state: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """``state --format json``'s sections in KafkaFold's shapes, where the two truly differ: Kafka keeps listeners,
+    supported features and a quota entity's parts in maps (printed sorted by name, by entity type), and its
+    ProducerIdsImage is no entity at all while ``nextProducerId`` is -1 (ours says -1)."""
+    sections = {section: state[section] for section in KEYS if section != "producerIds"}
+    for section in ("brokers", "controllers"):
+        sections[section] = [{**item, "endPoints": _by_name(item["endPoints"]), "features": _by_name(item["features"])}
+                             for item in state[section]]
+    sections["clientQuotas"] = [{**quota, "entity": sorted(quota["entity"], key=lambda part: part["entityType"])}
+                                for quota in state["clientQuotas"]]
+    next_id = state["producerIds"]["nextProducerId"]
+    sections["producerIds"] = [] if next_id == NO_PRODUCER_ID else [state["producerIds"]]
+    return sections
+
+
+def _redacted(config: dict[str, Any]) -> dict[str, Any]:
+    """A config of Kafka's image as ours holds it: a sensitive value (``records.redaction``) ``(redacted)``."""
+    sensitive = config["value"] is not None and is_sensitive(config["resourceType"], config["name"])
+    return {**config, "value": REDACTED} if sensitive else config
+
+
+def assert_kafkas_image(state: dict[str, Any], kafka: KafkasImage, version: str, what: str) -> None:
+    """``state --format json`` is Kafka's image, section by section, entity by entity: the features, and brokers,
+    topics, partitions, controllers, configs, clientQuotas, acls, scramCredentials, delegationTokens, producerIds.
+    Kafka's image holds the PASSWORD-type config's value in the clear; ours holds ``(redacted)``."""
+    ours = features_as_kafka_shows(version, {f["name"]: f["featureLevel"] for f in state["features"]})
+    theirs = kafkas_features(version, kafka.features, ours)
+    assert ours == theirs, f"{what}: features at offset {state['offset']}: ours {ours} kafka {theirs}"
+    expected = {**kafka.entities, "configs": {key: _redacted(config)
+                                              for key, config in kafka.entities["configs"].items()}}
+    for section, items in _as_kafkas(state).items():
+        got = {tuple(hashable(item[k]) for k in KEYS[section]): item for item in items}
+        assert got == expected[section], (f"{what}: {section} at offset {state['offset']}: ours {got} "
+                                          f"kafka {expected[section]}")
+    password = (CONFIG_RESOURCE_BROKER, str(BROKER_IDS[0]), PASSWORD_CONFIG)
+    assert kafka.entities["configs"][password]["value"] == PASSWORD_VALUE
+    assert expected["configs"][password]["value"] == REDACTED
 
 
 @dataclass
@@ -614,8 +764,8 @@ class Replayed:
 
 def _replay_node(spark: Any, cluster: KafkaCluster, node_id: int, lake: Path) -> Replayed:
     """``ingest`` the node's data directory into ``lake``, ``replay``, ``state --format json`` at the last offset:
-    Kafka's image there (brokers, topics, partitions, field by field). The lake holds every record of the log,
-    each decoded exactly (also those not folded into state yet), and the node's snapshots; nothing rejected."""
+    Kafka's image there (every section, field by field). The lake holds every record of the log, each decoded
+    exactly, and the node's snapshots; nothing rejected."""
     from lakehouse.lake import Lake
 
     node = cluster.nodes[node_id]
@@ -625,9 +775,9 @@ def _replay_node(spark: Any, cluster: KafkaCluster, node_id: int, lake: Path) ->
     entries = list(read_entries(node.metadata_log))
     state = _state_json(lake, "--offset", str(entries[-1].offset))
     took = time.monotonic() - t
-    last, kafka = kafka_image(cluster.version, node.metadata_log)
-    assert state["offset"] == entries[-1].offset == last, (state["offset"], entries[-1].offset, last)
-    assert_kafkas_image(state, kafka, f"node {node_id}'s lake")
+    kafka = kafka_image(cluster.version, node.metadata_log)
+    assert state["offset"] == entries[-1].offset == kafka.offset, (state["offset"], entries[-1].offset, kafka.offset)
+    assert_kafkas_image(state, kafka, cluster.version, f"node {node_id}'s lake")
 
     stored = Lake(lake)
     rows = stored.read(spark, "metadata_log").groupBy("record_type", "read_mode").count().collect()
@@ -667,14 +817,68 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
         elr = {(names[p["topicId"]], p["partitionId"]): (p["eligibleLeaderReplicas"], p["lastKnownElr"])
                for p in state["partitions"] if names[p["topicId"]] in TOPICS}
         assert elr == view["elr"]
+    configs = {(c["resourceType"], c["resourceName"], c["name"]): c["value"] for c in state["configs"]}
+    assert configs == view["configs"]
+    acls = [{name: value for name, value in acl.items() if name != "id"} for acl in state["acls"]]
+    assert Counter(map(hashable, acls)) == Counter(map(hashable, view["acls"]))
+    assert Counter(map(hashable, state["scramCredentials"])) == Counter(map(hashable, view["scramCredentials"]))
+    quotas = _as_kafkas(state)["clientQuotas"]
+    assert Counter(map(hashable, quotas)) == Counter(map(hashable, view["clientQuotas"]))
+    assert_scripted_parts(view)
     TALLY.setdefault(script.version, []).append(
         f"(b) ingest + replay + state = Kafka's image at the last offset: the controller's log ({replayed.records} "
         f"records from offset {entries[0].offset}, {replayed.snapshots} snapshots, {replayed.seconds:.0f} s) at "
-        f"offset {entries[-1].offset}: {len(state['brokers'])} brokers, {len(state['topics'])} topics, "
-        f"{len(state['partitions'])} partitions; "
+        f"offset {entries[-1].offset}: {parts_count(state)}; "
         f"(c) = the cluster's own view: {len(theirs)} partitions (leader, leader epoch, replicas, ISR"
         f"{', ELR' if 'elr' in view else ''}), {len(view['brokers'])} unfenced brokers, "
-        f"{len(view['features'])} features")
+        f"{len(view['features'])} features, {len(view['configs'])} dynamic configs (describe configs; "
+        f"{sum(v == REDACTED for v in view['configs'].values())} sensitive), {len(view['acls'])} ACLs, "
+        f"{len(view['scramCredentials'])} SCRAM credentials of {len({c['name'] for c in view['scramCredentials']})} "
+        f"users, {len(view['clientQuotas'])} client quotas (Admin.describeClientQuotas)")
+
+
+def assert_scripted_parts(view: dict[str, Any]) -> None:
+    """What the script altered is what the cluster answers at the end (and so our state): the topic, per-broker and
+    cluster-default configs (the PASSWORD-type one sensitive; the re-created topic has none, the throttles were
+    removed), the two ACLs left, alice's two SCRAM credentials and bob's SHA-512 one, alice's producer quota."""
+    from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType, ScramMechanism
+
+    configs = view["configs"]
+    assert {key: configs.get(key) for key in [
+        (CONFIG_RESOURCE_TOPIC, ORDERS, "retention.ms"), (CONFIG_RESOURCE_TOPIC, PAYMENTS, "min.insync.replicas"),
+        (CONFIG_RESOURCE_TOPIC, AUDIT, "unclean.leader.election.enable"),
+        (CONFIG_RESOURCE_BROKER, "1", "log.retention.ms"), (CONFIG_RESOURCE_BROKER, "1", PASSWORD_CONFIG),
+        (CONFIG_RESOURCE_BROKER, "", "log.retention.ms"), (CONFIG_RESOURCE_BROKER, "", "min.insync.replicas"),
+        (CONFIG_RESOURCE_BROKER, "", "leader.replication.throttled.rate"),
+        (CONFIG_RESOURCE_TOPIC, AUDIT, "leader.replication.throttled.replicas")]} == {
+        (CONFIG_RESOURCE_TOPIC, ORDERS, "retention.ms"): "3600000",
+        (CONFIG_RESOURCE_TOPIC, PAYMENTS, "min.insync.replicas"): "2",
+        (CONFIG_RESOURCE_TOPIC, AUDIT, "unclean.leader.election.enable"): "true",
+        (CONFIG_RESOURCE_BROKER, "1", "log.retention.ms"): "7200000",
+        (CONFIG_RESOURCE_BROKER, "1", PASSWORD_CONFIG): REDACTED,
+        (CONFIG_RESOURCE_BROKER, "", "log.retention.ms"): "86400000",
+        (CONFIG_RESOURCE_BROKER, "", "min.insync.replicas"): "1",
+        (CONFIG_RESOURCE_BROKER, "", "leader.replication.throttled.rate"): None,
+        (CONFIG_RESOURCE_TOPIC, AUDIT, "leader.replication.throttled.replicas"): None}
+    assert not [key for key in configs if key[:2] == (CONFIG_RESOURCE_TOPIC, DOOMED)]
+    user_alice = (int(ACLPermissionType.ALLOW), int(ACLOperation.READ), "User:alice", "*")
+    assert sorted((acl["permissionType"], acl["operation"], acl["principal"], acl["host"], acl["resourceType"],
+                   acl["resourceName"], acl["patternType"]) for acl in view["acls"]) == [
+        (*user_alice, int(ResourceType.TOPIC), ORDERS, int(ACLResourcePatternType.LITERAL)),
+        (*user_alice, int(ResourceType.GROUP), "billing-", int(ACLResourcePatternType.PREFIXED))]
+    assert sorted((c["name"], c["mechanism"], c["iterations"]) for c in view["scramCredentials"]) == [
+        ("alice", int(ScramMechanism.SCRAM_SHA_256), 4096), ("alice", int(ScramMechanism.SCRAM_SHA_512), 4096),
+        ("bob", int(ScramMechanism.SCRAM_SHA_512), 4096)]
+    assert view["clientQuotas"] == [{"entity": [{"entityType": "user", "entityName": "alice"}],
+                                     "key": "producer_byte_rate", "value": 1048576.0}]
+
+
+def parts_count(state: dict[str, Any]) -> str:
+    """How many entities of each section ``state`` compared."""
+    redacted = sum(c["value"] == REDACTED for c in state["configs"])
+    return (", ".join(f"{len(state[section])} {section}" for section in KEYS if section != "producerIds")
+            + f" ({redacted} configs redacted), {len(state['features'])} features, nextProducerId "
+            f"{state['producerIds']['nextProducerId']}")
 
 
 def _unclean_election(spark: Any, script: Script, lake: Path) -> str:
@@ -736,9 +940,9 @@ def test_ingest_follow_kept_every_record_the_controller_wrote(script: Script, sp
 
     _cli("replay", "--lake", str(script.followed))
     state = _state_json(script.followed, "--offset", str(end[-1].offset))
-    last, kafka = kafka_image(cluster.version, cluster.controller.metadata_log)
-    assert state["offset"] == last
-    assert_kafkas_image(state, kafka, "the followed lake")
+    kafka = kafka_image(cluster.version, cluster.controller.metadata_log)
+    assert state["offset"] == kafka.offset
+    assert_kafkas_image(state, kafka, cluster.version, "the followed lake")
     unclean = _unclean_election(spark, script, script.followed)
     # the feature upgrade, as the followed lake's feature_history has it: each upgraded feature's level before, then
     # after (the levels the cluster reported)
@@ -749,7 +953,8 @@ def test_ingest_follow_kept_every_record_the_controller_wrote(script: Script, sp
     TALLY.setdefault(script.version, []).append(
         f"ingest --follow of the controller's log: {script.follow_rounds} rounds, {len(offsets)} records (offsets "
         f"0..{offsets[-1]}; the controller's log now starts at {deleted}); its replay = Kafka's image at offset "
-        f"{last}; unclean election audited: {unclean}; features upgraded (level before, after): {script.upgraded}")
+        f"{kafka.offset} ({parts_count(state)}); unclean election audited: {unclean}; features upgraded (level "
+        f"before, after): {script.upgraded}")
 
 
 # --- record by record: Kafka's kafka-dump-log ------------------------------------------------------------------
@@ -774,12 +979,13 @@ def test_kafka_dump_log_is_kraft_replay_dump_on_every_file(script: Script) -> No
         f"{counts.without_content or 'none'}")
 
 
-# --- records not replayed into state yet ------------------------------------------------------------------------
+# --- every record decodes; the script's records are there ------------------------------------------------------
 
 
-def test_records_not_replayed_are_decoded(script: Script) -> None:
-    """Every record of every node's log and snapshots decodes (no raw records); the script's configs, ACLs, SCRAM
-    credentials and quotas are there, the topic removal too, and (4.4) the ELR the cluster reported."""
+def test_every_record_decodes_and_the_scripted_records_are_there(script: Script) -> None:
+    """Every record of every node's log and snapshots decodes (no raw records); the records the script makes Kafka
+    write (configs, ACLs, SCRAM credentials, quotas: ``SCRIPTED_RECORDS``) are there, the topic removal too, and
+    (4.4) the ELR the cluster reported."""
     union: dict[int, str] = {}  # offset -> record type, over the logs of all nodes (each may be trimmed)
     in_snapshots: Counter[str] = Counter()
     first = 1 << 62
@@ -796,11 +1002,11 @@ def test_records_not_replayed_are_decoded(script: Script) -> None:
                 union[entry.offset] = entry.type_name
     counts = Counter(union.values())
     if first == 0:
-        for kind, least in NOT_REPLAYED.items():
+        for kind, least in SCRIPTED_RECORDS.items():
             assert counts[kind] >= least, f"{kind}: {counts[kind]} < {least}"
         assert counts["RemoveTopicRecord"] == 1 and counts["TopicRecord"] == len(TOPICS) + 1
     else:  # every node trimmed: what is not in the logs any more is in the snapshots (the live entities)
-        for kind in NOT_REPLAYED:
+        for kind in SCRIPTED_RECORDS:
             assert counts[kind] or in_snapshots[kind] or kind.startswith("Remove"), kind
     if not script.version.startswith("3."):
         assert script.elr_seen, "no ELR seen on Kafka 4.4"

@@ -226,7 +226,7 @@ def entity_json(image: Image, section: str, key: Any) -> dict[str, Any] | None:
     return None if partition is None else _camel(partition_values(image, partition), PARTITION_FIELDS)
 
 
-def _features(version: str, kafka: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
+def kafkas_features(version: str, kafka: dict[str, int], ours: dict[str, int]) -> dict[str, int]:
     """Kafka's features less what is only a representation of the same state (DEFAULT_METADATA_VERSION_39)."""
     if (version.startswith("3.") and "metadata.version" not in ours
             and kafka.get("metadata.version") == DEFAULT_METADATA_VERSION_39):
@@ -235,14 +235,21 @@ def _features(version: str, kafka: dict[str, int], ours: dict[str, int]) -> dict
 
 
 def our_features(version: str, image: Image) -> dict[str, int]:
-    """Our features as Kafka ``version`` shows them: 3.x's FeaturesImage also holds the ZK migration state
-    (KafkaFold prints it as "zkMigrationState" unless NONE); 4.x's has none (its MetadataDelta ignores the
-    record)."""
+    """Our features as Kafka ``version`` shows them (``features_as_kafka_shows``)."""
     features = dict(image.features)
     level = feature_level(image, ZK_MIGRATION_STATE_FEATURE)
-    if version.startswith("3.") and level is not None:
+    if level is not None:
         features[ZK_MIGRATION_STATE_FEATURE] = level
-    return dict(sorted(features.items()))
+    return features_as_kafka_shows(version, features)
+
+
+def features_as_kafka_shows(version: str, features: dict[str, int]) -> dict[str, int]:
+    """Our features (the ZK migration state as the feature ``zkMigrationState``, as ``feature_history`` and
+    ``state`` keep it) as Kafka ``version`` shows them: 3.x's FeaturesImage also holds the ZK migration state
+    (KafkaFold prints it as "zkMigrationState" unless NONE); 4.x's has none (its MetadataDelta ignores the
+    record)."""
+    return dict(sorted((name, level) for name, level in features.items()
+                       if version.startswith("3.") or name != ZK_MIGRATION_STATE_FEATURE))
 
 
 @dataclass
@@ -305,7 +312,7 @@ def compare(version: str, log_dir: Path, entries: list[LogEntry],
         change = run.changes[offset]
         problems = []
         ours = our_features(version, image)
-        features = _features(version, change["features"], ours)
+        features = kafkas_features(version, change["features"], ours)
         if features != ours:
             problems.append(f"features: kafka {features} ours {ours}")
         for section, key_fields in KEYS.items():
