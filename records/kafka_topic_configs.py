@@ -13,9 +13,7 @@ TOPIC ConfigDef's default. Sources are named as ``ConfigEntry.ConfigSource`` nam
 
 from __future__ import annotations
 
-from records.kafka_configs import KAFKA_CONFIGS_PATH, kafka_configs
-
-GENERATED = KAFKA_CONFIGS_PATH  # the generated file the defaults and synonyms come from
+from records.kafka_configs import kafka_configs
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"  # TopicConfig.UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG
 MIN_IN_SYNC_REPLICAS = "min.insync.replicas"  # TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG
@@ -30,8 +28,9 @@ DEFAULT_CONFIG = "DEFAULT_CONFIG"
 CONFIG_SOURCES = (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
                   DEFAULT_CONFIG)
 
-_TOPIC_CONFIGS = kafka_configs()["topicConfigs"]
-KAFKA_VERSION: str = kafka_configs()["kafkaVersion"]
+_GENERATED = kafka_configs()
+_TOPIC_CONFIGS = _GENERATED["topicConfigs"]
+KAFKA_VERSION: str = _GENERATED["kafkaVersion"]
 # audited key → the TOPIC ConfigDef's default (ConfigDef.convertToString), and the broker config names read before it
 TOPIC_CONFIG_DEFAULTS: dict[str, str | None] = {key: _TOPIC_CONFIGS[key]["default"] for key in AUDITED_KEYS}
 TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {

@@ -22,14 +22,12 @@ import dataclasses
 import functools
 import hashlib
 import hmac
-from typing import Any
 
 from records.definitions import definitions
-from records.kafka_configs import KAFKA_CONFIGS_PATH, kafka_configs
+from records.kafka_configs import kafka_configs
 from records.model import LogEntry, MetadataRecord, RawRecord
 
 REDACTED = "(redacted)"  # RecordRedactor's word for a value it leaves out
-CONFIG_TYPES_PATH = KAFKA_CONFIGS_PATH  # the generated file that holds Kafka's config key types
 
 CONFIG_RECORD = "ConfigRecord"
 USER_SCRAM_CREDENTIAL_RECORD = "UserScramCredentialRecord"
@@ -40,20 +38,15 @@ RAW_WITHHELD_NOTE = ("raw bytes withheld: a record of a secret-bearing type that
                      "redacted field by field (records.redaction)")
 
 
-def config_types() -> dict[str, Any]:
-    """The generated table: Kafka's version, its sensitive ConfigDef types, each ConfigResource.Type's keys."""
-    return kafka_configs()
-
-
 @functools.cache
 def _config_defs() -> dict[int, dict[str, str] | None]:
     """ConfigResource.Type id → its ConfigDef's keys and types, or None where the schema has no ConfigDef."""
-    return {item["id"]: item["keys"] if item["configDef"] else None for item in config_types()["resourceTypes"]}
+    return {item["id"]: item["keys"] if item["configDef"] else None for item in kafka_configs()["resourceTypes"]}
 
 
 @functools.cache
 def _sensitive_types() -> frozenset[str]:
-    return frozenset(config_types()["sensitiveTypes"])
+    return frozenset(kafka_configs()["sensitiveTypes"])
 
 
 def is_sensitive(resource_type: int, name: str) -> bool:
@@ -118,5 +111,5 @@ def redact(entry: LogEntry, key: bytes | None) -> LogEntry:
                                secret_fingerprint=fingerprint(key, *parts) if key is not None else None)
 
 
-__all__ = ["CONFIG_TYPES_PATH", "REDACTED", "SECRET_RECORD_TYPES", "config_types", "fingerprint", "holds_secret",
+__all__ = ["REDACTED", "SECRET_RECORD_TYPES", "fingerprint", "holds_secret",
            "is_sensitive", "redact"]

@@ -48,6 +48,7 @@ import pytest
 
 from lakehouse.jars import KAFKA_VERSIONS
 from records.kafka_constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
+from records.kafka_topic_configs import DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG
 from records.log_dir import classify
 from records.model import LogEntry, MetadataRecord, RawRecord
 from records.redaction import REDACTED, is_sensitive
@@ -84,9 +85,6 @@ PASSWORD_VALUE = ('org.apache.kafka.common.security.scram.ScramLoginModule requi
                   f'password="{PASSWORD}";')
 # Kafka's own Admin client for what kafka-python's has no call for (compiled like KafkaFold, tests/referee)
 DESCRIBE_CLIENT_QUOTAS = Path(__file__).parent / "referee" / "DescribeClientQuotas.java"
-# DescribeConfigs' sources of the values the log holds (ConfigEntry.ConfigSource): the others are static or defaults
-DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG = "DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG"
-DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 TALLY: dict[str, list[str]] = {}
 TRIM_TIMEOUT = 90.0
 # Each cluster starts at an older metadata.version (its log's first records are written in that version's record

@@ -12,12 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from kraft_replay.cli import app
+from records.kafka_configs import kafka_configs
 from records.kafka_json import make_record
 from records.model import LogEntry, RawRecord, ReadMode
 from records.redaction import (
     RAW_WITHHELD_NOTE,
     REDACTED,
-    config_types,
     fingerprint,
     holds_secret,
     is_sensitive,
@@ -35,7 +35,7 @@ def entry(record: object, offset: int = 7) -> LogEntry:
 
 
 def test_the_table_names_its_kafka_and_holds_kafka_config_types() -> None:
-    table = config_types()
+    table = kafka_configs()
     assert table["kafkaVersion"] == "4.4.0"
     assert table["regenerate"] == "python -m tests.referee.kafka_configs"
     assert table["sensitiveTypes"] == ["PASSWORD"]
