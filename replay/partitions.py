@@ -26,7 +26,7 @@ from records.kafka_constants import (
     RECOVERY_STATES,
 )
 from records.vocabulary import column_name, default
-from replay.events import kafka_columns, kafka_default, kafka_field, last_non_null, ordered, parsed, running
+from replay.events import kafka_columns, kafka_default, kafka_field, ordered, parsed, running
 from replay.shapes import RecordShapes
 
 KEY = ("topic_id", "partition_id")
@@ -126,10 +126,10 @@ def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsRe
 def _effective_clears(events: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
     """``events`` without the clears that found no ELR and no last known ELR: Kafka merges a partition only where
     one of them is not empty, so only there does a clear move the partition epoch on and make a version."""
-    before = ordered(*keyed, "generation").rowsBetween(Window.unboundedPreceding, -1)
+    before = ordered(*keyed).rowsBetween(Window.unboundedPreceding, -1)
     had = F.lit(False)
     for column in ("eligible_leader_replicas", "last_known_elr"):
-        had = had | F.coalesce(F.size(F.last(column, ignorenulls=True).over(before)) > 0, F.lit(False))
+        had = had | F.coalesce(F.size(_in_generation(column, before)) > 0, F.lit(False))
     return events.withColumn("_had_elr", had).where((F.col("kind") != "clear") | F.col("_had_elr")).drop("_had_elr")
 
 
@@ -211,13 +211,16 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         stream = stream.unionByName(cleared.clears, allowMissingColumns=True)
     stream = stream.withColumn("malformed", F.coalesce("malformed", F.lit(False)))
     keyed = ("cluster_id", *KEY)
-    stream = stream.withColumn("generation", F.sum(F.when(~F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(
-        running(*keyed)))
-    stream = stream.withColumn("generation_kind", F.first("kind").over(
-        Window.partitionBy(*keyed, "generation").orderBy("visible_offset", "offset", "seq")))
+    # One window spec for every window of the partition fold (``_states``, ``to_intervals``): Spark sorts the events
+    # once. A generation's kind is the last create or delete so far (none before the first).
+    starts_generation = ~F.col("kind").isin(*CHANGES)
+    stream = stream.select(
+        "*", F.sum(F.when(starts_generation, 1).otherwise(0)).over(running(*keyed)).alias("generation"),
+        F.last(F.when(starts_generation, F.col("kind")), ignorenulls=True).over(running(*keyed))
+        .alias("generation_kind"))
     stream = stream.localCheckpoint(eager=True)  # read by the states, the tombstones and the refusals
-    applied = ~F.col("malformed") & ((F.col("kind") == "create")
-                                     | (F.col("kind").isin(*CHANGES) & (F.col("generation_kind") == "create")))
+    applied = ~F.col("malformed") & ((F.col("kind") == "create") | (
+        F.col("kind").isin(*CHANGES) & F.coalesce(F.col("generation_kind") == "create", F.lit(False))))
     # Both refusals of a change in one scan of the stream: malformed, or no live partition to apply it to.
     lengths_refused = F.concat(F.lit("PartitionChangeRecord of "), partition, F.lit(": "), F.lit(LENGTHS))
     refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
@@ -225,11 +228,13 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         F.when(F.col("malformed") & _mismatched_directories(), lengths_refused)
         .when(F.col("malformed"), _invalid_recovery_state_reason())
         .otherwise(F.concat(F.lit("PartitionChangeRecord of unknown partition "), partition)).alias("reason"))
-    tombstones = stream.where(F.col("kind") == "delete")
-    live_events = stream.where(applied)
+    # The deletions ride along the applied events (their versions stay empty): ``to_intervals`` ends a partition's
+    # last version at its deletion in the same sorted stream.
+    live_events = stream.where(applied | (F.col("kind") == "delete"))
     if clearing:
         live_events = _effective_clears(live_events, keyed)
-    state, refused_by_state = _states(live_events, keyed)
+    states, refused_by_state = _states(live_events, keyed)
+    state = states.where(F.col("kind") != "delete")
     refused_changes = refused_changes.unionByName(refused_by_state.select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
         lengths_refused.alias("reason")))
@@ -247,8 +252,6 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     anomalies = refused_creates.unionByName(refused_changes).unionByName(invariants)
     if clearing:
         anomalies = anomalies.unionByName(cleared.anomalies)
-    states = state.unionByName(tombstones.select(*EVENT_COLUMNS, *KEY, "kind", "generation"),
-                               allowMissingColumns=True)
     return PartitionsResult(states, anomalies)
 
 
@@ -270,6 +273,25 @@ def _invalid_recovery_state_reason() -> Column:
                     F.lit(" is not a valid leader recovery state"))
 
 
+def _in_generation(column: str, window: Window) -> Column:
+    """The last non-null ``column`` of the row's generation in ``window`` (a partition's events of every generation,
+    in apply order), null when the generation has none: what a window per generation gives, without sorting the
+    events by generation too."""
+    set_in = F.last(F.when(F.col(column).isNotNull(), F.col("generation")), ignorenulls=True).over(window)
+    return F.when(set_in == F.col("generation"), F.last(column, ignorenulls=True).over(window))
+
+
+def _since_generation_start(running_count: str, window: Window) -> Column:
+    """A running count over a partition's events (column ``running_count``) counted from the row's generation
+    start on: a generation starts with a create or delete, which the counts do not count."""
+    return F.col(running_count) - _in_generation_start(running_count, window)
+
+
+def _in_generation_start(column: str, window: Window) -> Column:
+    """``column`` at the row's generation start (its last create or delete)."""
+    return F.last(F.when(~F.col("kind").isin(*CHANGES), F.col(column)), ignorenulls=True).over(window)
+
+
 def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
     """The partition after every applied event, and the changes refused for their directories.
 
@@ -280,24 +302,26 @@ def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, 
     registration's constructor refuses unless it has one entry per replica. Whether a change is refused so
     depends on the state before it: each round finds the first such refusal of every generation (the state
     before it is right), drops it, and folds again; a log without one takes a single round."""
-    generation = running(*keyed, "generation")  # a partition's events since its creation, up to this one
+    upto = running(*keyed)  # a partition's events (every generation) up to this one
     event = [*keyed, "generation", "visible_offset", "offset", "seq"]
     refused: DataFrame | None = None
     while True:
         events = live_events if refused is None else live_events.join(
-            refused.select(*event), event, "left_anti")
-        last_dirs = last_non_null("record_dirs", generation)
-        state = events.select(
+            F.broadcast(refused.select(*event)), event, "left_anti")
+        counted = events.select(
+            "*", F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(upto)
+            .alias("_leaders"),
+            F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(upto).alias("_changes"))
+        state = counted.select(
             *EVENT_COLUMNS, *KEY, "kind", "generation",
-            *[last_non_null(name, generation).alias(name) for name in ARRAYS],
-            last_non_null("leader", generation).alias("leader"),
-            (F.first("base_leader_epoch").over(generation)
-             + F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(generation)
+            *[_in_generation(name, upto).alias(name) for name in ARRAYS],
+            _in_generation("leader", upto).alias("leader"),
+            (_in_generation("base_leader_epoch", upto) + _since_generation_start("_leaders", upto)
              ).alias("leader_epoch"),
-            (F.first("base_partition_epoch").over(generation)
-             + F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(generation)).alias("partition_epoch"),
-            last_non_null("leader_recovery_state", generation).alias("leader_recovery_state"),
-            last_dirs.alias("last_dirs"))
+            (_in_generation("base_partition_epoch", upto) + _since_generation_start("_changes", upto)
+             ).alias("partition_epoch"),
+            _in_generation("leader_recovery_state", upto).alias("leader_recovery_state"),
+            _in_generation("record_dirs", upto).alias("last_dirs"))
         migrating = F.forall("last_dirs", lambda directory: directory == F.lit(MIGRATING_DIR))
         state = state.select(
             "*", F.when(migrating, F.array_repeat(F.lit(MIGRATING_DIR), F.size("replicas")))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +52,7 @@ from replay.snapshots import first_offsets, snapshot_input
 ANOMALIES = REPLAY_ANOMALIES
 CHECKPOINTS = REPLAY_CHECKPOINTS
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
+ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 
 CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
@@ -74,6 +76,13 @@ class ReplaySummary:
     @property
     def last_offset(self) -> int:
         return max(self.clusters.values())
+
+
+def folding(spark: SparkSession) -> AbstractContextManager[None]:
+    """The fold and the history tables' writes run without adaptive query execution: a local checkpoint then keeps
+    the partitioning and order its plan gave its rows (an adaptive plan reports neither before it runs), so the
+    fold's windows, which all read the partition events in one order (``replay.partitions``), sort them once."""
+    return spark_conf(spark, ADAPTIVE_EXECUTION, "false")
 
 
 def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
@@ -167,16 +176,17 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     safe = safe_offsets(replay_input.log, clusters)
 
     tell("folding the log into states (Spark window functions)")
-    result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
-    outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
-        name: (df, (*HISTORY_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
-    outputs[ANOMALIES] = (result.anomalies, ANOMALY_ORDER)
-    versions: dict[str, int] = {}
-    for name, (df, order) in outputs.items():
-        if cluster_id is not None:
-            df = _keep_other_clusters(spark, lake, name, df, cluster_id)
-        tell(f"computing and writing {name}")
-        versions[name] = write_sorted(lake, df, name, order)
+    with folding(spark):
+        result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
+        outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
+            name: (df, (*HISTORY_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
+        outputs[ANOMALIES] = (result.anomalies, ANOMALY_ORDER)
+        versions: dict[str, int] = {}
+        for name, (df, order) in outputs.items():
+            if cluster_id is not None:
+                df = _keep_other_clusters(spark, lake, name, df, cluster_id)
+            tell(f"computing and writing {name}")
+            versions[name] = write_sorted(lake, df, name, order)
     _write_derived(spark, lake, versions, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*outputs, *DERIVED_TABLES], notes, started)
@@ -317,18 +327,19 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
         stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
-        result = incremental_replay(spark, plan.new_log, changed, stored,
-                                    lake.read(spark, ANOMALIES, version=current[ANOMALIES]), lake_shapes(spark, lake))
-        for name, df in result.tables.items():
-            if name in result.unchanged:
-                continue  # its rows are the stored ones: the current version stays
-            order = (*HISTORY_KEYS[name], "valid_from_offset")
-            tell(f"writing {name}")
-            versions[name] = (replace_open_versions(lake, df, name, order, open_files[name], current[name])
-                              if name in open_files else write_sorted(lake, df, name, order))
-        if ANOMALIES not in result.unchanged:
-            tell(f"writing {ANOMALIES}")
-            versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
+        with folding(spark):
+            anomalies = lake.read(spark, ANOMALIES, version=current[ANOMALIES])
+            result = incremental_replay(spark, plan.new_log, changed, stored, anomalies, lake_shapes(spark, lake))
+            for name, df in result.tables.items():
+                if name in result.unchanged:
+                    continue  # its rows are the stored ones: the current version stays
+                order = (*HISTORY_KEYS[name], "valid_from_offset")
+                tell(f"writing {name}")
+                versions[name] = (replace_open_versions(lake, df, name, order, open_files[name], current[name])
+                                  if name in open_files else write_sorted(lake, df, name, order))
+            if ANOMALIES not in result.unchanged:
+                tell(f"writing {ANOMALIES}")
+                versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
         if plan.derived:
             _refresh_derived(spark, lake, versions, current, changed, tell=tell)
         else:
