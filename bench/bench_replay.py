@@ -26,6 +26,7 @@ JVM's ``VmHWM``, reset before each full replay where Linux allows (``clear_refs`
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import os
 import platform
@@ -48,7 +49,7 @@ from bench.logs import add_log_arguments, metadata_log, simulated_log, sizes_of
 from lakehouse.ingest import ingest
 from lakehouse.jars import KAFKA_VERSIONS
 from lakehouse.lake import Lake
-from lakehouse.spark import DELTA_RS, DELTA_SPARK, ENGINE_ENV, SparkOptions, get_spark
+from lakehouse.spark import DELTA_RS, DELTA_SPARK, ENGINE_ENV, SparkOptions, SparkUnavailableError, get_spark
 from lakehouse.tables import DERIVED_TABLES, PARTITION_HISTORY, TOPIC_HISTORY
 from records.sources import read_entries
 from replay.query import history, state_at
@@ -118,9 +119,20 @@ def main() -> None:
     args = parser.parse_args()
     if args.queries < 1:
         parser.error("--queries: at least 1")
+    for engine in args.engines.split(","):
+        if engine not in (DELTA_SPARK, DELTA_RS):
+            parser.error(f"--engines: {engine!r} is not {DELTA_SPARK} or {DELTA_RS}")
+    for version in filter(None, args.kafka.split(",")):
+        if version not in KAFKA_VERSIONS:
+            parser.error(f"--kafka: {version!r} is not one of {', '.join(KAFKA_VERSIONS)}")
 
     scales = _scales(parser, args.scales) if args.scales else [args.records]
-    spark = get_spark(SparkOptions(driver_memory=args.driver_memory))
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)  # a run takes hours: its lines as they come, also into a file
+    try:
+        spark = get_spark(SparkOptions(driver_memory=args.driver_memory))
+    except SparkUnavailableError as exc:
+        raise SystemExit(f"bench_replay: {exc}") from None
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {_commit()}; machine {platform.machine()}, "
           f"{os.cpu_count()} cores; Python {platform.python_version()}; driver heap "
           f"{spark.conf.get('spark.driver.memory', 'n/a')}")
