@@ -242,6 +242,9 @@ def _measure(spark: SparkSession, args: argparse.Namespace, out: Path, lake: Lak
     scratch = out / "floor" / engine
     floor = measure_floor(spark, lake, full.rows, scratch)
     shutil.rmtree(scratch, ignore_errors=True)  # as many rows as the replay's tables: disk the next scale needs
+    print(f"floor {floor.seconds:.1f} s = read, decode and sort {floor.events:,} events {floor.sort_seconds:.1f} s "
+          f"+ writing {sum(full.rows.values()):,} rows to {len(full.rows)} tables "
+          f"{sum(floor.write_seconds.values()):.1f} s")
     ingest(spark, lake, out / "more")
     incremental_stages = StageClock()
     incremental, incremental_s = timed(lambda: run_replay(spark, lake, progress=incremental_stages))
@@ -283,9 +286,6 @@ def _measure(spark: SparkSession, args: argparse.Namespace, out: Path, lake: Lak
           f"({(incremental_s - incremental_derived) / (replay_s - derived_s):.0%} of the full replay's) + derived "
           f"tables {incremental_derived:.1f} s; stages: "
           + "; ".join(f"{stage} {seconds:.1f} s" for stage, seconds in incremental_times))
-    print(f"floor {floor.seconds:.1f} s = read, decode and sort {floor.events:,} events {floor.sort_seconds:.1f} s "
-          f"+ writing {sum(full.rows.values()):,} rows to {len(full.rows)} tables "
-          f"{sum(floor.write_seconds.values()):.1f} s")
     print(f"partition_history rows: {partitions}; "
           f"{lake.read(spark, PARTITION_HISTORY).where(F.col('valid_to_offset').isNull()).count()} current")
     if args.verify:
