@@ -107,11 +107,9 @@ def light_path_serves(lake: str | None, master: str | None, remote: str | None) 
     ``--remote``, their environment), and not forced to Spark by ``KRAFT_REPLAY_QUERY_PATH=spark``."""
     from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV, is_local, resolve_lake_root
 
-    if os.environ.get(QUERY_PATH_ENV, "").strip().lower() == SPARK_PATH:
-        return False
-    if master or remote or os.environ.get(SPARK_REMOTE_ENV) or os.environ.get(SPARK_MASTER_ENV):
-        return False
-    return is_local(resolve_lake_root(lake))
+    forced = os.environ.get(QUERY_PATH_ENV, "").strip().lower() == SPARK_PATH
+    elsewhere = master or remote or os.environ.get(SPARK_REMOTE_ENV) or os.environ.get(SPARK_MASTER_ENV)
+    return not forced and not elsewhere and is_local(resolve_lake_root(lake))
 
 
 def _light_answer(lake: str | None, offset: int, sections: tuple[str, ...], cluster_id: str | None,
@@ -122,21 +120,7 @@ def _light_answer(lake: str | None, offset: int, sections: tuple[str, ...], clus
 
     found = light_state(resolve_lake_root(lake), offset, sections, cluster_id, topic, partition)
     return StateAnswer(found.cluster_id, found.offset, lambda: appended_note(found.has_log, found.record),
-                       found.rows,
-                       lambda section, fields: kafka_json_items(found.sections[section], fields))
-
-
-def _spark_rows(frame: DataFrame) -> Iterator[Any]:
-    """The rows of a DataFrame, streamed; no Spark job until the first is asked for."""
-    yield from frame.toLocalIterator()
-
-
-def _spark_appended(spark: SparkSession, lake: Lake, cluster: str, offset: int) -> str:
-    from lakehouse.tables import METADATA_LOG
-    from replay.log_offsets import record_at
-
-    has_log = lake.table_exists(METADATA_LOG)
-    return appended_note(has_log, record_at(spark, lake, cluster, offset) if has_log else None)
+                       found.rows, lambda section, fields: kafka_json_items(found.sections[section], fields))
 
 
 def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, time: str | None, batch_aligned: bool,
@@ -145,7 +129,9 @@ def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, tim
     from pyspark.sql import functions as F
 
     from lakehouse.lake import Lake
+    from lakehouse.tables import METADATA_LOG
     from replay.image_query import image_at
+    from replay.log_offsets import record_at
     from replay.query import state_at
     from replay.query_rules import narrowed_sql
 
@@ -156,6 +142,10 @@ def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, tim
     frames: dict[str, DataFrame] = {"brokers": snapshot.brokers, "topics": shown.topics,
                                     "partitions": shown.partitions}
 
+    def appended() -> str:
+        has_log = target.table_exists(METADATA_LOG)
+        return appended_note(has_log, record_at(spark, target, cluster, snapshot.offset) if has_log else None)
+
     def frame(section: str) -> DataFrame:
         if section not in frames:  # the image's parts: loaded on the first question about one
             frames.update(image_at(spark, target, cluster, snapshot.offset))
@@ -165,8 +155,8 @@ def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, tim
         return frames[section]
 
     return StateAnswer(
-        cluster, snapshot.offset, lambda: _spark_appended(spark, target, cluster, snapshot.offset),
-        lambda section: _spark_rows(frame(section)), lambda section, fields: json_items(frame(section), fields),
+        cluster, snapshot.offset, appended,
+        lambda section: frame(section).toLocalIterator(), lambda section, fields: json_items(frame(section), fields),
         (lambda: state_machine_lines(spark, target, cluster, snapshot.offset, topic, partition)) if states else None,
         (lambda: state_machine_json(spark, target, cluster, snapshot.offset, topic, partition)) if states else None)
 
