@@ -10,7 +10,7 @@ fingerprint (not the secret) shows which versions hold the same one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -75,7 +75,7 @@ def config_resource(resource_type: int | None, resource_name: str | None) -> str
 
 
 def quota_entity(entity: list[Any] | None) -> str:
-    from replay.image_query import DEFAULT_ENTITY
+    from replay.image_sections import DEFAULT_ENTITY
 
     return ",".join(f"{e['entity_type']}={DEFAULT_ENTITY if e['entity_name'] is None else e['entity_name']}"
                     for e in entity or [])
@@ -86,7 +86,7 @@ def _fingerprint(value: str | None) -> str:
 
 
 def _iso(epoch_ms: int | None) -> str:
-    from replay.query import iso_ms
+    from replay.query_rules import iso_ms
 
     return iso_ms(epoch_ms)
 
@@ -117,37 +117,41 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], Callable[[Any], list[Any]]]] = {
 }
 
 
-def image_table_lines(image: dict[str, DataFrame], sections: tuple[str, ...]) -> list[str]:
-    """The image's parts among ``sections`` as tables, each under ``name (count)``."""
-    from replay.image_query import NO_PRODUCER_ID
+def image_table_lines(rows: Callable[[str], Iterable[Any]], sections: tuple[str, ...]) -> list[str]:
+    """The image's parts among ``sections`` as tables, each under ``name (count)`` (``rows``: a part's rows,
+    sorted, Spark's or plain mappings)."""
+    from replay.image_sections import NO_PRODUCER_ID
 
     lines: list[str] = []
     for section in sections:
         if section not in IMAGE_SECTIONS:
             continue
         headers, cells = _COLUMNS[section]
-        rows = [[*cells(r), r["valid_from_offset"], r["cause_type"]] for r in image[section].toLocalIterator()]
+        table = [[*cells(r), r["valid_from_offset"], r["cause_type"]] for r in rows(section)]
         if section == "producerIds":
-            lines += ["", f"producerIds: nextProducerId {rows[0][0] if rows else NO_PRODUCER_ID}"
-                      + (f" (since offset {rows[0][-2]}, {rows[0][-1]})" if rows else " (no ProducerIdsRecord yet)")]
+            lines += ["", f"producerIds: nextProducerId {table[0][0] if table else NO_PRODUCER_ID}"
+                      + (f" (since offset {table[0][-2]}, {table[0][-1]})" if table
+                         else " (no ProducerIdsRecord yet)")]
             continue
-        lines += ["", f"{section} ({len(rows)})"]
-        if rows:
-            lines += table_lines((*headers, "SINCE", "CAUSE"), rows)
+        lines += ["", f"{section} ({len(table)})"]
+        if table:
+            lines += table_lines((*headers, "SINCE", "CAUSE"), table)
     return lines
 
 
-def image_json_sections(image: dict[str, DataFrame], sections: tuple[str, ...]) -> dict[str, Iterator[str] | str]:
-    """The image's parts among ``sections`` in Kafka's JSON names (``producerIds`` an object, the rest lists)."""
-    from kraft_replay.state_commands import json_items
-    from replay.image_query import PARTS, next_producer_id
+def image_json_sections(rows: Callable[[str], Iterable[Any]],
+                        json_items: Callable[[str, tuple[tuple[str, str], ...]], Iterator[str]],
+                        sections: tuple[str, ...]) -> dict[str, Iterator[str] | str]:
+    """The image's parts among ``sections`` in Kafka's JSON names (``producerIds`` an object, the rest lists):
+    ``json_items`` writes a part's rows, ``rows`` gives the producer ids' one row."""
+    from replay.image_sections import PARTS, next_producer_id_of
 
     out: dict[str, Iterator[str] | str] = {}
     for section in sections:
         if section == "producerIds":
-            out[section] = json.dumps({"nextProducerId": next_producer_id(image[section])})
+            out[section] = json.dumps({"nextProducerId": next_producer_id_of(next(iter(rows(section)), None))})
         elif section in IMAGE_SECTIONS:
-            out[section] = json_items(image[section], PARTS[section].fields)
+            out[section] = json_items(section, PARTS[section].fields)
     return out
 
 

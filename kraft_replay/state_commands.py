@@ -8,7 +8,9 @@ Register through ``kraft_replay.replay_commands.REPLAY_COMMANDS``. Exit codes as
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -43,18 +45,16 @@ if TYPE_CHECKING:
     from lakehouse.lake import Lake
 
 
-def _appended(spark: SparkSession, lake: Lake, cluster_id: str, offset: int) -> str:
-    """`appended 2026-…Z` for an offset of the log, or a note that it lies beyond the log's end."""
-    from lakehouse.tables import METADATA_LOG
-    from replay.log_offsets import record_at
-    from replay.query import iso_ms
+def appended_note(has_log: bool, record: Mapping[str, Any] | None) -> str:
+    """`appended 2026-…Z` for an offset of the log (``record``: its row of ``metadata_log``), or a note that it
+    lies beyond the log's end; nothing when the lake keeps no log."""
+    from replay.query_rules import iso_ms
 
-    if not lake.table_exists(METADATA_LOG):
+    if not has_log:
         return ""
-    row = record_at(spark, lake, cluster_id, offset)
-    if row is None:
+    if record is None:
         return " (not an offset of the stored log: the state after the last offset before it)"
-    return f" (appended {iso_ms(row['append_time_ms'])}, {row['record_type']})"
+    return f" (appended {iso_ms(record['append_time_ms'])}, {record['record_type']})"
 
 
 # --- state ---------------------------------------------------------------------------------------
@@ -82,6 +82,116 @@ def _partition_row(partition: Any) -> list[Any]:
             partition["partition_epoch"], partition["replicas"], partition["isr"],
             partition["eligible_leader_replicas"], partition["adding_replicas"], partition["removing_replicas"],
             partition["valid_from_offset"], partition["cause_type"]]
+
+
+QUERY_PATH_ENV = "KRAFT_REPLAY_QUERY_PATH"  # "spark": never the JVM-free path of `state --offset`
+SPARK_PATH = "spark"
+
+
+@dataclass(frozen=True)
+class StateAnswer:
+    """What `state` prints, from either path: the cluster and offset, the note beside the offset, each section's
+    rows (mappings or Spark rows, sorted) and Kafka JSON items, and the controller's states (Spark only)."""
+
+    cluster: str
+    offset: int
+    appended: Callable[[], str]
+    rows: Callable[[str], Iterable[Any]]
+    json: Callable[[str, tuple[tuple[str, str], ...]], Iterator[str]]
+    machine_lines: Callable[[], list[str]] | None = None
+    machine_json: Callable[[], dict[str, Iterator[str]]] | None = None
+
+
+def light_path_serves(lake: str | None, master: str | None, remote: str | None) -> bool:
+    """Whether `state --offset N` may skip Spark: a lake in a local directory, no Spark asked for (``--master``,
+    ``--remote``, their environment), and not forced to Spark by ``KRAFT_REPLAY_QUERY_PATH=spark``."""
+    from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV, is_local, resolve_lake_root
+
+    forced = os.environ.get(QUERY_PATH_ENV, "").strip().lower() == SPARK_PATH
+    elsewhere = master or remote or os.environ.get(SPARK_REMOTE_ENV) or os.environ.get(SPARK_MASTER_ENV)
+    return not forced and not elsewhere and is_local(resolve_lake_root(lake))
+
+
+def _light_answer(lake: str | None, offset: int, sections: tuple[str, ...], cluster_id: str | None,
+                  topic: str | None, partition: int | None) -> StateAnswer:
+    """The answer of ``replay.light_state``: delta-rs reads, no JVM."""
+    from lakehouse.light_reader import resolve_lake_root
+    from replay.light_state import kafka_json_items, light_state
+
+    found = light_state(resolve_lake_root(lake), offset, sections, cluster_id, topic, partition)
+    return StateAnswer(found.cluster_id, found.offset, lambda: appended_note(found.has_log, found.record),
+                       found.rows, lambda section, fields: kafka_json_items(found.sections[section], fields))
+
+
+def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, time: str | None, batch_aligned: bool,
+                  cluster_id: str | None, topic: str | None, partition: int | None, states: bool) -> StateAnswer:
+    """The answer of ``replay.query.state_at`` and ``replay.image_query.image_at``: lazy DataFrames."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.lake import Lake
+    from lakehouse.tables import METADATA_LOG
+    from replay.image_query import image_at
+    from replay.log_offsets import record_at
+    from replay.query import state_at
+    from replay.query_rules import narrowed_sql
+
+    target = Lake(lake)
+    snapshot = state_at(spark, target, offset=offset, time=time, cluster_id=cluster_id, batch_aligned=batch_aligned)
+    shown = snapshot.only(topic, partition)
+    cluster = snapshot.cluster_id or ""
+    frames: dict[str, DataFrame] = {"brokers": snapshot.brokers, "topics": shown.topics,
+                                    "partitions": shown.partitions}
+
+    def appended() -> str:
+        has_log = target.table_exists(METADATA_LOG)
+        return appended_note(has_log, record_at(spark, target, cluster, snapshot.offset) if has_log else None)
+
+    def frame(section: str) -> DataFrame:
+        if section not in frames:  # the image's parts: loaded on the first question about one
+            frames.update(image_at(spark, target, cluster, snapshot.offset))
+            where = narrowed_sql("configs", topic, partition)
+            if where is not None:
+                frames["configs"] = frames["configs"].where(F.expr(where))
+        return frames[section]
+
+    return StateAnswer(
+        cluster, snapshot.offset, appended,
+        lambda section: frame(section).toLocalIterator(), lambda section, fields: json_items(frame(section), fields),
+        (lambda: state_machine_lines(spark, target, cluster, snapshot.offset, topic, partition)) if states else None,
+        (lambda: state_machine_json(spark, target, cluster, snapshot.offset, topic, partition)) if states else None)
+
+
+def state_lines(answer: StateAnswer, sections: tuple[str, ...], fmt: OutputFormat, brokers: bool) -> Iterator[str]:
+    """What `state` prints of ``answer``, whichever path gave it: one formatter for both."""
+    from replay.query_rules import BROKER_FIELDS, PARTITION_FIELDS, TOPIC_FIELDS
+
+    if fmt is OutputFormat.json:
+        fields = {"brokers": BROKER_FIELDS, "topics": TOPIC_FIELDS, "partitions": PARTITION_FIELDS}
+        items: dict[str, Iterator[str] | str] = {
+            name: answer.json(name, fields[name]) if name == "brokers" or not brokers
+            else iter(()) for name in CLUSTER_SECTIONS if brokers or name in sections}
+        if answer.machine_json is not None and not brokers:
+            items.update(answer.machine_json())
+        if not brokers:
+            items.update(image_json_sections(answer.rows, answer.json, sections))
+        yield from state_json_lines(answer.cluster, answer.offset, items)
+        return
+    lines = [f"cluster {answer.cluster} as of offset {answer.offset}{answer.appended()}"]
+    if brokers or "brokers" in sections:
+        broker_rows = [_broker_row(r) for r in answer.rows("brokers")]
+        lines += ["", f"brokers ({len(broker_rows)})",
+                  *table_lines(BROKER_HEADERS, broker_rows, right=[True, True, False, False, False, False, True,
+                                                                    False])]
+    if not brokers and "partitions" in sections:
+        partition_rows = [_partition_row(r) for r in answer.rows("partitions")]
+        lines += ["", f"partitions ({len(partition_rows)})",
+                  *table_lines(PARTITION_HEADERS, partition_rows,
+                               right=[False, True, True, True, True] + [False] * 5 + [True, False])]
+    if answer.machine_lines is not None and not brokers:
+        lines += answer.machine_lines()
+    if not brokers:
+        lines += image_table_lines(answer.rows, sections)
+    yield from lines
 
 
 def json_items(df: DataFrame, fields: tuple[tuple[str, str], ...]) -> Iterator[str]:
@@ -143,16 +253,10 @@ def state(
 ) -> None:
     """The cluster as of an offset or a time: brokers and partitions (leader, epochs, replicas, ISR, ELR), and the
     rest of Kafka's image: features, controllers, configs, client quotas, ACLs, SCRAM credentials (never their
-    secrets), delegation tokens, producer ids."""
+    secrets), delegation tokens, producer ids. On a local lake `--offset N` is read without Spark (the same
+    Delta tables, the same answer); KRAFT_REPLAY_QUERY_PATH=spark asks Spark instead."""
 
     def run() -> None:
-        from pyspark.sql import functions as F
-
-        from lakehouse.lake import Lake
-        from records.kafka_constants import CONFIG_RESOURCE_TOPIC
-        from replay.image_query import image_at
-        from replay.query import BROKER_FIELDS, PARTITION_FIELDS, TOPIC_FIELDS, state_at
-
         if (offset is None) == (time is None):
             usage_error("give exactly one of --offset N or --time ISO8601")
         if brokers and section is not None:
@@ -160,47 +264,13 @@ def state(
         sections = parse_sections(section)
         if section is None and (topic is not None or partition is not None):
             sections = TOPIC_SECTIONS
-        spark, target = spark_session(master, remote), Lake(lake)
-        snapshot = state_at(spark, target, offset=offset, time=time, cluster_id=cluster_id,
-                            batch_aligned=batch_aligned)
-        shown = snapshot.only(topic, partition)
-        topics, partitions = shown.topics, shown.partitions
-        cluster = snapshot.cluster_id or ""
-        image = image_at(spark, target, cluster, snapshot.offset) if not brokers else {}
-        if topic is not None and image:
-            image["configs"] = image["configs"].where(
-                (F.col("resource_type") == CONFIG_RESOURCE_TOPIC) & (F.col("resource_name") == topic))
-        if fmt is OutputFormat.json:
-            cluster_items = {
-                "brokers": json_items(snapshot.brokers, BROKER_FIELDS),
-                "topics": iter(()) if brokers else json_items(topics, TOPIC_FIELDS),
-                "partitions": iter(()) if brokers else json_items(partitions, PARTITION_FIELDS),
-            }
-            items: dict[str, Iterator[str] | str] = {
-                name: cluster_items[name] for name in CLUSTER_SECTIONS if brokers or name in sections}
-            if states and not brokers:
-                items.update(state_machine_json(spark, target, cluster, snapshot.offset, topic, partition))
-            if not brokers:
-                items.update(image_json_sections(image, sections))
-            echo_lines(state_json_lines(cluster, snapshot.offset, items))
-            return
-        where = _appended(spark, target, cluster, snapshot.offset)
-        lines = [f"cluster {cluster} as of offset {snapshot.offset}{where}"]
-        if brokers or "brokers" in sections:
-            broker_rows = [_broker_row(r) for r in snapshot.brokers.toLocalIterator()]
-            lines += ["", f"brokers ({len(broker_rows)})",
-                      *table_lines(BROKER_HEADERS, broker_rows, right=[True, True, False, False, False, False, True,
-                                                                        False])]
-        if not brokers and "partitions" in sections:
-            partition_rows = [_partition_row(r) for r in partitions.toLocalIterator()]
-            lines += ["", f"partitions ({len(partition_rows)})",
-                      *table_lines(PARTITION_HEADERS, partition_rows,
-                                   right=[False, True, True, True, True] + [False] * 5 + [True, False])]
-        if states and not brokers:
-            lines += state_machine_lines(spark, target, cluster, snapshot.offset, topic, partition)
-        if not brokers:
-            lines += image_table_lines(image, sections)
-        echo_lines(lines)
+        shown = CLUSTER_SECTIONS[:1] if brokers else sections
+        if offset is not None and not states and not batch_aligned and light_path_serves(lake, master, remote):
+            answer = _light_answer(lake, offset, shown, cluster_id, topic, partition)
+        else:
+            answer = _spark_answer(spark_session(master, remote), lake, offset, time, batch_aligned, cluster_id,
+                                   topic, partition, states)
+        echo_lines(state_lines(answer, shown, fmt, brokers))
 
     guarded_query(run)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import uuid
 from datetime import UTC, datetime
@@ -16,26 +15,20 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakehouse.delta_commit import arrow_filesystem
+from lakehouse.light_reader import DEFAULT_LAKE as DEFAULT_LAKE
+from lakehouse.light_reader import LAKE_ENV as LAKE_ENV
+from lakehouse.light_reader import has_commit
+from lakehouse.light_reader import resolve_lake_root as resolve_lake_root
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, lake_engine
 from lakehouse.tables import SCHEMAS
 
-DEFAULT_LAKE = "./kraft-lake"
 DATABASE = "kraft"  # the session catalog's database the lake's tables are registered in (delta-spark)
-LAKE_ENV = "KRAFT_REPLAY_LAKE"
 STAGING_DIR = "_staging"  # driver-side scratch (decoded rows) of running ingests; never part of a table
 CHECKPOINT_EVERY = 10  # Delta log checkpoint every N versions: readers replay at most N JSON commits
 
 
 class LakeError(RuntimeError):
     """A lake operation that cannot proceed (unknown table, no such version, commit contention)."""
-
-
-def resolve_lake_root(lake: str | Path | None = None) -> str:
-    """`--lake`, else `$KRAFT_REPLAY_LAKE`, else `./kraft-lake`; local paths made absolute."""
-    value = str(lake) if lake is not None else os.environ.get(LAKE_ENV) or DEFAULT_LAKE
-    if "://" in value:
-        return value.rstrip("/")
-    return str(Path(value).expanduser().resolve())
 
 
 def utc_now() -> datetime:
@@ -75,12 +68,7 @@ class LakeRoot:
         """A Delta table with at least one commit. A ``_delta_log`` without one (a create killed before its
         first commit: delta-spark makes the directory, and ``_staged_commits`` in it, first) is no table."""
         filesystem, base = arrow_filesystem(self.path(name))
-        try:
-            infos = filesystem.get_file_info(pafs.FileSelector(f"{base}/_delta_log", allow_not_found=True))
-        except OSError:
-            return False
-        return any(info.type == pafs.FileType.File and info.base_name.endswith((".json", ".parquet"))
-                   and not info.base_name.startswith(".") for info in infos)
+        return has_commit(filesystem, base)
 
     def table_names(self) -> list[str]:
         """Tables present under the root (any Delta table, not only the ingest's)."""

@@ -24,6 +24,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from lakehouse.jars import DELTA_VERSION, installed, jars_dir, missing_reason
+from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
@@ -191,7 +192,7 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
     it names explicitly), so commands called inside a notebook or a test run keep its configuration.
     """
     options = options or SparkOptions()
-    remote = options.remote or os.environ.get("SPARK_REMOTE")
+    remote = options.remote or os.environ.get(SPARK_REMOTE_ENV)
     if remote:
         builder = SparkSession.builder.remote(remote).appName(options.app_name)
         for key, value in _session_conf(options, local=False).items():
@@ -211,7 +212,7 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
             active.conf.set(key, value)
         return active
 
-    master = options.master or os.environ.get("KRAFT_REPLAY_SPARK_MASTER") or DEFAULT_MASTER
+    master = options.master or os.environ.get(SPARK_MASTER_ENV) or DEFAULT_MASTER
     java_line = _require_java()
     # Python workers must run this interpreter (it has pyspark/pyarrow), not whatever `python3` is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -10,23 +10,13 @@ ingest redacts them, ``records.redaction``); a redacted value keeps its fingerpr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.tables import (
-    ACL_HISTORY,
-    CLIENT_QUOTA_HISTORY,
-    CONFIG_HISTORY,
-    CONTROLLER_HISTORY,
-    DELEGATION_TOKEN_HISTORY,
-    FEATURE_HISTORY,
     IMAGE_SCHEMAS,
-    PRODUCER_ID_HISTORY,
     REPLAY_SCHEMAS,
-    SCRAM_HISTORY,
 )
 from records.kafka_constants import (
     ACL_RESOURCE_TYPES,
@@ -36,7 +26,16 @@ from records.kafka_constants import (
     UNKNOWN,
     USER_PRINCIPAL_TYPE,
 )
-from records.vocabulary import fields
+from replay.image_sections import (
+    DEFAULT_ENTITY,
+    FINGERPRINTS,
+    INTERVAL_FIELDS,
+    NO_PRODUCER_ID,
+    PARTS,
+    SECTIONS,
+    Part,
+    next_producer_id_of,
+)
 from replay.query import (
     QueryError,
     as_of,
@@ -47,54 +46,6 @@ from replay.query import (
     resolve_cluster,
     resolve_offset,
 )
-
-# FeatureLevelRecord's names for feature_history's columns (feature → name, level → featureLevel)
-_FEATUREnameS = {definition.column: definition.kafka_name for definition in fields()["FeatureLevelRecord"]}
-NO_PRODUCER_ID = -1  # ProducerIdsImage.EMPTY: nextProducerId before any ProducerIdsRecord
-
-
-@dataclass(frozen=True)
-class Part:
-    """One part of the image: its section name in ``state --format json`` (Kafka's image name), what one entry
-    is called (``diff``, ``changes``), the history table, the key of one entry, the fields shown (column, Kafka
-    name) and the order of a list."""
-
-    section: str
-    entity: str
-    table: str
-    key: tuple[str, ...]
-    fields: tuple[tuple[str, str], ...]
-    order: tuple[str, ...]
-
-
-PARTS: dict[str, Part] = {part.section: part for part in (
-    Part("features", "feature", FEATURE_HISTORY, ("feature",),
-         kafka_fields("feature", "level", names=_FEATUREnameS), ("feature",)),
-    Part("controllers", "controller", CONTROLLER_HISTORY, ("controller_id",),
-         kafka_fields("controller_id", "incarnation_id", "zk_migration_ready", "endpoints", "features"),
-         ("controller_id",)),
-    Part("configs", "config", CONFIG_HISTORY, ("resource_type", "resource_name", "name"),
-         kafka_fields("resource_type", "resource_name", "name", "value"), ("resource_type", "resource_name", "name")),
-    Part("clientQuotas", "clientQuota", CLIENT_QUOTA_HISTORY, ("entity", "key"),
-         kafka_fields("entity", "key", "value"), ("entity", "key")),
-    Part("acls", "acl", ACL_HISTORY, ("id",),
-         kafka_fields("id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
-                      "permission_type"),
-         ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type",
-          "id")),
-    Part("scramCredentials", "scramCredential", SCRAM_HISTORY, ("name", "mechanism"),
-         kafka_fields("name", "mechanism", "iterations"), ("name", "mechanism")),
-    Part("delegationTokens", "delegationToken", DELEGATION_TOKEN_HISTORY, ("token_id",),
-         kafka_fields("token_id", "owner", "requester", "renewers", "issue_timestamp", "max_timestamp",
-                      "expiration_timestamp"),
-         ("token_id",)),
-    Part("producerIds", "producerIds", PRODUCER_ID_HISTORY, (), kafka_fields("next_producer_id"), ()),
-)}
-SECTIONS = tuple(PARTS)
-# What a diff also compares where the part keeps a secret's fingerprint: a new secret is a change.
-FINGERPRINTS = {"configs": "value_fingerprint", "scramCredentials": "credential_fingerprint"}
-INTERVAL_FIELDS = kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
-                               "cause_offset", "cause_type")
 
 
 def part_table(spark: SparkSession, lake: Lake, part: Part, cluster: str) -> DataFrame:
@@ -117,8 +68,7 @@ def image_at(spark: SparkSession, lake: Lake, cluster: str, offset: int) -> dict
 
 def next_producer_id(producer_ids: DataFrame) -> int:
     """The image's ``nextProducerId``: the one row's, or -1 before any ProducerIdsRecord."""
-    row = producer_ids.select("next_producer_id").first()
-    return NO_PRODUCER_ID if row is None or row["next_producer_id"] is None else int(row["next_producer_id"])
+    return next_producer_id_of(producer_ids.select("next_producer_id").first())
 
 
 # --- the resources people name -------------------------------------------------------------------
@@ -147,9 +97,6 @@ def resource_label(resource_type: Column, resource_name: Column, names: dict[int
                    ) -> Column:
     """``TOPIC:orders``, ``BROKER:`` (the cluster default): the form ``parse_resource`` reads."""
     return F.concat(code_name(resource_type, names), F.lit(":"), F.coalesce(resource_name, F.lit("")))
-
-
-DEFAULT_ENTITY = "<default>"  # a client-quota entity's default name (a null entity_name)
 
 
 def quota_entity_label(entity: Column) -> Column:

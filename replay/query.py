@@ -1,7 +1,8 @@
 """Questions to the replayed lake: the cluster as of an offset or a time, a partition's history, a diff.
 
 Every answer is a lazy DataFrame over the history tables written by :func:`replay.store.run_replay`; the
-"as of offset N" filter is the one rule of the whole model::
+"as of offset N" filter is the one rule of the whole model (``replay.query_rules.as_of_sql``, the SQL text the
+JVM-free ``replay.light_state`` reads by too)::
 
     valid_from_offset <= N AND (valid_to_offset IS NULL OR valid_to_offset > N)
 
@@ -21,41 +22,28 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY, REPLICA_HISTORY, TOPIC_HISTORY
-from records.vocabulary import column_name, fields, kafka_name
-from replay.store import ANOMALIES, CHECKPOINTS, HISTORY_TABLES, METADATA_LOG
+from records.vocabulary import column_name
+from replay.query_rules import (
+    BROKER_FIELDS,
+    BROKER_ORDER,
+    MACHINE_STATE_NAMES,
+    NESTED,
+    PARTITION_FIELDS,
+    PARTITION_ORDER,
+    TOPIC_FIELDS,
+    TOPIC_ORDER,
+    QueryError,
+    as_of_sql,
+    cluster_table,
+    iso_ms,
+    kafka_fields,
+    missing_table,
+    narrowed_sql,
+    pick_cluster,
+)
+from replay.store import ANOMALIES, HISTORY_TABLES, METADATA_LOG
 
-# ``state --states --format json`` names a state's first offset as the table's SINCE column does.
-MACHINE_STATE_NAMES = {"valid_from_offset": "since"}
-# The broker columns in Kafka's names as RegisterBrokerRecord has them (``endpoints`` is ``endPoints``), and the
-# columns that hold Kafka structs (endpoints, features, a client quota's entity) with their members' Kafka names: all
-# from the vocabulary. (So a column named one of these must hold that list wherever ``kafka_struct`` reads it.)
-_BROKER_NAMES = {definition.column: definition.kafka_name for definition in fields()["RegisterBrokerRecord"]}
-_NESTED = {definition.column: definition.nested
-           for definition in (*fields()["RegisterBrokerRecord"], *fields()["ClientQuotaRecord"]) if definition.nested}
-
-
-def kafka_fields(*columns: str, names: dict[str, str] | None = None) -> tuple[tuple[str, str], ...]:
-    """Each column with its Kafka JSON name, in output order: the vocabulary's (``records.vocabulary``), or
-    ``names`` where an output names a column its own way (``MACHINE_STATE_NAMES``)."""
-    renamed = {**_BROKER_NAMES, **(names or {})}
-    return tuple((column, renamed.get(column, kafka_name(column))) for column in columns)
-
-
-BROKER_FIELDS = kafka_fields("broker_id", "broker_epoch", "incarnation_id", "fenced", "in_controlled_shutdown",
-                             "rack", "endpoints", "features", "log_dirs", "is_migrating_zk_broker")
-TOPIC_FIELDS = kafka_fields("topic_id", "name")
-PARTITION_FIELDS = kafka_fields("topic_id", "topic_name", "partition_id", "leader", "leader_epoch",
-                                "partition_epoch", "replicas", "isr", "adding_replicas", "removing_replicas",
-                                "eligible_leader_replicas", "last_known_elr", "leader_recovery_state", "directories")
-# Sort order of each entity in answers (deterministic: the keys are unique in a state).
-BROKER_ORDER = ("broker_id",)
-TOPIC_ORDER = ("name", "topic_id")
-PARTITION_ORDER = ("topic_name", "partition_id", "topic_id")
 JSON_OPTIONS = {"ignoreNullFields": "false"}
-
-
-class QueryError(ValueError):
-    """A question the lake cannot answer as asked: unknown cluster, offset or time outside the log, …"""
 
 
 @dataclass(frozen=True)
@@ -71,15 +59,13 @@ class ClusterState:
 
     def only(self, topic: str | None = None, partition: int | None = None) -> ClusterState:
         """The same state with only this topic's (and partition id's) topics, partitions and replicas."""
-        topics, partitions, replicas = self.topics, self.partitions, self.replicas
-        if topic is not None:
-            topics = topics.where(F.col("name") == topic)
-            partitions = partitions.where(F.col("topic_name") == topic)
-            replicas = replicas.where(F.col("topic_name") == topic)
-        if partition is not None:
-            partitions = partitions.where(F.col("partition_id") == partition)
-            replicas = replicas.where(F.col("partition_id") == partition)
-        return ClusterState(self.offset, self.brokers, topics, partitions, replicas, self.cluster_id)
+        def narrowed(section: str, frame: DataFrame) -> DataFrame:
+            where = narrowed_sql(section, topic, partition)
+            return frame if where is None else frame.where(F.expr(where))
+
+        return ClusterState(self.offset, self.brokers, narrowed("topics", self.topics),
+                            narrowed("partitions", self.partitions), narrowed("replicas", self.replicas),
+                            self.cluster_id)
 
 
 # --- clusters ------------------------------------------------------------------------------------
@@ -87,13 +73,12 @@ class ClusterState:
 
 def _require(lake: Lake, name: str) -> None:
     if not lake.table_exists(name):
-        hint = "run `kraft-replay ingest` first" if name == METADATA_LOG else "run `kraft-replay replay` first"
-        raise QueryError(f"no table {name} in the lake at {lake.root}: {hint}")
+        raise missing_table(lake.root, name)
 
 
 def clusters(spark: SparkSession, lake: Lake) -> list[str]:
     """Cluster ids replayed into the lake (from ``replay_checkpoints``; else those in ``metadata_log``)."""
-    name = CHECKPOINTS if lake.table_exists(CHECKPOINTS) else METADATA_LOG
+    name = cluster_table(lake.table_exists)
     _require(lake, name)
     rows = lake.read(spark, name).select("cluster_id").distinct().collect()
     return sorted(row["cluster_id"] for row in rows if row["cluster_id"] is not None)
@@ -101,18 +86,7 @@ def clusters(spark: SparkSession, lake: Lake) -> list[str]:
 
 def resolve_cluster(spark: SparkSession, lake: Lake, cluster_id: str | None = None) -> str:
     """``cluster_id`` when the lake has it; without one, the lake's only cluster, else a clear error."""
-    known = clusters(spark, lake)
-    if cluster_id is not None:
-        if cluster_id not in known:
-            raise QueryError(f"cluster {cluster_id!r} is not in the lake at {lake.root}; clusters: "
-                             f"{', '.join(known) or 'none'}")
-        return cluster_id
-    if not known:
-        raise QueryError(f"the lake at {lake.root} holds no cluster yet: ingest and replay a log first")
-    if len(known) > 1:
-        raise QueryError(f"the lake holds {len(known)} clusters, pick one with --cluster-id / cluster_id=: "
-                         f"{', '.join(known)}")
-    return known[0]
+    return pick_cluster(lake.root, clusters(spark, lake), cluster_id)
 
 
 # --- offsets and times ---------------------------------------------------------------------------
@@ -134,14 +108,6 @@ def parse_time(value: datetime | str) -> datetime:
 def to_epoch_ms(value: datetime | str) -> int:
     moment = parse_time(value)
     return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
-
-
-def iso_ms(epoch_ms: int | None) -> str:
-    """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:23:55.232Z``)."""
-    if epoch_ms is None:
-        return ""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
 
 
 def _log(spark: SparkSession, lake: Lake, cluster_id: str) -> DataFrame:
@@ -185,8 +151,7 @@ def resolve_offset(spark: SparkSession, lake: Lake, cluster_id: str, offset: int
 
 def as_of(df: DataFrame, offset: int) -> DataFrame:
     """The versions of a history table valid at ``offset``."""
-    return df.where((F.col("valid_from_offset") <= offset)
-                    & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > offset)))
+    return df.where(F.expr(as_of_sql(offset)))
 
 
 def history_table(spark: SparkSession, lake: Lake, name: str, cluster_id: str) -> DataFrame:
@@ -230,12 +195,12 @@ def _nested(column: str) -> Column:
     """An array of Kafka structs (endpoints, features, a quota's entity) with its members under their Kafka
     names."""
     return F.transform(F.col(column), lambda element: F.struct(
-        *[element[column_name(member)].alias(member) for member in _NESTED[column]]))
+        *[element[column_name(member)].alias(member) for member in NESTED[column]]))
 
 
 def kafka_struct(fields: tuple[tuple[str, str], ...]) -> Column:
     """A struct of the columns under Kafka's camelCase names (nested endpoints/features too)."""
-    return F.struct(*[(_nested(col) if col in _NESTED else F.col(col)).alias(name) for col, name in fields])
+    return F.struct(*[(_nested(col) if col in NESTED else F.col(col)).alias(name) for col, name in fields])
 
 
 def kafka_json(fields: tuple[tuple[str, str], ...]) -> Column:

@@ -1,0 +1,248 @@
+"""``state --offset N`` without a JVM: the same Delta tables, the same rules, byte-identical answers.
+
+A fresh ``kraft-replay state`` spent most of its time starting Spark and loading Delta snapshots in a cold JVM
+(issue 20). This reads the history tables through ``lakehouse.light_reader`` (delta-rs, DataFusion) with the one
+"as of offset N" rule of ``replay.query_rules.as_of_sql`` pushed down, sorts each section as Spark's ``orderBy``
+does (nulls first, strings by their UTF-8 bytes, arrays and structs element by element) and writes Kafka JSON as
+Spark's ``to_json`` does (Jackson: compact, nulls kept, doubles as Java prints them). Rows are plain mappings, fed
+to the same formatters as the Spark path's rows. ``tests/test_state_light_path.py`` proves the two equal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakehouse.light_reader import LightReader
+from lakehouse.tables import (
+    BROKER_HISTORY,
+    IMAGE_SCHEMAS,
+    METADATA_LOG,
+    PARTITION_HISTORY,
+    REPLAY_SCHEMAS,
+    REPLICA_HISTORY,
+    TOPIC_HISTORY,
+)
+from records.vocabulary import column_name
+from replay.image_sections import PARTS
+from replay.query_rules import (
+    BROKER_ORDER,
+    NESTED,
+    PARTITION_ORDER,
+    TOPIC_ORDER,
+    as_of_sql,
+    cluster_sql,
+    cluster_table,
+    missing_table,
+    narrowed_sql,
+    pick_cluster,
+)
+
+# The cluster sections: their history table and order (the image's parts bring theirs: replay.image_sections).
+CLUSTER_TABLES = {"brokers": (BROKER_HISTORY, BROKER_ORDER), "topics": (TOPIC_HISTORY, TOPIC_ORDER),
+                  "partitions": (PARTITION_HISTORY, PARTITION_ORDER)}
+STATE_TABLES = (BROKER_HISTORY, TOPIC_HISTORY, PARTITION_HISTORY, REPLICA_HISTORY)
+
+
+@dataclass(frozen=True)
+class LightState:
+    """The sections asked, as of ``offset``: each one's rows, sorted, and the log's record at the offset."""
+
+    cluster_id: str
+    offset: int
+    sections: dict[str, pa.Table]
+    has_log: bool
+    record: dict[str, Any] | None
+
+    def rows(self, section: str) -> list[dict[str, Any]]:
+        """A section's rows as plain mappings (structs as dicts, arrays as lists), sorted."""
+        return self.sections[section].to_pylist()
+
+
+def _clusters(reader: LightReader) -> list[str]:
+    name = cluster_table(reader.exists)
+    if not reader.exists(name):
+        raise missing_table(reader.root, name)
+    found = reader.rows(name, "cluster_id IS NOT NULL", ("cluster_id",), distinct=True)
+    return sorted(found.column("cluster_id").to_pylist())
+
+
+def light_state(root: str, offset: int, sections: tuple[str, ...], cluster_id: str | None = None,
+                topic: str | None = None, partition: int | None = None) -> LightState:
+    """The cluster as of ``offset`` in the lake at ``root`` (a local directory): the ``sections`` asked
+    (``brokers``, ``topics``, ``partitions`` and the image's parts), narrowed to ``topic``/``partition`` as
+    ``state`` narrows them; errors are the Spark path's (``replay.query``)."""
+    reader = LightReader(root)
+    cluster = pick_cluster(root, _clusters(reader), cluster_id)
+    for table in STATE_TABLES:  # what replay.query.state_at requires, in its order
+        if not reader.exists(table):
+            raise missing_table(root, table)
+    answer: dict[str, pa.Table] = {}
+    for section in sections:
+        if section in CLUSTER_TABLES:
+            table, order = CLUSTER_TABLES[section]
+        else:
+            table, order = PARTS[section].table, PARTS[section].order
+            if not reader.exists(table):  # a lake replayed before the part existed: the part reads empty
+                schema = REPLAY_SCHEMAS.get(table) or IMAGE_SCHEMAS[table]
+                answer[section] = schema.empty_table()
+                continue
+        terms = [cluster_sql(cluster), f"({as_of_sql(offset)})", narrowed_sql(section, topic, partition)]
+        answer[section] = spark_sorted(reader.rows(table, " AND ".join(term for term in terms if term)), order)
+    record, has_log = None, reader.exists(METADATA_LOG)
+    if has_log:
+        found = reader.rows(METADATA_LOG, f'{cluster_sql(cluster)} AND "offset" = {int(offset)}',
+                            ("append_time_ms", "record_type"))
+        record = found.to_pylist()[0] if found.num_rows else None
+    return LightState(cluster, offset, answer, has_log, record)
+
+
+# --- Spark's order and Spark's JSON ---------------------------------------------------------------
+
+
+def _plain(kind: pa.DataType) -> bool:
+    """A type Arrow sorts exactly as Spark does (integers, booleans, strings by their bytes)."""
+    return (pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
+
+
+def spark_sorted(table: pa.Table, order: tuple[str, ...]) -> pa.Table:
+    """The rows ordered as Spark's ascending ``orderBy(*order)``: by Arrow where it sorts alike, else by
+    ``spark_order`` (a client quota's entity, a list of structs)."""
+    if not order or table.num_rows < 2:
+        return table
+    if all(_plain(table.schema.field(column).type) for column in order):
+        return table.sort_by([(column, "ascending", "at_start") for column in order])
+    keys = [tuple(spark_order(value) for value in values)
+            for values in zip(*(table.column(column).to_pylist() for column in order), strict=True)]
+    return table.take(sorted(range(len(keys)), key=keys.__getitem__))
+
+
+def spark_order(value: Any) -> tuple[Any, ...]:
+    """A sort key ordering values as Spark's ascending ``orderBy``: nulls first, strings by UTF-8 bytes, arrays
+    and structs element by element (a shorter prefix first)."""
+    if value is None:
+        return (0,)
+    if isinstance(value, str):
+        return (1, value.encode())
+    if isinstance(value, list):
+        return (1, tuple(spark_order(element) for element in value))
+    if isinstance(value, dict):
+        return (1, tuple(spark_order(member) for member in value.values()))
+    return (1, value)
+
+
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _json_string(text: str) -> str:
+    """A string as Jackson writes it: quotes, backslashes and control characters escaped, the rest as is."""
+    if _ESCAPED.search(text) is None:
+        return f'"{text}"'
+    return '"' + _ESCAPED.sub(lambda found: _SHORT_ESCAPES.get(found.group(), f"\\u{ord(found.group()):04X}"),
+                              text) + '"'
+
+
+def java_double(value: float) -> str:
+    """A double as Java's ``Double.toString`` (what Jackson writes): ``0.5``, ``1048576.0``, ``1.0E7``."""
+    if value != value:
+        return '"NaN"'
+    if value in (float("inf"), float("-inf")):
+        return '"Infinity"' if value > 0 else '"-Infinity"'
+    magnitude = abs(value)
+    sign = "-" if str(value).startswith("-") else ""
+    if magnitude == 0:
+        return f"{sign}0.0"
+    if 1e-3 <= magnitude < 1e7:
+        text = repr(magnitude)
+        return sign + (text if "." in text else f"{text}.0")
+    _, digits, exponent = Decimal(repr(magnitude)).as_tuple()
+    shown = "".join(map(str, digits)).rstrip("0") or "0"
+    scale = len(digits) + int(exponent) - 1
+    return f"{sign}{shown[0]}.{shown[1:] or '0'}E{scale}"
+
+
+def json_value(value: Any) -> str:
+    """A value as Spark's ``to_json`` with nulls kept writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return java_double(value)
+    if isinstance(value, str):
+        return _json_string(value)
+    if isinstance(value, list):
+        return "[" + ",".join(json_value(element) for element in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_json_string(key)}:{json_value(member)}" for key, member in value.items()) + "}"
+    raise TypeError(f"no Kafka JSON for a {type(value).__name__}")
+
+
+def _kafka_nested(column: str, value: list[Any] | None) -> list[dict[str, Any]] | None:
+    """A list of Kafka structs under their members' Kafka names (``replay.query.kafka_struct``'s ``_nested``)."""
+    if value is None:
+        return None
+    return [{member: None if element is None else element[column_name(member)] for member in NESTED[column]}
+            for element in value]
+
+
+def _python_fragments(column: str, values: pa.ChunkedArray) -> pa.Array:
+    """Each value's JSON text, by Python (doubles, structs, lists of structs: small sections)."""
+    nested = column in NESTED
+    return pa.array([json_value(_kafka_nested(column, value) if nested else value) for value in values.to_pylist()],
+                    pa.string())
+
+
+def _quoted(texts: pa.Array) -> pa.Array:
+    """Strings as JSON text: backslashes and quotes escaped (control characters: see ``_fragments``)."""
+    escaped = pc.replace_substring(pc.replace_substring(texts, "\\", "\\\\"), '"', '\\"')
+    return pc.binary_join_element_wise('"', escaped, '"', "")
+
+
+def _fragments(column: str, values: pa.ChunkedArray) -> pa.Array:
+    """Each value's JSON text as Spark's ``to_json`` writes it, computed by Arrow for the types it can do
+    exactly (integers, booleans, strings, lists of them), else by Python."""
+    kind = values.type
+    array = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if column in NESTED or not (_plain(kind) or (pa.types.is_list(kind) and _plain(kind.value_type))):
+        return _python_fragments(column, values)
+    element_kind = kind.value_type if pa.types.is_list(kind) else kind
+    texts = array.values if pa.types.is_list(kind) else array
+    if pa.types.is_integer(element_kind):
+        texts = pc.cast(texts, pa.string())
+    elif pa.types.is_boolean(element_kind):
+        texts = pc.if_else(texts, "true", "false")
+    else:
+        texts = pc.cast(texts, pa.string())
+        if pc.any(pc.match_substring_regex(texts, "[\\x00-\\x1f]")).as_py():
+            return _python_fragments(column, values)
+        texts = _quoted(texts)
+    if pa.types.is_list(kind):
+        texts = pc.fill_null(texts, "null")
+        lists = pa.ListArray.from_arrays(array.offsets, texts, mask=array.is_null())
+        texts = pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
+    return pc.fill_null(texts, "null")
+
+
+def kafka_json_items(table: pa.Table, fields: tuple[tuple[str, str], ...]) -> Iterator[str]:
+    """Each row as the Kafka JSON text ``replay.query.kafka_json`` makes of it in Spark, byte for byte."""
+    if table.num_rows == 0:
+        return iter(())
+    pieces: list[Any] = []
+    for index, (column, name) in enumerate(fields):
+        pieces += [("{" if index == 0 else ",") + _json_string(name) + ":", _fragments(column, table.column(column))]
+    return iter(pc.binary_join_element_wise(*pieces, "}", "").to_pylist())
+
+
+__all__ = ["CLUSTER_TABLES", "LightState", "java_double", "json_value", "kafka_json_items",
+           "light_state", "spark_order"]

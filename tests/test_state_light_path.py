@@ -1,0 +1,146 @@
+"""replay/light_state.py and the switch in kraft_replay/state_commands.py: a fresh `state --offset N` read without
+a JVM (delta-rs) prints byte for byte what the Spark path prints (``KRAFT_REPLAY_QUERY_PATH=spark``), on a
+simulated cluster that deletes a topic and leaves partitions without a leader, and on the lake of every image part
+(tests/image_lake_support.py); errors read the same on both paths."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from kraft_replay.state_commands import QUERY_PATH_ENV, SPARK_PATH, light_path_serves
+from lakehouse.lake import Lake
+from lakehouse.log_rows import entries_frame
+from lakehouse.tables import METADATA_LOG
+from replay.light_state import java_double
+from replay.store import run_replay
+from simulator import ControllerSimulator
+from simulator.controller import SimConfig
+from tests.image_lake_support import ImageLog
+
+pytestmark = pytest.mark.spark
+
+CLUSTER = "light-path"
+NARROWED = [(), ("--topic", "orders"), ("--topic", "orders", "--partition", "1"), ("--brokers",),
+            ("--section", "acls,configs"), ("--topic", "solo", "--section", "partitions,configs")]
+
+
+@dataclass
+class Story:
+    """The replayed lake and its offsets by what happened there."""
+
+    lake: Lake
+    key: dict[str, int]
+
+
+@pytest.fixture(scope="module")
+def story(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Story:
+    """Three brokers; ``orders`` (3 partitions, 2 replicas), ``doomed`` deleted, ``solo`` (one replica each), whose
+    partitions on broker 2 lose their leader when it is fenced; then broker 2 is back and a fourth joins."""
+    sim = ControllerSimulator(SimConfig(seed=7, metadata_version="3.9"))
+    for broker in (1, 2, 3):
+        sim.register_broker(broker)
+    for broker in (1, 2, 3):
+        sim.unfence(broker)
+    sim.create_topic("orders", 3, 2)
+    sim.create_topic("doomed", 2, 2)
+    sim.create_topic("solo", 6, 1)
+    key = {"configured": sim.set_topic_config("doomed", "retention.ms", "1000")}
+    sim.set_topic_config("orders", "cleanup.policy", "compact")
+    key["before-delete"] = sim.next_offset - 1
+    key["deleted"] = sim.delete_topic("doomed")
+    key["leaderless"] = sim.fence(2)
+    sim.unfence(2)
+    sim.register_broker(4)
+    key["last"] = sim.next_offset - 1
+    lake = Lake(tmp_path_factory.mktemp("light-path-lake"))
+    lake.write(entries_frame(spark, sim.entries(), CLUSTER), METADATA_LOG, "append")
+    run_replay(spark, lake)
+    return Story(lake, key)
+
+
+def _run(lake: Lake, path: str, *args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from kraft_replay.cli import app
+
+    return CliRunner().invoke(app, ["state", *args, "--lake", str(lake.root)],
+                              env={"COLUMNS": "250", QUERY_PATH_ENV: path})
+
+
+def _same(lake: Lake, *args: str) -> str:
+    """The stdout of both paths, asserted byte-identical (and the light path quiet: no Spark announced itself)."""
+    light, spark = _run(lake, "", *args), _run(lake, SPARK_PATH, *args)
+    assert light.exit_code == 0 == spark.exit_code, (light.output, spark.output)
+    assert light.stdout_bytes == spark.stdout_bytes, args
+    assert "lake engine" not in light.stderr
+    return str(light.stdout)
+
+
+def test_the_switch(story: Story, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(story.lake.root)
+    assert light_path_serves(root, None, None)
+    assert not light_path_serves(root, "local[1]", None)
+    assert not light_path_serves(root, None, "sc://localhost:15002")
+    assert not light_path_serves("s3://bucket/lake", None, None)
+    monkeypatch.setenv(QUERY_PATH_ENV, SPARK_PATH)
+    assert not light_path_serves(root, None, None)
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+@pytest.mark.parametrize("moment", ["configured", "before-delete", "deleted", "leaderless", "last"])
+def test_every_section_as_spark_prints_it(story: Story, moment: str, fmt: str) -> None:
+    out = _same(story.lake, "--offset", str(story.key[moment]), "--format", fmt)
+    if fmt == "json":
+        doc = json.loads(out)
+        topics = [topic["name"] for topic in doc["topics"]]
+        assert ("doomed" in topics) == (moment in ("configured", "before-delete"))
+        assert any(p["leader"] == -1 for p in doc["partitions"]) == (moment == "leaderless")
+        assert len(doc["brokers"]) == (4 if moment == "last" else 3)
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+@pytest.mark.parametrize("narrowed", NARROWED)
+def test_narrowed_as_spark_prints_it(story: Story, narrowed: tuple[str, ...], fmt: str) -> None:
+    for moment in ("configured", "leaderless"):
+        _same(story.lake, "--offset", str(story.key[moment]), "--format", fmt, *narrowed)
+
+
+def test_beyond_the_log(story: Story) -> None:
+    out = _same(story.lake, "--offset", str(story.key["last"] + 100))
+    assert "not an offset of the stored log" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_every_image_part_as_spark_prints_it(image_lake: Lake, image_log: ImageLog, fmt: str) -> None:
+    last = max(image_log.key.values())
+    for offset in (0, image_log.key["pids-1"], image_log.key["acl-removed"], last):
+        _same(image_lake, "--offset", str(offset), "--format", fmt)
+    for narrowed in NARROWED[:2] + NARROWED[4:5]:
+        _same(image_lake, "--offset", str(image_log.key["quota-alice-2"]), "--format", fmt, *narrowed)
+
+
+@pytest.mark.parametrize("question", [("--cluster-id", "nope"), ("--section", "quotas")])
+def test_errors_read_the_same(story: Story, question: tuple[str, ...], tmp_path: Any) -> None:
+    light, spark = _run(story.lake, "", "--offset", "3", *question), _run(story.lake, SPARK_PATH, "--offset", "3",
+                                                                         *question)
+    assert light.exit_code == 2 == spark.exit_code
+    assert light.stderr.splitlines()[-1] == spark.stderr.splitlines()[-1]
+    assert light.stderr.splitlines()[-1].startswith("kraft-replay: ")
+    empty = Lake(tmp_path / "no-lake")
+    light, spark = _run(empty, "", "--offset", "3"), _run(empty, SPARK_PATH, "--offset", "3")
+    assert light.exit_code == 2 == spark.exit_code
+    assert light.stderr.splitlines()[-1] == spark.stderr.splitlines()[-1]
+
+
+def test_doubles_as_java_writes_them(spark: SparkSession) -> None:
+    values = [0.0, -0.0, 0.5, 0.001, 0.0001, 1.5e-5, 123456.789, 1048576.0, 9999999.0, 1e7, 2097152e3, 1.0e22,
+              -3.25, 1 / 3]
+    rows = spark.createDataFrame([(index, value) for index, value in enumerate(values)], "i INT, v DOUBLE")
+    written = [row["j"] for row in rows.orderBy("i").select(F.to_json(F.struct("v")).alias("j")).collect()]
+    assert [f'{{"v":{java_double(value)}}}' for value in values] == written
