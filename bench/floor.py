@@ -26,14 +26,13 @@ from bench.clock import timed
 from lakehouse.lake import ROWS_PER_FILE, Lake
 from lakehouse.spark import spark_conf
 from lakehouse.tables import METADATA_LOG
+from replay.engine import PARTITION_TYPES
 from replay.events import LOG_COLUMNS, STATE_TYPES, secret_fingerprint
 from replay.shapes import lake_shapes
-from replay.store import MAX_RECORDS_CONF
+from replay.store import MAX_RECORDS_CONF, WRITING
 
-PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")  # the records keyed by partition
 KEY_FIELDS = ("topicId", "partitionId")
 SORT_KEY = ("cluster_id", "record_type", "topic_id", "partition_id")
-WRITE_STAGE = "computing and writing "  # replay.store's progress message before each table's write
 # monotonically_increasing_id(): the Spark partition in the upper 31 bits, the row within it in the lower 33
 _ROW_BITS = 33
 _ROW, _COPY = "_floor_row", "_floor_copy"
@@ -55,8 +54,8 @@ class Floor:
         """The floor's seconds that match a replay stage: a table's write for ``computing and writing T``; the
         sort for the fold and the derivation (both re-read and re-order the events); None for a table the floor
         did not write."""
-        if stage.startswith(WRITE_STAGE):
-            return self.write_seconds.get(stage.removeprefix(WRITE_STAGE))
+        if stage.startswith(WRITING):
+            return self.write_seconds.get(stage.removeprefix(WRITING))
         return self.sort_seconds
 
 
@@ -113,7 +112,7 @@ def stage_lines(stages: list[tuple[str, float]], floor: Floor, replay_seconds: f
     lines = ["| replay stage | replay s | floor s | x floor |", "|---|---|---|---|"]
     for stage, seconds in stages:
         matched = floor.matching(stage)
-        basis = "sort" if not stage.startswith(WRITE_STAGE) else "write"
+        basis = "sort" if not stage.startswith(WRITING) else "write"
         if matched is None:
             lines.append(f"| {stage} | {seconds:.1f} | - | - |")
         else:

@@ -54,6 +54,7 @@ CHECKPOINTS = REPLAY_CHECKPOINTS
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
+WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
 
 CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
 
@@ -185,7 +186,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
         for name, (df, order) in outputs.items():
             if cluster_id is not None:
                 df = _keep_other_clusters(spark, lake, name, df, cluster_id)
-            tell(f"computing and writing {name}")
+            tell(f"{WRITING}{name}")
             versions[name] = write_sorted(lake, df, name, order)
     _write_derived(spark, lake, versions, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
@@ -203,7 +204,7 @@ def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cl
     if configs is not None and cluster_id is not None:
         configs = ConfigsInForce(configs.history.where(F.col("cluster_id") == cluster_id), configs.controllers)
     for name, df in derived_tables(history, configs).items():
-        tell(f"computing and writing {name}")
+        tell(f"{WRITING}{name}")
         if cluster_id is not None:
             df = _keep_other_clusters(spark, lake, name, df, cluster_id)
         versions[name] = write_sorted(lake, df, name, DERIVED_ORDER[name])
@@ -229,7 +230,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
     recomputed = resumed_partitions(changed, brokers, stored, affected, cps, configs_in_force(spark, lake))
     for name in DERIVED_TABLES:
-        tell(f"computing and writing {name}")
+        tell(f"{WRITING}{name}")
         rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps)
         versions[name] = replace_open_versions(lake, rows, name, DERIVED_ORDER[name], files[name], current[name])
 
@@ -355,4 +356,4 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
 
 
 __all__ = ["ANOMALIES", "CHECKPOINTS", "CHECKPOINT_SCHEMA", "HISTORY_TABLES", "METADATA_LOG", "ROWS_PER_FILE",
-           "ReplayError", "ReplaySummary", "run_replay", "spark_conf", "table_rows", "write_sorted"]
+           "WRITING", "ReplayError", "ReplaySummary", "run_replay", "spark_conf", "table_rows", "write_sorted"]
