@@ -80,9 +80,10 @@ class ReplaySummary:
 
 
 def folding(spark: SparkSession) -> AbstractContextManager[None]:
-    """The fold and the history tables' writes run without adaptive query execution: a local checkpoint then keeps
+    """A full replay's fold and history writes run without adaptive query execution: a local checkpoint then keeps
     the partitioning and order its plan gave its rows (an adaptive plan reports neither before it runs), so the
-    fold's windows, which all read the partition events in one order (``replay.partitions``), sort them once."""
+    fold's windows, which all read the partition events in one order (``replay.partitions``), sort them once. An
+    increment keeps adaptive execution (a trial without it was slower; issue 20's note)."""
     return spark_conf(spark, ADAPTIVE_EXECUTION, "false")
 
 
@@ -328,19 +329,18 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
         stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
-        with folding(spark):
-            anomalies = lake.read(spark, ANOMALIES, version=current[ANOMALIES])
-            result = incremental_replay(spark, plan.new_log, changed, stored, anomalies, lake_shapes(spark, lake))
-            for name, df in result.tables.items():
-                if name in result.unchanged:
-                    continue  # its rows are the stored ones: the current version stays
-                order = (*HISTORY_KEYS[name], "valid_from_offset")
-                tell(f"writing {name}")
-                versions[name] = (replace_open_versions(lake, df, name, order, open_files[name], current[name])
-                                  if name in open_files else write_sorted(lake, df, name, order))
-            if ANOMALIES not in result.unchanged:
-                tell(f"writing {ANOMALIES}")
-                versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
+        anomalies = lake.read(spark, ANOMALIES, version=current[ANOMALIES])
+        result = incremental_replay(spark, plan.new_log, changed, stored, anomalies, lake_shapes(spark, lake))
+        for name, df in result.tables.items():
+            if name in result.unchanged:
+                continue  # its rows are the stored ones: the current version stays
+            order = (*HISTORY_KEYS[name], "valid_from_offset")
+            tell(f"writing {name}")
+            versions[name] = (replace_open_versions(lake, df, name, order, open_files[name], current[name])
+                              if name in open_files else write_sorted(lake, df, name, order))
+        if ANOMALIES not in result.unchanged:
+            tell(f"writing {ANOMALIES}")
+            versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
         if plan.derived:
             _refresh_derived(spark, lake, versions, current, changed, tell=tell)
         else:
