@@ -104,10 +104,19 @@ class StateAnswer:
 
 def light_path_serves(lake: str | None, master: str | None, remote: str | None) -> bool:
     """Whether `state --offset N` may skip Spark: a lake in a local directory, no Spark asked for (``--master``,
-    ``--remote``, their environment), and not forced to Spark by ``KRAFT_REPLAY_QUERY_PATH=spark``."""
-    from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV, is_local, resolve_lake_root
+    ``--remote``, their environment, ``KRAFT_REPLAY_ENGINE=delta-spark``), and not forced to Spark by
+    ``KRAFT_REPLAY_QUERY_PATH=spark``."""
+    from lakehouse.light_reader import (
+        DELTA_SPARK,
+        ENGINE_ENV,
+        SPARK_MASTER_ENV,
+        SPARK_REMOTE_ENV,
+        is_local,
+        resolve_lake_root,
+    )
 
-    forced = os.environ.get(QUERY_PATH_ENV, "").strip().lower() == SPARK_PATH
+    forced = (os.environ.get(QUERY_PATH_ENV, "").strip().lower() == SPARK_PATH
+              or os.environ.get(ENGINE_ENV, "").strip().lower() == DELTA_SPARK)
     elsewhere = master or remote or os.environ.get(SPARK_REMOTE_ENV) or os.environ.get(SPARK_MASTER_ENV)
     return not forced and not elsewhere and is_local(resolve_lake_root(lake))
 

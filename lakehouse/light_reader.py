@@ -20,6 +20,10 @@ LAKE_ENV = "KRAFT_REPLAY_LAKE"
 # Where Spark runs when a command names none (lakehouse.spark): a lake read there is not this reader's to serve.
 SPARK_REMOTE_ENV = "SPARK_REMOTE"
 SPARK_MASTER_ENV = "KRAFT_REPLAY_SPARK_MASTER"
+# The lake's engine: "delta-spark" (Delta Lake's own Spark engine, the default where its jars are), "delta-rs"
+# (Spark writes Parquet, delta-rs commits: the fallback without jars), or "auto" (lakehouse.spark chooses).
+ENGINE_ENV = "KRAFT_REPLAY_ENGINE"
+DELTA_SPARK, DELTA_RS, AUTO = "delta-spark", "delta-rs", "auto"
 
 
 def resolve_lake_root(lake: str | Path | None = None) -> str:
@@ -87,5 +91,17 @@ class LightReader:
         return found.cast(pa.schema([field.with_type(_without_views(field.type)) for field in found.schema]))
 
 
-__all__ = ["DEFAULT_LAKE", "LAKE_ENV", "SPARK_MASTER_ENV", "SPARK_REMOTE_ENV", "LightReader",
-           "has_commit", "is_local", "resolve_lake_root"]
+__all__ = [
+    "AUTO",
+    "DEFAULT_LAKE",
+    "DELTA_RS",
+    "DELTA_SPARK",
+    "ENGINE_ENV",
+    "LAKE_ENV",
+    "SPARK_MASTER_ENV",
+    "SPARK_REMOTE_ENV",
+    "LightReader",
+    "has_commit",
+    "is_local",
+    "resolve_lake_root",
+]

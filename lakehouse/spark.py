@@ -24,6 +24,10 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from lakehouse.jars import DELTA_VERSION, installed, jars_dir, missing_reason
+from lakehouse.light_reader import AUTO as AUTO
+from lakehouse.light_reader import DELTA_RS as DELTA_RS
+from lakehouse.light_reader import DELTA_SPARK as DELTA_SPARK
+from lakehouse.light_reader import ENGINE_ENV as ENGINE_ENV
 from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV
 
 DEFAULT_MASTER = "local[*]"
@@ -46,10 +50,6 @@ def local_driver_memory() -> str:
 MIN_JAVA_MAJOR = 17
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-# The lake's engine: "delta-spark" (Delta Lake's own Spark engine, the default where its jars are), "delta-rs"
-# (Spark writes Parquet, delta-rs commits: the fallback without jars), or "auto".
-ENGINE_ENV = "KRAFT_REPLAY_ENGINE"
-DELTA_SPARK, DELTA_RS, AUTO = "delta-spark", "delta-rs", "auto"
 # What the JVM prints at every start (Spark 4 adds the module) and that says nothing about the user's data.
 _JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from kraft_replay.state_commands import QUERY_PATH_ENV, SPARK_PATH, light_path_serves
 from lakehouse.lake import Lake
+from lakehouse.light_reader import DELTA_RS, DELTA_SPARK, ENGINE_ENV
 from lakehouse.log_rows import entries_frame
 from lakehouse.tables import METADATA_LOG
 from replay.light_state import java_double
@@ -88,6 +89,10 @@ def test_the_switch(story: Story, monkeypatch: pytest.MonkeyPatch) -> None:
     assert not light_path_serves(root, "local[1]", None)
     assert not light_path_serves(root, None, "sc://localhost:15002")
     assert not light_path_serves("s3://bucket/lake", None, None)
+    monkeypatch.setenv(ENGINE_ENV, DELTA_SPARK)  # Delta's Spark engine asked for by name: Spark answers
+    assert not light_path_serves(root, None, None)
+    monkeypatch.setenv(ENGINE_ENV, DELTA_RS)
+    assert light_path_serves(root, None, None)
     monkeypatch.setenv(QUERY_PATH_ENV, SPARK_PATH)
     assert not light_path_serves(root, None, None)
 
