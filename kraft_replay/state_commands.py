@@ -104,21 +104,12 @@ class StateAnswer:
 
 def light_path_serves(lake: str | None, master: str | None, remote: str | None) -> bool:
     """Whether `state --offset N` may skip Spark: a lake in a local directory, no Spark asked for (``--master``,
-    ``--remote``, their environment, ``KRAFT_REPLAY_ENGINE=delta-spark``), and not forced to Spark by
-    ``KRAFT_REPLAY_QUERY_PATH=spark``."""
-    from lakehouse.light_reader import (
-        DELTA_SPARK,
-        ENGINE_ENV,
-        SPARK_MASTER_ENV,
-        SPARK_REMOTE_ENV,
-        is_local,
-        resolve_lake_root,
-    )
-
-    forced = (os.environ.get(QUERY_PATH_ENV, "").strip().lower() == SPARK_PATH
-              or os.environ.get(ENGINE_ENV, "").strip().lower() == DELTA_SPARK)
-    elsewhere = master or remote or os.environ.get(SPARK_REMOTE_ENV) or os.environ.get(SPARK_MASTER_ENV)
-    return not forced and not elsewhere and is_local(resolve_lake_root(lake))
+    ``--remote``, their environment, ``KRAFT_REPLAY_ENGINE=delta-spark``) nor ``KRAFT_REPLAY_QUERY_PATH=spark``."""
+    from lakehouse import light_reader as reader
+    asked = {name: os.environ.get(name, "").strip().lower() for name in (QUERY_PATH_ENV, reader.ENGINE_ENV)}
+    forced = asked[QUERY_PATH_ENV] == SPARK_PATH or asked[reader.ENGINE_ENV] == reader.DELTA_SPARK
+    elsewhere = master or remote or os.environ.get(reader.SPARK_REMOTE_ENV) or os.environ.get(reader.SPARK_MASTER_ENV)
+    return not forced and not elsewhere and reader.is_local(reader.resolve_lake_root(lake))
 
 
 def _light_answer(lake: str | None, offset: int, sections: tuple[str, ...], cluster_id: str | None,
