@@ -213,11 +213,9 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     keyed = ("cluster_id", *KEY)
     # One window spec for every window of the partition fold (``_states``, ``to_intervals``): Spark sorts the events
     # once. A generation's kind is the last create or delete so far (none before the first).
-    starts_generation = ~F.col("kind").isin(*CHANGES)
     stream = stream.select(
-        "*", F.sum(F.when(starts_generation, 1).otherwise(0)).over(running(*keyed)).alias("generation"),
-        F.last(F.when(starts_generation, F.col("kind")), ignorenulls=True).over(running(*keyed))
-        .alias("generation_kind"))
+        "*", F.sum(F.when(_starts_generation(), 1).otherwise(0)).over(running(*keyed)).alias("generation"),
+        _in_generation_start("kind", running(*keyed)).alias("generation_kind"))
     stream = stream.localCheckpoint(eager=True)  # read by the states, the tombstones and the refusals
     applied = ~F.col("malformed") & ((F.col("kind") == "create") | (
         F.col("kind").isin(*CHANGES) & F.coalesce(F.col("generation_kind") == "create", F.lit(False))))
@@ -287,9 +285,14 @@ def _since_generation_start(running_count: str, window: Window) -> Column:
     return F.col(running_count) - _in_generation_start(running_count, window)
 
 
+def _starts_generation() -> Column:
+    """A create or a delete: every other event kind merges into the live partition."""
+    return ~F.col("kind").isin(*CHANGES)
+
+
 def _in_generation_start(column: str, window: Window) -> Column:
-    """``column`` at the row's generation start (its last create or delete)."""
-    return F.last(F.when(~F.col("kind").isin(*CHANGES), F.col(column)), ignorenulls=True).over(window)
+    """``column`` at the row's generation start (its last create or delete; null before the first)."""
+    return F.last(F.when(_starts_generation(), F.col(column)), ignorenulls=True).over(window)
 
 
 def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:

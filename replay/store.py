@@ -329,8 +329,8 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
         stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
-        anomalies = lake.read(spark, ANOMALIES, version=current[ANOMALIES])
-        result = incremental_replay(spark, plan.new_log, changed, stored, anomalies, lake_shapes(spark, lake))
+        result = incremental_replay(spark, plan.new_log, changed, stored,
+                                    lake.read(spark, ANOMALIES, version=current[ANOMALIES]), lake_shapes(spark, lake))
         for name, df in result.tables.items():
             if name in result.unchanged:
                 continue  # its rows are the stored ones: the current version stays
