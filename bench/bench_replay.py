@@ -207,13 +207,20 @@ def _growth(measured: list[Measured]) -> None:
               f"{multiple(row.replay_seconds, row.floor.seconds)} |")
 
 
-def cold_state(lake: Lake, engine: str, offset: int) -> float | None:
-    """The median wall time of ``kraft-replay state --offset N`` as a fresh process (``COLD_RUNS`` runs: process,
-    JVM and session start included; the answer to /dev/null), with ``engine`` as the lake engine; None when the
+def cold_command_env() -> dict[str, str]:
+    """The environment of a cold command: this checkout's modules, and the default engine (``KRAFT_REPLAY_ENGINE``
+    unset) as a user types the command; naming an engine would send ``state`` down the Spark path
+    (``kraft_replay.state_commands.light_path_serves``)."""
+    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {name: value for name, value in os.environ.items() if name != ENGINE_ENV} | {"PYTHONPATH": path}
+
+
+def cold_state(lake: Lake, offset: int) -> float | None:
+    """The median wall time of ``kraft-replay state --offset N`` as a fresh process (``COLD_RUNS`` runs: process
+    and, where the command needs them, JVM and session start included; the answer to /dev/null); None when the
     command fails (its error is printed)."""
     command = [sys.executable, "-m", "kraft_replay.cli", "state", "--offset", str(offset), "--lake", str(lake.root)]
-    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    env = os.environ | {ENGINE_ENV: engine, "PYTHONPATH": path}
+    env = cold_command_env()
     times = []
     for _ in range(COLD_RUNS):
         done, seconds = timed(lambda: subprocess.run(command, env=env, stdout=subprocess.DEVNULL,
@@ -266,7 +273,7 @@ def _measure(spark: SparkSession, args: argparse.Namespace, out: Path, lake: Lak
     _, history_s = timed(lambda: history(spark, lake, topic, 0).count())
     _, naive_s = timed(lambda: image_at(itertools.takewhile(lambda e: e.offset <= offsets[0],
                                                            read_entries(out / "log")), offsets[0]))
-    cold_s = cold_state(lake, engine, offsets[0])
+    cold_s = cold_state(lake, offsets[0])
     warm_state = statistics.median(state_times)
     print(f"engine {engine}; date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, "
           f"{os.cpu_count()} cores; Python {platform.python_version()}")
