@@ -53,6 +53,10 @@ ANOMALIES = REPLAY_ANOMALIES
 CHECKPOINTS = REPLAY_CHECKPOINTS
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+# A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
+# log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
+RECORDS_PER_SHUFFLE_PARTITION = 250_000
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
 
@@ -85,6 +89,12 @@ def folding(spark: SparkSession) -> AbstractContextManager[None]:
     fold's windows, which all read the partition events in one order (``replay.partitions``), sort them once. An
     increment keeps adaptive execution (a trial without it was slower; issue 20's note)."""
     return spark_conf(spark, ADAPTIVE_EXECUTION, "false")
+
+
+def shuffle_partitions_for(records: int, configured: int) -> int:
+    """The shuffle partitions of a full replay of ``records``: the configured ones, more for a large log (the
+    tables' layout does not depend on them, ``replay.layout``)."""
+    return max(configured, -(-records // RECORDS_PER_SHUFFLE_PARTITION))
 
 
 def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
@@ -177,19 +187,22 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
                          "replayed from there")
     safe = safe_offsets(replay_input.log, clusters)
 
-    tell("folding the log into states (Spark window functions)")
-    with folding(spark):
-        result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
-        outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
-            name: (df, (*HISTORY_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
-        outputs[ANOMALIES] = (result.anomalies, ANOMALY_ORDER)
-        versions: dict[str, int] = {}
-        for name, (df, order) in outputs.items():
-            if cluster_id is not None:
-                df = _keep_other_clusters(spark, lake, name, df, cluster_id)
-            tell(f"{WRITING}{name}")
-            versions[name] = write_sorted(lake, df, name, order)
-    _write_derived(spark, lake, versions, cluster_id, tell=tell)
+    records = sum(last - first_offset + 1 for first_offset, last in bounds.values())
+    partitions = shuffle_partitions_for(records, int(spark.conf.get(SHUFFLE_PARTITIONS) or 0))
+    with spark_conf(spark, SHUFFLE_PARTITIONS, str(partitions)):
+        tell("folding the log into states (Spark window functions)")
+        with folding(spark):
+            result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
+            outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
+                name: (df, (*HISTORY_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
+            outputs[ANOMALIES] = (result.anomalies, ANOMALY_ORDER)
+            versions: dict[str, int] = {}
+            for name, (df, order) in outputs.items():
+                if cluster_id is not None:
+                    df = _keep_other_clusters(spark, lake, name, df, cluster_id)
+                tell(f"{WRITING}{name}")
+                versions[name] = write_sorted(lake, df, name, order)
+        _write_derived(spark, lake, versions, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*outputs, *DERIVED_TABLES], notes, started)
 

@@ -27,6 +27,7 @@ from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from lakehouse.tables import DERIVED_TABLES, METADATA_LOG, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
+from replay import store
 from replay.query import (
     QueryError,
     as_of,
@@ -38,7 +39,17 @@ from replay.query import (
     resolve_offset,
     state_at,
 )
-from replay.store import ANOMALIES, CHECKPOINT_SCHEMA, CHECKPOINTS, HISTORY_TABLES, run_replay, spark_conf
+from replay.store import (
+    ANOMALIES,
+    CHECKPOINT_SCHEMA,
+    CHECKPOINTS,
+    DERIVING,
+    HISTORY_TABLES,
+    SHUFFLE_PARTITIONS,
+    run_replay,
+    shuffle_partitions_for,
+    spark_conf,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.real_logs]
 
@@ -326,3 +337,26 @@ def test_replay_is_byte_identical_whatever_the_shuffle_partitions(spark: SparkSe
     assert replayed["hashes"]["partition_history"], "partition_history has data files"
     assert again == replayed["hashes"]
     assert lake.read(spark, CHECKPOINTS).count() == 2
+
+
+def test_a_large_log_gets_more_shuffle_partitions() -> None:
+    assert shuffle_partitions_for(10_000_000, 8) == 40  # 250,000 records' events per sort task at most
+    assert shuffle_partitions_for(1_000_000, 8) == 8
+    assert shuffle_partitions_for(1_000_001, 2) == 5
+    assert shuffle_partitions_for(10_000_000, 200) == 200  # a cluster's own setting, when larger, stays
+
+
+def test_a_full_replay_of_a_large_log_sorts_in_more_partitions_and_writes_the_same_files(
+        spark: SparkSession, replayed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """7 configured; the 4,929 records at 500 per partition (a small stand-in for 250,000) make the fold and the
+    derivation run at 10, and the setting is restored after; the data files are the ones written at 2."""
+    lake = replayed["lake"]
+    monkeypatch.setattr(store, "RECORDS_PER_SHUFFLE_PARTITION", 500)
+    seen: dict[str, str | None] = {}
+    with spark_conf(spark, SHUFFLE_PARTITIONS, "7"):
+        summary = run_replay(spark, lake, full=True,
+                             progress=lambda stage: seen.setdefault(stage, spark.conf.get(SHUFFLE_PARTITIONS)))
+        assert spark.conf.get(SHUFFLE_PARTITIONS) == "7"
+    assert seen["folding the log into states (Spark window functions)"] == seen[DERIVING] == "10"
+    assert summary.rows == replayed["summary"].rows
+    assert _data_hashes(lake) == replayed["hashes"]
