@@ -32,6 +32,7 @@ DELTA_VERSION = "4.0.0"  # the delta-spark release built for Spark 4.0.x; the Py
 # migration, whose MetadataVersion stops at 3.9). Each gets its own cache directory: two Kafkas never share one.
 KAFKA_VERSIONS = ("4.4.0", "3.9.2")
 JARS_ENV = "KRAFT_REPLAY_JARS"
+SCALA_LIBRARY = "scala-library"
 MANIFEST = "jars.txt"
 
 
@@ -45,6 +46,7 @@ class JarSet:
     drop_spark_own: bool  # True for jars that join Spark's classpath: Spark's own libraries stay Spark's
     label: str  # for people: "delta-spark 4.0.0, spark-avro 4.0.1"
     env: str | None = None  # a variable that names the directory instead of the cache
+    scala: bool = False  # runs Scala on its own classpath: needs scala-library, which Spark's resolver leaves out
 
 
 SPARK_JARS = JarSet(
@@ -62,7 +64,7 @@ def kafka_jars(version: str) -> JarSet:
         name=f"kafka-{version}", packages=(f"org.apache.kafka:kafka_{SCALA_BINARY}:{version}",),
         required=tuple(f"{artifact}-{version}.jar" for artifact in (
             f"kafka_{SCALA_BINARY}", "kafka-metadata", "kafka-raft", "kafka-server-common", "kafka-clients")),
-        drop_spark_own=False, label=f"Kafka {version}")
+        drop_spark_own=False, label=f"Kafka {version}", scala=True)
 
 
 def kafka_tools_jars(version: str) -> JarSet:
@@ -124,6 +126,8 @@ def installed(directory: Path | None = None, jar_set: JarSet = SPARK_JARS) -> Ja
     if not all(path.is_file() for path in paths) or not all(any(p.name.endswith(r) for p in paths)
                                                            for r in jar_set.required):
         return None
+    if jar_set.scala and SCALA_LIBRARY not in {_artifact(_maven_name(p.name)) for p in paths}:
+        return None  # fetched by Spark's resolver before it was known to leave Scala out: fetched again
     return Jars(directory, paths)
 
 
@@ -188,8 +192,20 @@ def _not_in_spark(jars: list[Path]) -> list[Path]:
     """The resolvers also bring what Spark ships itself (scala-library, antlr4-runtime, xz), at times in
     another version: two of one library on a classpath is a conflict waiting to happen."""
     spark_own = {_artifact(jar.name) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return [jar for jar in jars if _artifact(jar.name.split("_", 1)[-1] if _ivy_name(jar.name) else jar.name)
-            not in spark_own]
+    return [jar for jar in jars if _artifact(_maven_name(jar.name)) not in spark_own]
+
+
+def _maven_name(jar_name: str) -> str:
+    """"org.scala-lang_scala-library-2.13.18.jar" (Ivy) -> "scala-library-2.13.18.jar" (Maven)."""
+    return jar_name.split("_", 1)[-1] if _ivy_name(jar_name) else jar_name
+
+
+def _spark_scala_library(target: Path) -> list[Path]:
+    """Spark's own scala-library copied into ``target``: the Scala a set gets when only Spark's resolver works."""
+    own = sorted((Path(pyspark.__file__).parent / "jars").glob(f"{SCALA_LIBRARY}-*.jar"))
+    for jar in own:
+        shutil.copyfile(jar, target / jar.name)
+    return [target / jar.name for jar in own]
 
 
 def _ivy_name(jar_name: str) -> bool:
@@ -215,12 +231,17 @@ def fetch(directory: Path | None = None, jar_set: JarSet = SPARK_JARS) -> tuple[
         return present, "cached"
     directory.mkdir(parents=True, exist_ok=True)
     errors = []
-    for how, resolve in (("Spark's resolver (--packages)", _resolve_with_spark), ("Maven", _resolve_with_maven)):
+    resolvers = [("Spark's resolver (--packages)", _resolve_with_spark), ("Maven", _resolve_with_maven)]
+    if jar_set.scala:  # Spark's resolver excludes scala-library from every resolution: Maven first
+        resolvers.reverse()
+    for how, resolve in resolvers:
         with tempfile.TemporaryDirectory(prefix="kraft-jars-") as work:
             staging = Path(work) / "jars"
             staging.mkdir()
             try:
                 jars = resolve(jar_set.packages, staging, Path(work))
+                if jar_set.scala and resolve is _resolve_with_spark:
+                    jars = [*jars, *_spark_scala_library(staging)]
                 if jar_set.drop_spark_own:
                     jars = _not_in_spark(jars)
             except (JarsUnavailableError, OSError, subprocess.TimeoutExpired) as error:

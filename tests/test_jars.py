@@ -55,6 +55,10 @@ def test_jars_dir_the_variable_else_the_shared_cache(monkeypatch: pytest.MonkeyP
     assert jars_dir() == tmp_path / "cache" / "kraft-replay" / "jars" / SPARK_JARS.name
 
 
+# as Spark's resolver (Ivy) names it; Maven names it "scala-library-2.13.15.jar"
+SCALA = "org.scala-lang_scala-library-2.13.15.jar"
+
+
 def write_cache(directory: Path, names: list[str], manifest: list[str]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -64,7 +68,7 @@ def write_cache(directory: Path, names: list[str], manifest: list[str]) -> None:
 
 def test_installed_reads_a_complete_manifest_in_its_order(tmp_path: Path) -> None:
     kafka = kafka_jars("3.9.2")
-    names = ["zstd-jni-1.5.6.jar", *kafka.required]
+    names = ["zstd-jni-1.5.6.jar", SCALA, *kafka.required]
     write_cache(tmp_path, names, names)
     found = installed(tmp_path, kafka)
     assert found == Jars(tmp_path, tuple(tmp_path / name for name in names))
@@ -79,6 +83,15 @@ def test_installed_is_none_without_a_manifest_a_file_or_a_required_jar(tmp_path:
     assert installed(tmp_path / "lacks-a-file", kafka) is None
     write_cache(tmp_path / "lacks-a-required", list(kafka.required[1:]), list(kafka.required[1:]))
     assert installed(tmp_path / "lacks-a-required", kafka) is None
+    # Spark's resolver leaves scala-library out: Kafka's broker set without it cannot start StorageTool
+    write_cache(tmp_path / "lacks-scala", list(kafka.required), list(kafka.required))
+    assert kafka.scala and installed(tmp_path / "lacks-scala", kafka) is None
+    maven = ["scala-library-2.13.15.jar", *kafka.required]
+    write_cache(tmp_path / "maven-named", maven, maven)
+    assert installed(tmp_path / "maven-named", kafka) is not None
+    tools = kafka_tools_jars("4.4.0")
+    write_cache(tmp_path / "tools", list(tools.required), list(tools.required))
+    assert not tools.scala and installed(tmp_path / "tools", tools) is not None
 
 
 def test_missing_reason_names_the_set_and_how_to_fetch_it(tmp_path: Path) -> None:
@@ -116,6 +129,7 @@ def test_main_path_prints_the_classpath_or_nothing(monkeypatch: pytest.MonkeyPat
     assert capsys.readouterr().out == "\n"
     kafka = kafka_jars("3.9.2")
     directory = tmp_path / "kraft-replay" / "jars" / "kafka-3.9.2"
-    write_cache(directory, list(kafka.required), list(kafka.required))
+    names = [*kafka.required, SCALA]
+    write_cache(directory, names, names)
     assert main(["path", "kafka-3.9.2"]) == 0
-    assert capsys.readouterr().out == os.pathsep.join(str(directory / name) for name in kafka.required) + "\n"
+    assert capsys.readouterr().out == os.pathsep.join(str(directory / name) for name in names) + "\n"
