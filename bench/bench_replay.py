@@ -115,7 +115,7 @@ def main() -> None:
                              f"{KAFKA_VERSIONS[0]}; default none)")
     parser.add_argument("--kafka-heap", default="4g", help="the Kafka fold's -Xmx (default 4g)")
     parser.add_argument("--driver-memory", default=None,
-                        help="the Spark driver's heap, e.g. 2g (default: a third of the machine, 2 to 8 GiB)")
+                        help="the Spark driver's heap, e.g. 4g (default: 2g or $KRAFT_REPLAY_DRIVER_MEMORY)")
     args = parser.parse_args()
     if args.queries < 1:
         parser.error("--queries: at least 1")

@@ -29,7 +29,7 @@ from lakehouse.tables import METADATA_LOG
 from replay.engine import PARTITION_TYPES
 from replay.events import LOG_COLUMNS, STATE_TYPES, secret_fingerprint
 from replay.shapes import lake_shapes
-from replay.store import MAX_RECORDS_CONF, WRITING
+from replay.store import MAX_RECORDS_CONF, TABLES_APART, WRITING
 
 KEY_FIELDS = ("topicId", "partitionId")
 SORT_KEY = ("cluster_id", "record_type", "topic_id", "partition_id")
@@ -51,11 +51,12 @@ class Floor:
         return self.sort_seconds + sum(self.write_seconds.values())
 
     def matching(self, stage: str) -> float | None:
-        """The floor's seconds that match a replay stage: a table's write for ``computing and writing T``; the
-        sort for the fold and the derivation (both re-read and re-order the events); None for a table the floor
-        did not write."""
+        """The floor's seconds that match a replay stage: the writes of the tables of ``computing and writing T``
+        (``T``: one table, or several written at once, ``A, B``); the sort for the fold and the derivation (both
+        re-read and re-order the events); None when the floor did not write one of them."""
         if stage.startswith(WRITING):
-            return self.write_seconds.get(stage.removeprefix(WRITING))
+            seconds = [self.write_seconds.get(t) for t in stage.removeprefix(WRITING).split(TABLES_APART)]
+            return None if None in seconds else sum(s for s in seconds if s is not None)
         return self.sort_seconds
 
 

@@ -32,19 +32,21 @@ from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
-MIN_DRIVER_MEMORY_GIB, MAX_DRIVER_MEMORY_GIB = 2, 8
+DEFAULT_DRIVER_MEMORY = "2g"
+DRIVER_MEMORY_ENV = "KRAFT_REPLAY_DRIVER_MEMORY"
+_JVM_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
 
 
 def local_driver_memory() -> str:
-    """The local driver's heap: a third of the machine's memory, 2 to 8 GiB. In ``local[*]`` the driver JVM is
-    also the executor, so the replay's sorts and checkpoints live in this heap: with 2 GiB a 10-million-record
-    replay spills most of them to disk."""
-    try:
-        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return f"{MIN_DRIVER_MEMORY_GIB}g"
-    gib = total // 3 // (1 << 30)
-    return f"{max(MIN_DRIVER_MEMORY_GIB, min(MAX_DRIVER_MEMORY_GIB, gib))}g"
+    """The local driver's heap: ``$KRAFT_REPLAY_DRIVER_MEMORY``, else 2 GiB. In ``local[*]`` the driver JVM is
+    also the executor; a full replay sorts in more partitions as the log grows
+    (``replay.store.shuffle_partitions_for``), so 2 GiB replays 10 M records."""
+    value = os.environ.get(DRIVER_MEMORY_ENV, "").strip()
+    if not value:
+        return DEFAULT_DRIVER_MEMORY
+    if not _JVM_SIZE.fullmatch(value):
+        raise SparkUnavailableError(f"{DRIVER_MEMORY_ENV}={value!r}: expected a JVM memory size such as 2g or 4096m")
+    return value
 
 
 MIN_JAVA_MAJOR = 17

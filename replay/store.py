@@ -24,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import ROWS_PER_FILE, Lake
 from lakehouse.spark import spark_conf
 from lakehouse.tables import (
@@ -59,6 +60,7 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
+TABLES_APART = ", "  # between the names of the tables one stage writes at once
 
 CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
 
@@ -103,6 +105,35 @@ def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -
     ordered, split = sorted_layout(df, name, order)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
         return lake.write(ordered, name, "overwrite", split_by=split, change_data_feed=name in HISTORY_TABLES)
+
+
+Replaced = tuple[list[str] | None, int]  # a table's open files (None: every file) and the version they are of
+
+
+def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, tuple[DataFrame, Replaced | None]],
+                 tell: Callable[[str], None]) -> dict[str, int]:
+    """Write the replay's tables (name → (rows, where)); name → version. ``where``: None for a whole table
+    (``write_sorted``), (open files, version) for a table whose open versions are replaced
+    (``replace_open_versions``; its open files None: the whole table). The growing history tables are written one
+    after the other, the others at once (``run_concurrently``): each of those is small, its write mostly fixed
+    latency. The file size is set once around them all (a runtime setting is session-wide)."""
+    def action(name: str) -> Callable[[], int]:
+        rows, where = tables[name]
+        order = ANOMALY_ORDER if name == ANOMALIES else (*HISTORY_KEYS[name], "valid_from_offset")
+        if where is None or where[0] is None:
+            return lambda: write_sorted(lake, rows, name, order)
+        return lambda: replace_open_versions(lake, rows, name, order, where[0], where[1])
+
+    versions: dict[str, int] = {}
+    with spark_conf(spark, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
+        for name in (n for n in tables if n in GROWING_HISTORY):
+            tell(f"{WRITING}{name}")
+            versions[name] = action(name)()
+        small = [n for n in tables if n not in GROWING_HISTORY]
+        if small:
+            tell(WRITING + TABLES_APART.join(small))
+            versions |= run_concurrently(spark, {name: action(name) for name in small})
+    return versions
 
 
 def replaceable_rows(spark: SparkSession, lake: Lake, name: str, version: int, files: list[str]) -> DataFrame:
@@ -193,18 +224,13 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
         tell("folding the log into states (Spark window functions)")
         with folding(spark):
             result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
-            outputs: dict[str, tuple[DataFrame, tuple[str, ...]]] = {
-                name: (df, (*HISTORY_KEYS[name], "valid_from_offset")) for name, df in result.tables.items()}
-            outputs[ANOMALIES] = (result.anomalies, ANOMALY_ORDER)
-            versions: dict[str, int] = {}
-            for name, (df, order) in outputs.items():
-                if cluster_id is not None:
-                    df = _keep_other_clusters(spark, lake, name, df, cluster_id)
-                tell(f"{WRITING}{name}")
-                versions[name] = write_sorted(lake, df, name, order)
+            tables = {**result.tables, ANOMALIES: result.anomalies}
+            if cluster_id is not None:
+                tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
+            versions = write_tables(spark, lake, {name: (df, None) for name, df in tables.items()}, tell)
         _write_derived(spark, lake, versions, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
-                   [*outputs, *DERIVED_TABLES], notes, started)
+                   [*tables, *DERIVED_TABLES], notes, started)
 
 
 def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None,
@@ -344,16 +370,12 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
         result = incremental_replay(spark, plan.new_log, changed, stored,
                                     lake.read(spark, ANOMALIES, version=current[ANOMALIES]), lake_shapes(spark, lake))
-        for name, df in result.tables.items():
-            if name in result.unchanged:
-                continue  # its rows are the stored ones: the current version stays
-            order = (*HISTORY_KEYS[name], "valid_from_offset")
-            tell(f"writing {name}")
-            versions[name] = (replace_open_versions(lake, df, name, order, open_files[name], current[name])
-                              if name in open_files else write_sorted(lake, df, name, order))
+        # a table whose rows are the stored ones keeps its current version
+        written = {name: (df, (open_files.get(name), current[name]))
+                   for name, df in result.tables.items() if name not in result.unchanged}
         if ANOMALIES not in result.unchanged:
-            tell(f"writing {ANOMALIES}")
-            versions[ANOMALIES] = write_sorted(lake, result.anomalies, ANOMALIES, ANOMALY_ORDER)
+            written[ANOMALIES] = (result.anomalies, None)
+        versions.update(write_tables(spark, lake, written, tell))
         if plan.derived:
             _refresh_derived(spark, lake, versions, current, changed, tell=tell)
         else:

@@ -28,11 +28,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 # --- Spark ---------------------------------------------------------------------------------------
 
+TEST_DRIVER_MEMORY = "8g"
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """The one SparkSession of the test run: starting the JVM takes seconds, so tests share it."""
-    session = get_spark(SparkOptions(master="local[2]", shuffle_partitions=4))
+    """The one SparkSession of the test run: starting the JVM takes seconds, so tests share it. Its heap is
+    larger than a command's default (2 GiB): this JVM holds the session-scoped fixtures' cached replays of
+    every real log, simulated story and Kafka cluster for the whole run, where a command holds one."""
+    session = get_spark(SparkOptions(master="local[2]", shuffle_partitions=4, driver_memory=TEST_DRIVER_MEMORY))
     yield session
     session.stop()
 

@@ -42,12 +42,17 @@ def test_the_floor_writes_exactly_the_rows_the_replay_wrote(spark: SparkSession,
     assert floor.seconds == floor.sort_seconds + sum(floor.write_seconds.values())
     lines = stage_lines([("folding the log into states (Spark window functions)", 2.0),
                          (f"computing and writing {TOPIC_HISTORY}", 1.0),
-                         ("computing and writing a table the floor did not write", 1.0)], floor, 4.0)
+                         ("computing and writing a table the floor did not write", 1.0),
+                         (f"computing and writing {TOPIC_HISTORY}, {REPLAY_ANOMALIES}", 1.0),
+                         (f"computing and writing {TOPIC_HISTORY}, a table the floor did not write", 1.0)], floor, 4.0)
     assert lines[2].startswith("| folding the log into states (Spark window functions) | 2.0 | ")
     assert lines[2].endswith("(sort) | " + f"{2.0 / floor.sort_seconds:.1f}x |")
     assert lines[3].endswith(f"{floor.write_seconds[TOPIC_HISTORY]:.1f} (write) | "
                              f"{1.0 / floor.write_seconds[TOPIC_HISTORY]:.1f}x |")
     assert lines[4] == "| computing and writing a table the floor did not write | 1.0 | - | - |"
+    together = floor.write_seconds[TOPIC_HISTORY] + floor.write_seconds[REPLAY_ANOMALIES]  # written at once
+    assert lines[5].endswith(f"| 1.0 | {together:.1f} (write) | {1.0 / together:.1f}x |")
+    assert lines[6].endswith("did not write | 1.0 | - | - |")
 
 
 def test_the_sorted_events_are_numbered_densely_in_key_and_offset_order(spark: SparkSession, lake: Lake) -> None:

@@ -191,3 +191,9 @@ def test_commands_name_their_engine_once_fall_back_without_jars_and_print_no_jvm
     assert forced.returncode != 0
     lines = [line for line in forced.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "jars not found" in lines[0] and "Traceback" not in forced.stderr, forced.stderr
+
+    heap = _command(["replay", "--lake", lake], {"KRAFT_REPLAY_DRIVER_MEMORY": "lots"}, tmp_path)
+    assert heap.returncode != 0
+    lines = [line for line in heap.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "KRAFT_REPLAY_DRIVER_MEMORY='lots'" in lines[0], heap.stderr
+    assert "Traceback" not in heap.stderr

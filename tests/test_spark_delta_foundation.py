@@ -13,7 +13,16 @@ from pyspark.sql import functions as F
 
 from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta
 from lakehouse.jars import installed
-from lakehouse.spark import DELTA_EXTENSION, has_delta_spark
+from lakehouse.spark import (
+    DEFAULT_DRIVER_MEMORY,
+    DELTA_EXTENSION,
+    DRIVER_MEMORY_ENV,
+    SparkOptions,
+    SparkUnavailableError,
+    _session_conf,
+    has_delta_spark,
+    local_driver_memory,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -145,3 +154,16 @@ def test_session_defaults(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
     assert spark.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
     assert spark.sparkContext.master == "local[2]"
+
+
+def test_a_commands_driver_heap_is_2_gib_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DRIVER_MEMORY_ENV, raising=False)
+    assert local_driver_memory() == DEFAULT_DRIVER_MEMORY == "2g"
+    monkeypatch.setenv(DRIVER_MEMORY_ENV, " 6G ")
+    assert local_driver_memory() == "6G"
+    assert _session_conf(SparkOptions(), local=True)["spark.driver.memory"] == "6G"
+    assert _session_conf(SparkOptions(driver_memory="3g"), local=True)["spark.driver.memory"] == "3g"
+    for wrong in ("lots", "0g", "2 g", "-1g", "2gb"):
+        monkeypatch.setenv(DRIVER_MEMORY_ENV, wrong)
+        with pytest.raises(SparkUnavailableError, match=f"{DRIVER_MEMORY_ENV}=.*expected a JVM memory size"):
+            local_driver_memory()
