@@ -2,9 +2,10 @@
 because each small write is mostly fixed latency (planning, Delta's log, the commit) that leaves the cores idle.
 
 Each action runs under PySpark's ``inheritable_thread_target``: its own JVM thread (pinned-thread mode) with the
-caller's local properties, or the caller's tags on Spark Connect. Runtime SQL settings are session-wide: a caller
-sets the ones its actions need around ``run_concurrently``, never inside an action (a restore in one thread would
-change another's write).
+caller's local properties, or the caller's tags on Spark Connect, but no active session (it is per thread): an
+action is given its session, never looks it up. Runtime SQL settings are session-wide: a caller sets the ones its
+actions need around ``run_concurrently``, never inside an action (a restore in one thread would change another's
+write).
 """
 
 from __future__ import annotations

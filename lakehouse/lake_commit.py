@@ -24,7 +24,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, stage_spark_parquet, table_columns
 from lakehouse.lake_root import LakeError, LakeRoot, table_arrow_schema, utc_now
@@ -81,18 +81,20 @@ class LakeCommits(LakeRoot):
             writer = table_columns(df, split_by).write.format("delta").mode(mode)
             if mode == "overwrite":
                 writer = writer.option("overwriteSchema", "true")
-            done = self._spark_write(writer, name, "write", change_data_feed=change_data_feed)
+            done = self._spark_write(spark, writer, name, "write", change_data_feed=change_data_feed)
             return done[0] if done is not None else int(DeltaTable(self.path(name)).version())
         version = commit_spark_parquet(df, self.path(name), mode, split_by=split_by)
         self.maybe_checkpoint(name, version)
         return version
 
-    def _spark_write(self, writer: Any, name: str, operation: str, *, change_data_feed: bool = False,
-                     metadata: dict[str, str] | None = None) -> tuple[int, int] | None:
+    def _spark_write(self, spark: SparkSession, writer: Any, name: str, operation: str, *,
+                     change_data_feed: bool = False, metadata: dict[str, str] | None = None
+                     ) -> tuple[int, int] | None:
         """Save with delta-spark; returns the version of this commit (found by its token: others may commit
         after it) and the rows it wrote, None when Delta made no commit (an idempotent write it had seen, a
         ``replaceWhere`` that changes nothing). Change Data Feed is switched on for a table that wants it (new, or
-        written by delta-rs)."""
+        written by delta-rs). ``spark``: the writer's session, never the thread's active one (a replay writes
+        from threads that have none, ``lakehouse.concurrent_jobs``)."""
         root = self.path(name)
         token = uuid.uuid4().hex
         current = DeltaTable(root) if self.table_exists(name) else None
@@ -100,8 +102,7 @@ class LakeCommits(LakeRoot):
             if current is None:
                 writer = writer.option(CHANGE_DATA_FEED, "true")
             elif current.metadata().configuration.get(CHANGE_DATA_FEED) != "true":
-                self.delta_spark().sql(  # type: ignore[union-attr]
-                    f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ('{CHANGE_DATA_FEED}' = 'true')")
+                spark.sql(f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ('{CHANGE_DATA_FEED}' = 'true')")
                 current = DeltaTable(root)  # the ALTER is a commit of its own
         since = int(current.version()) if current is not None else -1
         info = {OPERATION_KEY: operation, COMMIT_KEY: token, **(metadata or {})}
@@ -140,7 +141,7 @@ class LakeCommits(LakeRoot):
                 return self.write(rows, name, "overwrite", change_data_feed=change_data_feed)
             writer = rows.write.format("delta").mode("overwrite").option("replaceWhere", where)
             with spark_conf(spark, _REPLACE_WHERE_CHECK, "false"):
-                done = self._spark_write(writer, name, "replace where")
+                done = self._spark_write(spark, writer, name, "replace where")
             return done[0] if done is not None else version
         staging, adds = stage_spark_parquet(df, root, split_by=split_by)
         files = pa.table(table.get_add_actions(flatten=True))
@@ -221,7 +222,8 @@ class LakeCommits(LakeRoot):
         writer = (rows.write.format("delta").mode("append").option("txnAppId", writer_id(name))
                   .option("txnVersion", pinned + 1))
         try:
-            done = self._spark_write(writer, name, operation, metadata={INGEST_KEY: ingest_id} if ingest_id else None)
+            done = self._spark_write(rows.sparkSession, writer, name, operation,
+                                     metadata={INGEST_KEY: ingest_id} if ingest_id else None)
         except Exception as error:
             if any(kind in str(error) for kind in _CONCURRENT):
                 return CONFLICT

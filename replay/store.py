@@ -14,7 +14,7 @@ Every table's name, key or sort order and schema is declared in the lake's regis
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -107,22 +107,21 @@ def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -
         return lake.write(ordered, name, "overwrite", split_by=split, change_data_feed=name in HISTORY_TABLES)
 
 
-Replaced = tuple[list[str] | None, int]  # a table's open files (None: every file) and the version they are of
+def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, DataFrame], tell: Callable[[str], None],
+                 open_files: Mapping[str, tuple[list[str], int]] | None = None) -> dict[str, int]:
+    """Write the replay's tables (name → rows); name → version. A table in ``open_files`` (name → its files of
+    open versions and the version they are of) has those replaced (``replace_open_versions``), any other is
+    overwritten (``write_sorted``). The growing history tables are written one after the other, the others at once
+    (``run_concurrently``): each of those is small, its write mostly fixed latency. The file size is set once
+    around them all (a runtime setting is session-wide)."""
+    replaced = open_files or {}
 
-
-def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, tuple[DataFrame, Replaced | None]],
-                 tell: Callable[[str], None]) -> dict[str, int]:
-    """Write the replay's tables (name → (rows, where)); name → version. ``where``: None for a whole table
-    (``write_sorted``), (open files, version) for a table whose open versions are replaced
-    (``replace_open_versions``; its open files None: the whole table). The growing history tables are written one
-    after the other, the others at once (``run_concurrently``): each of those is small, its write mostly fixed
-    latency. The file size is set once around them all (a runtime setting is session-wide)."""
     def action(name: str) -> Callable[[], int]:
-        rows, where = tables[name]
         order = ANOMALY_ORDER if name == ANOMALIES else (*HISTORY_KEYS[name], "valid_from_offset")
-        if where is None or where[0] is None:
-            return lambda: write_sorted(lake, rows, name, order)
-        return lambda: replace_open_versions(lake, rows, name, order, where[0], where[1])
+        if name not in replaced:
+            return lambda: write_sorted(lake, tables[name], name, order)
+        files, version = replaced[name]
+        return lambda: replace_open_versions(lake, tables[name], name, order, files, version)
 
     versions: dict[str, int] = {}
     with spark_conf(spark, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
@@ -227,7 +226,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
             tables = {**result.tables, ANOMALIES: result.anomalies}
             if cluster_id is not None:
                 tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
-            versions = write_tables(spark, lake, {name: (df, None) for name, df in tables.items()}, tell)
+            versions = write_tables(spark, lake, tables, tell)
         _write_derived(spark, lake, versions, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*tables, *DERIVED_TABLES], notes, started)
@@ -371,11 +370,10 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         result = incremental_replay(spark, plan.new_log, changed, stored,
                                     lake.read(spark, ANOMALIES, version=current[ANOMALIES]), lake_shapes(spark, lake))
         # a table whose rows are the stored ones keeps its current version
-        written = {name: (df, (open_files.get(name), current[name]))
-                   for name, df in result.tables.items() if name not in result.unchanged}
+        written = {name: df for name, df in result.tables.items() if name not in result.unchanged}
         if ANOMALIES not in result.unchanged:
-            written[ANOMALIES] = (result.anomalies, None)
-        versions.update(write_tables(spark, lake, written, tell))
+            written[ANOMALIES] = result.anomalies
+        versions.update(write_tables(spark, lake, written, tell, {n: (open_files[n], current[n]) for n in open_files}))
         if plan.derived:
             _refresh_derived(spark, lake, versions, current, changed, tell=tell)
         else:
