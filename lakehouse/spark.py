@@ -326,15 +326,45 @@ def _probe_delta_spark(spark: SparkSession) -> bool:
     return True
 
 
+@dataclass
+class _Held:
+    """A runtime setting some blocks of ``spark_conf`` hold: the value they set, what it was before, how many."""
+
+    value: str
+    previous: str | None
+    blocks: int
+    outer: _Held | None  # the hold it replaced (a nested block with another value), back in force after it
+
+
+_HELD: dict[tuple[int, str], _Held] = {}  # (session, key) → its hold
+_HELD_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def spark_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """Set a runtime SQL setting for the block, then restore it (or unset it when it was unset)."""
-    previous = spark.conf.get(key, None)
-    spark.conf.set(key, value)
+    """Set a runtime SQL setting for the block, then restore it (or unset it when it was unset). A setting is
+    session-wide: blocks that overlap with the same value (threads of one session, ``lakehouse.concurrent_jobs``)
+    share one hold, and the last of them to end restores it, never one that ends while another still writes."""
+    where = (id(spark), key)
+    with _HELD_LOCK:
+        hold = _HELD.get(where)
+        if hold is not None and hold.value == value:
+            hold.blocks += 1
+        else:
+            hold = _Held(value, spark.conf.get(key, None), 1, hold)
+            spark.conf.set(key, value)
+            _HELD[where] = hold
     try:
         yield
     finally:
-        if previous is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, previous)
+        with _HELD_LOCK:
+            hold.blocks -= 1
+            if hold.blocks == 0:
+                if hold.previous is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, hold.previous)
+                if hold.outer is None:
+                    del _HELD[where]
+                else:
+                    _HELD[where] = hold.outer

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -58,6 +59,7 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 # A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
 # log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
+RECORDS_WRITTEN_AT_ONCE = 100_000  # up to this many records replayed, every table is written at once
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
 TABLES_APART = ", "  # between the names of the tables one stage writes at once
@@ -108,30 +110,29 @@ def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -
 
 
 def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, DataFrame], tell: Callable[[str], None],
-                 open_files: Mapping[str, tuple[list[str], int]] | None = None) -> dict[str, int]:
-    """Write the replay's tables (name → rows); name → version. A table in ``open_files`` (name → its files of
-    open versions and the version they are of) has those replaced (``replace_open_versions``), any other is
-    overwritten (``write_sorted``). The growing history tables are written one after the other, the others at once
-    (``run_concurrently``): each of those is small, its write mostly fixed latency. The file size is set once
-    around them all (a runtime setting is session-wide)."""
+                 records: int, open_files: Mapping[str, tuple[list[str], int]] | None = None) -> dict[str, int]:
+    """Write the replay's tables (name → rows) of ``records`` folded records; name → version. A table in
+    ``open_files`` (name → its files of open versions and the version they are of) has those replaced
+    (``replace_open_versions``), any other is overwritten (``write_sorted``). Small tables are written at once
+    (``run_concurrently``): such a write is mostly fixed latency. The growing history tables of more than
+    ``RECORDS_WRITTEN_AT_ONCE`` records are large sorts: written first, one after the other."""
     replaced = open_files or {}
 
     def action(name: str) -> Callable[[], int]:
         order = ANOMALY_ORDER if name == ANOMALIES else (*HISTORY_KEYS[name], "valid_from_offset")
         if name not in replaced:
-            return lambda: write_sorted(lake, tables[name], name, order)
-        files, version = replaced[name]
-        return lambda: replace_open_versions(lake, tables[name], name, order, files, version)
+            return partial(write_sorted, lake, tables[name], name, order)
+        return partial(replace_open_versions, lake, tables[name], name, order, *replaced[name])
 
     versions: dict[str, int] = {}
-    with spark_conf(spark, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
-        for name in (n for n in tables if n in GROWING_HISTORY):
-            tell(f"{WRITING}{name}")
-            versions[name] = action(name)()
-        small = [n for n in tables if n not in GROWING_HISTORY]
-        if small:
-            tell(WRITING + TABLES_APART.join(small))
-            versions |= run_concurrently(spark, {name: action(name) for name in small})
+    large = [n for n in tables if n in GROWING_HISTORY and records > RECORDS_WRITTEN_AT_ONCE]
+    for name in large:
+        tell(f"{WRITING}{name}")
+        versions[name] = action(name)()
+    small = [n for n in tables if n not in large]
+    if small:
+        tell(WRITING + TABLES_APART.join(small))
+        versions |= run_concurrently(spark, {name: action(name) for name in small})
     return versions
 
 
@@ -226,7 +227,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
             tables = {**result.tables, ANOMALIES: result.anomalies}
             if cluster_id is not None:
                 tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
-            versions = write_tables(spark, lake, tables, tell)
+            versions = write_tables(spark, lake, tables, tell, records)
         _write_derived(spark, lake, versions, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*tables, *DERIVED_TABLES], notes, started)
@@ -242,11 +243,12 @@ def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cl
     configs = configs_in_force(spark, lake, history.get(CONFIG_HISTORY))
     if configs is not None and cluster_id is not None:
         configs = ConfigsInForce(configs.history.where(F.col("cluster_id") == cluster_id), configs.controllers)
-    for name, df in derived_tables(history, configs).items():
-        tell(f"{WRITING}{name}")
-        if cluster_id is not None:
-            df = _keep_other_clusters(spark, lake, name, df, cluster_id)
-        versions[name] = write_sorted(lake, df, name, DERIVED_ORDER[name])
+    tables = derived_tables(history, configs)
+    if cluster_id is not None:
+        tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
+    tell(WRITING + TABLES_APART.join(tables))
+    versions |= run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name])
+                                         for name, df in tables.items()})
 
 
 def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], before: dict[str, int],
@@ -268,10 +270,10 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     stored = {name: replaceable_rows(spark, lake, name, current[name], files[name]) for name in DERIVED_TABLES}
     affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
     recomputed = resumed_partitions(changed, brokers, stored, affected, cps, configs_in_force(spark, lake))
-    for name in DERIVED_TABLES:
-        tell(f"{WRITING}{name}")
-        rows = refreshed_rows(name, stored[name], recomputed[name], affected, cps)
-        versions[name] = replace_open_versions(lake, rows, name, DERIVED_ORDER[name], files[name], current[name])
+    tell(WRITING + TABLES_APART.join(DERIVED_TABLES))
+    versions |= run_concurrently(spark, {name: partial(
+        replace_open_versions, lake, refreshed_rows(name, stored[name], recomputed[name], affected, cps), name,
+        DERIVED_ORDER[name], files[name], current[name]) for name in DERIVED_TABLES})
 
 
 def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int,
@@ -373,7 +375,9 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         written = {name: df for name, df in result.tables.items() if name not in result.unchanged}
         if ANOMALIES not in result.unchanged:
             written[ANOMALIES] = result.anomalies
-        versions.update(write_tables(spark, lake, written, tell, {n: (open_files[n], current[n]) for n in open_files}))
+        new_records = sum(last - first + 1 for first, last in plan.new_bounds.values())
+        versions.update(write_tables(spark, lake, written, tell, new_records,
+                                     {n: (open_files[n], current[n]) for n in open_files}))
         if plan.derived:
             _refresh_derived(spark, lake, versions, current, changed, tell=tell)
         else:

@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse.concurrent_jobs import run_concurrently
+from lakehouse.spark import spark_conf
 
 pytestmark = pytest.mark.spark
 
@@ -50,3 +51,36 @@ def test_every_action_runs_and_the_first_failure_in_order_is_raised(spark: Spark
     with pytest.raises(ValueError, match=r"^b failed$"):
         run_concurrently(spark, actions, threads=2)
     assert sorted(ran) == ["a", "b", "c", "d"]
+
+
+def test_a_setting_held_by_overlapping_actions_is_restored_by_the_last_one(spark: SparkSession) -> None:
+    """Two actions set the same runtime setting (``spark_conf``); the first ends while the second still runs: the
+    second still sees the setting, and only after both is it unset again. A nested block of another value is
+    restored to the outer one's."""
+    key = "spark.kraft.replay.test.setting"
+    first_in, second_in, first_done = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, str | None] = {}
+
+    def first() -> str | None:
+        try:
+            with spark_conf(spark, key, "on"):
+                first_in.set()
+                second_in.wait(60)
+                return spark.conf.get(key, None)
+        finally:
+            first_done.set()
+
+    def second() -> str | None:
+        first_in.wait(60)
+        with spark_conf(spark, key, "on"):
+            second_in.set()
+            first_done.wait(60)
+            seen["after the first ended"] = spark.conf.get(key, None)
+            with spark_conf(spark, key, "nested"):
+                seen["nested"] = spark.conf.get(key, None)
+            return spark.conf.get(key, None)
+
+    assert spark.conf.get(key, None) is None
+    assert run_concurrently(spark, {"first": first, "second": second}, threads=2) == {"first": "on", "second": "on"}
+    assert seen == {"after the first ended": "on", "nested": "nested"}
+    assert spark.conf.get(key, None) is None

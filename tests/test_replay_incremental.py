@@ -74,7 +74,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
                        for name in (*FOLDED_FROM, ANOMALIES)})
     after_increments = _lake_tables(spark, lake)
     checkpoints = _collect(lake.read(spark, CHECKPOINTS))
-    full = run_replay(spark, lake, full=True)
+    full = _cli_replay(lake, "--full")  # the command's flag: a full rebuild though a checkpoint exists
     return {"logs": logs, "summaries": summaries, "layouts": layouts, "kinds": kinds, "tables": tables,
             "incremental": after_increments,
             "full": _lake_tables(spark, lake), "full_summary": full, "checkpoints": checkpoints}
@@ -82,7 +82,8 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
 
 def test_incremental_replays_equal_a_full_replay(incremental: dict[str, Any]) -> None:
     assert [s.mode for s in incremental["summaries"]] == ["full", "incremental", "incremental"]
-    assert incremental["full_summary"].mode == "full"
+    clusters = ", ".join(f"{c} (offsets 0..{log[-1].offset})" for c, log in sorted(incremental["logs"].items()))
+    assert incremental["full_summary"].startswith(f"replayed {clusters} from metadata_log v2 (full) in ")
     _assert_same(incremental["incremental"], incremental["full"], "incremental vs full", names=WITH_DERIVED)
 
 
@@ -157,31 +158,33 @@ def test_checkpoints_are_safe_points(incremental: dict[str, Any]) -> None:
     assert by_step["inc-min-isr"] == [100, 200, 273]
 
 
-def test_cli_replay_is_incremental_unless_full(spark: SparkSession, tmp_path: Path) -> None:
-    """`kraft-replay replay` folds in only the new offsets; `--full` rebuilds; both leave the same tables."""
+def _cli_replay(lake: Lake, *extra: str) -> str:
+    """`kraft-replay replay --lake LAKE EXTRA…` in this process (the test session's Spark); what it printed."""
     from typer.testing import CliRunner
 
     from kraft_replay.replay_commands import standalone_app
 
-    entries = list(run_scenario("topic-recreate", ScenarioOptions(seed=7)).entries())
+    result = CliRunner().invoke(standalone_app(), ["replay", "--lake", str(lake.root), *extra])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_cli_replay_is_incremental_unless_full(spark: SparkSession, tmp_path: Path,
+                                               incremental: dict[str, Any]) -> None:
+    """`kraft-replay replay` folds in only the new offsets (`--full` rebuilds: the fixture's last replay); the
+    tables equal the full replay of the same cluster's log."""
+    cluster = "inc-recreate"
+    entries = incremental["logs"][cluster]
     lake = Lake(tmp_path / "cli-lake")
-    runner, app = CliRunner(), standalone_app()
-
-    def cli_replay(*extra: str) -> str:
-        result = runner.invoke(app, ["replay", "--lake", str(lake.root), *extra])
-        assert result.exit_code == 0, result.output
-        return result.stdout
-
-    lake.write(entries_frame(spark, [e for e in entries if e.offset <= 111], "cli"), "metadata_log", "append")
-    assert "(offsets 0..111) from metadata_log v0 (full)" in cli_replay()
-    lake.write(entries_frame(spark, [e for e in entries if e.offset > 111], "cli"), "metadata_log", "append")
+    lake.write(entries_frame(spark, [e for e in entries if e.offset <= 111], cluster), "metadata_log", "append")
+    assert "(offsets 0..111) from metadata_log v0 (full)" in _cli_replay(lake)
+    lake.write(entries_frame(spark, [e for e in entries if e.offset > 111], cluster), "metadata_log", "append")
     last = entries[-1].offset
-    assert f"(offsets 0..{last}) from metadata_log v1 (incremental)" in cli_replay()
-    incremental = _lake_tables(spark, lake)
-    assert f"(offsets 0..{last}) from metadata_log v1 (full)" in cli_replay("--full")
-    _assert_same(incremental, _lake_tables(spark, lake), "CLI incremental vs --full", names=WITH_DERIVED)
+    assert f"(offsets 0..{last}) from metadata_log v1 (incremental)" in _cli_replay(lake)
+    tables = _lake_tables(spark, lake)
+    _assert_same(tables, _by_cluster(incremental["full"], cluster), "CLI incremental vs full", names=WITH_DERIVED)
     # the topic deleted at 111 and re-created after it: two topic ids under one name, one of them closed
-    topics = sorted((r["name"], r["valid_from_offset"], r["valid_to_offset"]) for r in incremental["topic_history"])
+    topics = sorted((r["name"], r["valid_from_offset"], r["valid_to_offset"]) for r in tables["topic_history"])
     assert [t for t in topics if t[2] == 111] and [t for t in topics if t[1] > 111 and t[2] is None]
 
 
