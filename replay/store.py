@@ -5,10 +5,9 @@ Every table is written in one deterministic layout (``replay.layout``): sorted b
 input therefore gives byte-identical Parquet data files whatever ``spark.sql.shuffle.partitions`` is (only the
 generated file names differ).
 
-Replaying one cluster (``cluster_id=...``) replaces only that cluster's rows: the rows of the other
-clusters are read from the current version of each table and written back unchanged.
-
-Every table's name, key or sort order and schema is declared in the lake's registry (``lakehouse.tables``).
+Replaying one cluster (``cluster_id=...``) replaces only that cluster's rows: the rows of the other clusters are
+read from the current version of each table and written back unchanged. Every table's name, key or sort order
+and schema is declared in the lake's registry (``lakehouse.tables``).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import ROWS_PER_FILE, Lake
-from lakehouse.spark import spark_conf
+from lakehouse.spark import interpreted, spark_conf
 from lakehouse.tables import (
     ANOMALY_ORDER,
     BROKER_HISTORY,
@@ -60,10 +59,10 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 # log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
 RECORDS_WRITTEN_AT_ONCE = 100_000  # up to this many records replayed, every table is written at once
+INTERPRETED_UP_TO = 100_000  # a log of up to this many records is replayed without generated code (measured)
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
 TABLES_APART = ", "  # between the names of the tables one stage writes at once
-
 CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
 
 
@@ -185,12 +184,17 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
 
     Incremental (``replay.incremental``) when a checkpoint exists, the history tables are the ones it wrote
     and ``metadata_log`` grew since; a full rebuild otherwise or with ``full=True``. A cluster whose stored
-    log no longer starts at offset 0 is replayed from its latest snapshot (``replay.snapshots``).
-    """
-    started = time.monotonic()
-    tell = progress or (lambda _stage: None)  # told each stage as it starts (a terminal shows it)
+    log no longer starts at offset 0 is replayed from its latest snapshot (``replay.snapshots``). ``progress`` is
+    told each stage as it starts (a terminal shows it). A small log is replayed ``interpreted``."""
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
+    with interpreted(spark, table_rows(lake, METADATA_LOG) <= INTERPRETED_UP_TO):
+        return _run_replay(spark, lake, cluster_id, full, progress or (lambda _stage: None))
+
+
+def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: bool, tell: Callable[[str], None]
+                ) -> ReplaySummary:
+    started = time.monotonic()
     log_version = int(lake.delta_table(METADATA_LOG).version())
     notes: list[str] = []
     if not full:

@@ -25,6 +25,7 @@ from kraft_replay.formatting import format_replay_summary
 from kraft_replay.replay_commands import standalone_app
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
+from lakehouse.spark import INTERPRETED, WHOLE_STAGE_CODEGEN
 from lakehouse.tables import DERIVED_TABLES, METADATA_LOG, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
 from replay import store
@@ -327,11 +328,16 @@ def test_cli_history_diff_and_sql(lake: Lake) -> None:
 # --- determinism (last: it replays the module's lake once more) -----------------------------------
 
 
-def test_replay_is_byte_identical_whatever_the_shuffle_partitions(spark: SparkSession,
-                                                                   replayed: dict[str, Any]) -> None:
+def test_replay_is_byte_identical_whatever_the_shuffle_partitions_and_code_generation(
+        spark: SparkSession, replayed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module's replay of 4,929 records ran interpreted (``lakehouse.spark.interpreted``); this one generates
+    code, at 7 shuffle partitions."""
     lake = replayed["lake"]
+    monkeypatch.setattr(store, "INTERPRETED_UP_TO", 0)
+    code_generation: set[str | None] = set()
     with spark_conf(spark, "spark.sql.shuffle.partitions", "7"):
-        summary = run_replay(spark, lake)
+        summary = run_replay(spark, lake, progress=lambda _: code_generation.add(spark.conf.get(WHOLE_STAGE_CODEGEN)))
+    assert code_generation == {"true"}
     assert summary.rows == replayed["summary"].rows
     again = _data_hashes(lake)
     assert replayed["hashes"]["partition_history"], "partition_history has data files"
@@ -352,11 +358,13 @@ def test_a_full_replay_of_a_large_log_sorts_in_more_partitions_and_writes_the_sa
     derivation run at 10, and the setting is restored after; the data files are the ones written at 2."""
     lake = replayed["lake"]
     monkeypatch.setattr(store, "RECORDS_PER_SHUFFLE_PARTITION", 500)
-    seen: dict[str, str | None] = {}
+    seen: dict[str, tuple[str | None, ...]] = {}
     with spark_conf(spark, SHUFFLE_PARTITIONS, "7"):
-        summary = run_replay(spark, lake, full=True,
-                             progress=lambda stage: seen.setdefault(stage, spark.conf.get(SHUFFLE_PARTITIONS)))
+        summary = run_replay(spark, lake, full=True, progress=lambda stage: seen.setdefault(
+            stage, (spark.conf.get(SHUFFLE_PARTITIONS), *map(spark.conf.get, INTERPRETED))))
         assert spark.conf.get(SHUFFLE_PARTITIONS) == "7"
-    assert seen["folding the log into states (Spark window functions)"] == seen[DERIVING] == "10"
+    assert seen["folding the log into states (Spark window functions)"] == seen[DERIVING] == (
+        "10", *INTERPRETED.values())  # a small log: no generated code
+    assert spark.conf.get(WHOLE_STAGE_CODEGEN) == "true"  # restored
     assert summary.rows == replayed["summary"].rows
     assert _data_hashes(lake) == replayed["hashes"]
