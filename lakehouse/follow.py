@@ -2,9 +2,10 @@
 
 The directory is only read (never locked or written). Each round lists it, and ingests what is new:
 snapshots not seen yet, segments that appeared, and the part of a growing segment after the last complete
-batch already taken (a batch the broker is still appending is left for the next round). Positions live
-in memory only: after a restart the first round re-reads everything and the lake's deduplication keeps it
-exactly once.
+batch already taken (a batch the broker is still appending is left for the next round). A segment Kafka deletes
+behind a snapshot is first renamed ``*.log.deleted`` and removed a minute later: its records the follower had not
+taken yet are read from there. Positions live in memory only: after a restart the first round re-reads everything
+and the lake's deduplication keeps it exactly once.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class Follower:
         self.lake = lake
         self.directory = directory
         self.options = options
-        self.positions: dict[Path, int] = {}
+        self.positions: dict[Path, int] = {}  # segment (its name before any deletion rename) → bytes taken
+        self.finished: set[Path] = set()  # segments renamed for deletion and read to their end
         self.snapshots_seen: set[Path] = set()
         self.cluster_id: str | None = options.cluster_id
 
@@ -66,22 +68,30 @@ class Follower:
         if self.cluster_id is None:
             self.cluster_id = layout.cluster_id or plan_source(self.directory, None).cluster_id
         plan = SourcePlan(self.directory, self.cluster_id)
+        present = {s.path for s in layout.segments}
+        renamed = {original: path for path, _ in layout.skipped
+                   if (original := log_dir.segment_renamed_for_deletion(path)) is not None}
+        renamed = {o: p for o, p in renamed.items() if o not in present and o not in self.finished}
+        readable = sorted([*((p, p) for p in present), *renamed.items()])  # (segment, file to read), by offset
         ends: dict[Path, int] = {}
-        for segment in layout.segments:
-            start = self.positions.get(segment.path, 0)
-            end = complete_end(segment.path, start)
+        for segment, path in readable:
+            start = self.positions.get(segment, 0)
+            end = complete_end(path, start)
             if end > start:
                 # Ranges end on batch boundaries, so no partial tail is ever read (is_last only tolerates).
-                plan.segments.append(SegmentInput(segment.path, True, start, end))
-                ends[segment.path] = end
+                plan.segments.append(SegmentInput(path, True, start, end))
+                ends[segment] = end
         plan.snapshots = [SnapshotInput(s.path, s.snapshot_end_offset or 0, s.snapshot_epoch or 0)
                           for s in layout.snapshots if s.path not in self.snapshots_seen]
-        if not plan.segments and not plan.snapshots:
-            return None
-        summary = ingest(self.spark, self.lake, self.directory, self.options, plan=plan)
+        if plan.segments or plan.snapshots:
+            summary = ingest(self.spark, self.lake, self.directory, self.options, plan=plan)
+        else:
+            summary = None
         self.positions.update(ends)
         self.snapshots_seen.update(s.path for s in plan.snapshots)
-        present = {s.path for s in layout.segments}
+        # a renamed segment no longer grows: read to its end, it is done (until Kafka removes the file)
+        self.finished = {o for o in self.finished if o.with_name(o.name + log_dir.DELETED_SUFFIX).exists()}
+        self.finished |= set(renamed)
         self.positions = {p: v for p, v in self.positions.items() if p in present}  # deleted by retention
         return summary
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from records.errors import RecordsError
 
 __all__ = [
+    "DELETED_SUFFIX",
     "METADATA_PARTITION",
     "LogFile",
     "LogLayout",
@@ -22,6 +23,7 @@ __all__ = [
     "discover",
     "parse_properties",
     "read_quorum_state",
+    "segment_renamed_for_deletion",
 ]
 
 METADATA_PARTITION = "__cluster_metadata-0"
@@ -30,7 +32,8 @@ FileKind = Literal["segment", "snapshot", "bootstrap", "producer-state", "delete
 
 _SEGMENT = re.compile(r"(\d{20})\.log")
 _SNAPSHOT = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
-_PENDING_SUFFIXES = (".deleted", ".cleaned", ".swap", ".part")
+DELETED_SUFFIX = ".deleted"  # Kafka's LogFileUtils.DELETED_FILE_SUFFIX
+_PENDING_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".part")
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 _KNOWN_OTHER = frozenset({
     "quorum-state", "leader-epoch-checkpoint", "partition.metadata", "meta.properties",
@@ -87,6 +90,15 @@ def classify(path: str | Path) -> LogFile:
     if name.endswith(_INDEX_SUFFIXES):
         return LogFile(path, "index")
     return LogFile(path, "other")
+
+
+def segment_renamed_for_deletion(path: Path) -> Path | None:
+    """The segment ``path`` was before Kafka renamed it to ``*.log.deleted`` (a segment a snapshot covers is renamed
+    first and removed ``file.delete.delay.ms``, 60 s by default, later), or None for any other file."""
+    if not path.name.endswith(DELETED_SUFFIX):
+        return None
+    original = path.with_name(path.name[:-len(DELETED_SUFFIX)])
+    return original if _SEGMENT.fullmatch(original.name) else None
 
 
 def _skip_note(log_file: LogFile) -> str:

@@ -115,7 +115,10 @@ def test_follow_picks_up_a_new_segment_and_stops_on_sigterm(tmp_path: Path) -> N
                 (lake / METADATA_LOG).exists() and len(_offsets(lake)) == 400):
             assert process.poll() is None, process.communicate()[1][-3000:]
             time.sleep(0.5)
-        write_segments(entries[400:], log / "__cluster_metadata-0")  # Kafka rolls a new segment
+        # Kafka rolls a new segment: it appears whole here (written beside, then renamed into the log), so the
+        # follower takes it in one round, never a part of it in one and the rest in the next
+        for segment in write_segments(entries[400:], tmp_path / "rolled"):
+            segment.rename(log / "__cluster_metadata-0" / segment.name)
         while time.monotonic() < deadline and len(_offsets(lake)) < len(entries):
             time.sleep(0.5)
         assert _offsets(lake) == list(range(len(entries)))
