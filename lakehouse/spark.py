@@ -21,7 +21,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.java_gateway import launch_gateway
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse.jars import DELTA_VERSION, installed, jars_dir, missing_reason
 from lakehouse.light_reader import AUTO as AUTO
@@ -32,6 +32,7 @@ from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 DEFAULT_DRIVER_MEMORY = "2g"
 DRIVER_MEMORY_ENV = "KRAFT_REPLAY_DRIVER_MEMORY"
 _JVM_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
@@ -171,7 +172,7 @@ def _session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.memory": options.driver_memory or local_driver_memory(),
-            "spark.sql.shuffle.partitions": str(options.shuffle_partitions or LOCAL_SHUFFLE_PARTITIONS),
+            SHUFFLE_PARTITIONS: str(options.shuffle_partitions or LOCAL_SHUFFLE_PARTITIONS),
             # The status listeners keep every finished query's plan graph and metrics in the driver heap
             # (1,000 queries by default); the replay runs hundreds of deep plans, so keep only a few.
             "spark.sql.ui.retainedExecutions": "20",
@@ -183,7 +184,7 @@ def _session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
         } | delta_conf()
     else:
         if options.shuffle_partitions is not None:
-            conf["spark.sql.shuffle.partitions"] = str(options.shuffle_partitions)
+            conf[SHUFFLE_PARTITIONS] = str(options.shuffle_partitions)
         if options.driver_memory is not None:
             raise ValueError("driver_memory cannot be set for Spark Connect: the server owns the JVM")
     return conf | options.extra_conf
@@ -212,7 +213,7 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
         # A session is already running in this process (a notebook, a test run, a command called from
         # Python): use it as it is configured, changing only what the caller asked for explicitly.
         if options.shuffle_partitions is not None:
-            active.conf.set("spark.sql.shuffle.partitions", str(options.shuffle_partitions))
+            active.conf.set(SHUFFLE_PARTITIONS, str(options.shuffle_partitions))
         for key, value in options.extra_conf.items():
             active.conf.set(key, value)
         return active
@@ -371,6 +372,14 @@ def spark_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
                     del _HELD[where]
                 else:
                     _HELD[where] = hold.outer
+
+
+def few_partitions(df: DataFrame) -> DataFrame:
+    """``df`` in at most ``spark.sql.shuffle.partitions`` partitions, without a shuffle. A union has the partitions
+    of all its inputs (an increment's per-cluster reads and seeds: 34 for 15 small clusters, its anomalies 80), and
+    each is a task in every stage that reads it; a small union's tasks were most of an increment's fold (issue 20:
+    the stories' increments 29 -> 18 s)."""
+    return df.coalesce(int(df.sparkSession.conf.get(SHUFFLE_PARTITIONS) or LOCAL_SHUFFLE_PARTITIONS))
 
 
 # Spark compiles Java for each new plan (whole-stage code generation, Janino): on a small input compiling costs

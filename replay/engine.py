@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.spark import few_partitions
 from lakehouse.tables import (
     ACL_HISTORY,
     BROKER_HISTORY,
@@ -101,7 +102,7 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
     # Every table reads the events, and replicas read partitions and brokers: compute each once. A local
     # checkpoint, not persist(): it also cuts the plan, so the plans built on it stay small (persisted
     # plans are re-analysed in full by every query that uses them and stay in the driver's cache manager).
-    events = with_base(visible(log, shapes), base, shapes).localCheckpoint(eager=True)
+    events = few_partitions(with_base(visible(log, shapes), base, shapes)).localCheckpoint(eager=True)
     # Nearly every record is a Partition(Change)Record; the other folds (and their anomalies) each parse
     # a record type or two, so they scan a small checkpoint of the rest instead of the whole log each time.
     others = events.where(~F.col("record_type").isin(*PARTITION_TYPES)).localCheckpoint(eager=True)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehouse.spark import few_partitions
 from lakehouse.tables import (
     ACL_HISTORY,
     BROKER_HISTORY,
@@ -349,8 +350,8 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
         tables[name] = tables[name].localCheckpoint(eager=True)
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
                                  folded[PARTITION_HISTORY], cps, entities)
-    new_anomalies = result.anomalies.join(F.broadcast(cps), ["cluster_id"]).where(
-        F.col("offset") > F.col("_c")).drop("_c").localCheckpoint(eager=True)
+    new_anomalies = few_partitions(result.anomalies.join(F.broadcast(cps), ["cluster_id"]).where(
+        F.col("offset") > F.col("_c")).drop("_c")).localCheckpoint(eager=True)
     old = stored_anomalies.join(F.broadcast(cps), ["cluster_id"], "left").where(
         F.col("_c").isNull() | (F.col("offset") <= F.col("_c"))).drop("_c")
     anomalies = old.unionByName(new_anomalies.select(*old.columns))

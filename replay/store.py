@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import ROWS_PER_FILE, Lake
-from lakehouse.spark import interpreted, spark_conf
+from lakehouse.spark import SHUFFLE_PARTITIONS, few_partitions, interpreted, spark_conf
 from lakehouse.tables import (
     ANOMALY_ORDER,
     BROKER_HISTORY,
@@ -54,7 +54,6 @@ ANOMALIES = REPLAY_ANOMALIES
 CHECKPOINTS = REPLAY_CHECKPOINTS
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
-SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 # A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
 # log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
@@ -348,7 +347,7 @@ def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster
     new_log = frames[0]
     for frame in frames[1:]:
         new_log = new_log.unionByName(frame)
-    new_log = new_log.persist()
+    new_log = few_partitions(new_log).persist()  # one read per cluster: as many partitions
     new_bounds = first_offsets(new_log)
     for cluster, (first, _) in new_bounds.items():
         if first != checkpoints[cluster] + 1:
