@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import time
 from datetime import UTC, datetime
+from functools import partial
 
+from bench.clock import timed
 from bench.logs import add_log_arguments, simulated_log, sizes_of
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import Lake
@@ -45,9 +46,7 @@ def main() -> None:
         seconds: dict[str, float] = {}
         for mode in [*MODES, *MODES]:
             store.INTERPRETED_UP_TO = MODES[mode]
-            started = time.monotonic()
-            store.run_replay(spark, lake, full=True)
-            seconds[mode] = time.monotonic() - started
+            _, seconds[mode] = timed(partial(store.run_replay, spark, lake, full=True))
             print(f"{count:,} records, {mode}: {seconds[mode]:.1f} s")
         rows.append(f"| {count:,} | {seconds['generated code']:.1f} | {seconds['interpreted']:.1f} |")
     print("\n| records | full replay, generated code s | interpreted s |\n|---|---|---|", *rows, sep="\n")

@@ -378,7 +378,7 @@ def few_partitions(df: DataFrame) -> DataFrame:
     """``df`` in at most ``spark.sql.shuffle.partitions`` partitions, without a shuffle. A union has the partitions
     of all its inputs (an increment's per-cluster reads and seeds: 34 for 15 small clusters, its anomalies 80), and
     each is a task in every stage that reads it; a small union's tasks were most of an increment's fold (issue 20:
-    the stories' increments 29 -> 18 s)."""
+    the stories' increment fold 29 -> 13 s)."""
     return df.coalesce(int(df.sparkSession.conf.get(SHUFFLE_PARTITIONS) or LOCAL_SHUFFLE_PARTITIONS))
 
 
