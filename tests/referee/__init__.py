@@ -122,13 +122,16 @@ class KafkaRun:
             yield offset, image
 
 
-def kafka_fold(version: str, log_dir: Path, offsets: Iterable[int] | None = None) -> KafkaRun:
-    """Run Kafka ``version``'s fold over ``log_dir`` (a ``__cluster_metadata-0`` directory)."""
+def kafka_fold(version: str, log_dir: Path, offsets: Iterable[int] | None = None, catch_up: bool = False) -> KafkaRun:
+    """Run Kafka ``version``'s fold over ``log_dir`` (a ``__cluster_metadata-0`` directory): an image after every
+    batch, or with ``catch_up`` the log after the snapshot in one delta, as a restarted broker loads it."""
     classes = compiled(version)
     cp = os.pathsep.join([str(classes), kafka_classpath(version).classpath])
     args = ["java", "-cp", cp, "KafkaFold", str(log_dir)]
     if offsets is not None:
         args.append(",".join(str(o) for o in sorted(set(offsets))))
+    if catch_up:
+        args.append("--catch-up")
     result = subprocess.run(args, capture_output=True, text=True, timeout=900, check=False)
     if result.returncode != 0:
         raise AssertionError(f"Kafka {version}'s fold of {log_dir} failed:\n{result.stderr[-3000:]}")
