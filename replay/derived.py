@@ -35,6 +35,7 @@ from replay.elections import (
     resumed_leaderless_periods,
 )
 from replay.layout import mutable
+from replay.safe_points import SafePoints
 from replay.state_machines import (
     DELETION_INELIGIBLE,
     PARTITION_KEY,
@@ -85,7 +86,7 @@ def _late(columns: tuple[str, ...]) -> Column:
 
 
 def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiting: dict[str, DataFrame],
-                        checkpoints: DataFrame) -> DataFrame:
+                        checkpoints: SafePoints) -> DataFrame:
     """The partitions whose derived rows an increment may change (``cluster_id, topic_id, partition_id``).
 
     ``changed``: the rows of partition_history and replica_history the increment wrote; ``brokers``: the
@@ -93,10 +94,8 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
     ``cluster_id, _c`` of the clusters with new records. A partition is affected when one of its versions
     starts or ends after C, when a deletion of one of its replicas waits for a broker that changed after C,
     or when an election of it waits for the next state change of the broker that lost the leader."""
-    cps = F.broadcast(checkpoints)
-
     def after(df: DataFrame, *columns: str) -> DataFrame:
-        return df.join(cps, ["cluster_id"]).where(_late(columns))
+        return checkpoints.join(df).where(_late(columns))
 
     parts = [after(changed[name], "valid_from_offset", "valid_to_offset").select(*PARTITION_KEY)
              for name in GROWING_HISTORY]
@@ -112,7 +111,7 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
 
 
 def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: dict[str, DataFrame],
-                       affected: DataFrame, checkpoints: DataFrame, configs: ConfigsInForce | None = None
+                       affected: DataFrame, checkpoints: SafePoints, configs: ConfigsInForce | None = None
                        ) -> dict[str, DataFrame]:
     """The derived rows of the ``affected`` partitions from their checkpoint C on, without their history
     before C: the windows run over the versions live after C (``live``: rows of partition_history and
@@ -123,17 +122,16 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
     Rows about offsets up to C come out too, some of them not as a full replay has them: ``refreshed_rows``
     keeps only the late and mutable ones, which are exact."""
     keys = F.broadcast(affected)
-    cps = F.broadcast(checkpoints)
 
     def after_c(df: DataFrame) -> DataFrame:
-        return (df.join(keys, list(PARTITION_KEY), "left_semi").join(cps, ["cluster_id"])
+        return (checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi"))
                 .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_c"))).drop("_c"))
 
     # distributed by partition once, as in ``derived_tables``
     partitions = after_c(live[PARTITION_HISTORY]).repartition(*PARTITION_KEY).localCheckpoint(eager=True)
     replicas = after_c(live[REPLICA_HISTORY]).repartition(*PARTITION_KEY)
-    opened = {name: df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns))
-              .join(cps, ["cluster_id"]).localCheckpoint(eager=True) for name, df in stored.items()}
+    opened = {name: checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns)))
+              .localCheckpoint(eager=True) for name, df in stored.items()}
     status = broker_status(brokers).localCheckpoint(eager=True)
     audit = elections(partitions, brokers, status, configs).unionByName(
         explained_losses(opened[ELECTIONS].drop("_c"), status)).localCheckpoint(eager=True)
@@ -148,7 +146,7 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
 
 
 def refreshed_rows(name: str, stored: DataFrame, recomputed: DataFrame, affected: DataFrame,
-                   checkpoints: DataFrame) -> DataFrame:
+                   checkpoints: SafePoints) -> DataFrame:
     """What replaces the ``stored`` files of derived table ``name`` (those of its mutable rows; every file of a
     table not written split): their rows of the partitions not affected and their settled rows, and the
     recomputed rows of the affected partitions that are mutable or have an offset after C (the settled ones
@@ -156,6 +154,6 @@ def refreshed_rows(name: str, stored: DataFrame, recomputed: DataFrame, affected
     keys = F.broadcast(affected)
     kept = stored.join(keys, list(PARTITION_KEY), "left_anti").unionByName(
         stored.join(keys, list(PARTITION_KEY), "left_semi").where(~_mutable(name, stored.columns)))
-    fresh = recomputed.join(F.broadcast(checkpoints), ["cluster_id"]).where(
+    fresh = checkpoints.join(recomputed).where(
         _late(_OFFSETS[name]) | _mutable(name, recomputed.columns)).select(*recomputed.columns)
     return kept.select(*recomputed.columns).unionByName(fresh)

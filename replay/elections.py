@@ -34,6 +34,7 @@ from replay.election_rule import (
     was_unclean,
 )
 from replay.history import collapse
+from replay.safe_points import SafePoints
 
 PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
 ELECTION_COLUMNS = (
@@ -256,12 +257,12 @@ def leaderless_periods(partition_history: DataFrame, audit: DataFrame) -> DataFr
 
 
 def resumed_leaderless_periods(partition_history: DataFrame, audit: DataFrame, opened: DataFrame,
-                               checkpoints: DataFrame) -> DataFrame:
+                               checkpoints: SafePoints) -> DataFrame:
     """``leaderless_periods`` resumed from a checkpoint C: ``partition_history`` holds the versions live after
     C, ``audit`` the elections after C and the stored ones whose lost leader was not explained (now derived
     again), ``opened`` the stored mutable periods, ``checkpoints`` each cluster's C (``_c``). Gives the
     periods starting after C, and the stored mutable ones with the end and cause known now."""
-    runs = _offline_runs(partition_history).join(F.broadcast(checkpoints), ["cluster_id"])
+    runs = checkpoints.join(_offline_runs(partition_history))
     new = _periods(runs.where(F.col("valid_from_offset") > F.col("_c")).drop("_c"), audit)
     # The run live at C (it starts at or before C) is the stored open period going on: its new end.
     going_on = runs.where(F.col("valid_from_offset") <= F.col("_c")).select(

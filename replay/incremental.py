@@ -68,6 +68,7 @@ from replay.events import BASE_COLUMNS, kafka_struct, transaction_markers
 from replay.partitions import CLEAR_ELR
 from replay.producer_ids import PRODUCER_IDS
 from replay.replicas import replica_history
+from replay.safe_points import SafePoints
 from replay.scram import REMOVE_SCRAM, SCRAM
 from replay.shapes import RecordShapes, record_shapes
 
@@ -185,13 +186,13 @@ def _seed(rows: DataFrame, record_type: str, payload: Column, seq: int, fingerpr
     ).select(*BASE_COLUMNS)
 
 
-def _open(stored: DataFrame, checkpoints: DataFrame, keys: DataFrame, key: tuple[str, ...]) -> DataFrame:
+def _open(stored: DataFrame, checkpoints: SafePoints, keys: DataFrame, key: tuple[str, ...]) -> DataFrame:
     """Open versions of the touched entities, with their cluster's checkpoint offset ``_c``."""
-    return (stored.where(F.col("valid_to_offset").isNull()).join(F.broadcast(checkpoints), ["cluster_id"])
-            .join(F.broadcast(keys), ["cluster_id", *key]))
+    return checkpoints.join(stored.where(F.col("valid_to_offset").isNull())).join(F.broadcast(keys),
+                                                                                  ["cluster_id", *key])
 
 
-def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, entities: Touched) -> DataFrame:
+def seeds(stored: dict[str, DataFrame], checkpoints: SafePoints, entities: Touched) -> DataFrame:
     """One synthetic record per touched entity that rebuilds its stored open version at offset C."""
     topics = _seed(_open(stored[TOPIC_HISTORY], checkpoints, entities.topics, ("topic_id",)), "TopicRecord",
                    kafka_struct("TopicRecord", "name", "topicId"), _TOPIC_SEQ)
@@ -203,8 +204,7 @@ def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, entities: Touche
             "eligibleLeaderReplicas", "lastKnownElr"), _SEED_SEQ)
     # A broker's latest version: open → re-register it as it is; closed (unregistered) → register and
     # unregister it again, so a later record still sees "unknown broker" and its last registered epoch.
-    latest = (stored[BROKER_HISTORY].join(F.broadcast(checkpoints), ["cluster_id"]).join(
-        F.broadcast(entities.brokers), ["cluster_id", "broker_id"])
+    latest = (checkpoints.join(stored[BROKER_HISTORY]).join(F.broadcast(entities.brokers), ["cluster_id", "broker_id"])
         .withColumn("_rank", F.row_number().over(
             Window.partitionBy("cluster_id", "broker_id").orderBy(F.col("valid_from_offset").desc())))
         .where(F.col("_rank") == 1))
@@ -229,12 +229,12 @@ def seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, entities: Touche
             .unionByName(controllers).unionByName(features).unionByName(migration))
 
 
-def image_seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, present: set[str]) -> DataFrame | None:
+def image_seeds(stored: dict[str, DataFrame], checkpoints: SafePoints, present: set[str]) -> DataFrame | None:
     """For each image part a record of ``present`` (the new records' types) is folded into: every open version of
     every replayed cluster, as the record that puts it (the parts are small; a config, ACL or credential the new
     records do not name keeps its version, one they name is closed or continued as the full replay does)."""
     def open_versions(name: str) -> DataFrame:
-        return stored[name].where(F.col("valid_to_offset").isNull()).join(F.broadcast(checkpoints), ["cluster_id"])
+        return checkpoints.join(stored[name].where(F.col("valid_to_offset").isNull()))
 
     builders = {
         CONFIG_HISTORY: lambda rows: _seed(rows, CONFIG, kafka_struct(
@@ -264,15 +264,15 @@ def image_seeds(stored: dict[str, DataFrame], checkpoints: DataFrame, present: s
 
 # --- merging the new versions into the stored tables ---------------------------------------------
 
-def _merge(stored: DataFrame, result: DataFrame, checkpoints: DataFrame, key: tuple[str, ...]) -> DataFrame:
+def _merge(stored: DataFrame, result: DataFrame, checkpoints: SafePoints, key: tuple[str, ...]) -> DataFrame:
     """(stored rows) with the open versions the seeds stand for closed/extended, + (versions after C)."""
     columns = stored.columns
-    result = result.join(F.broadcast(checkpoints), ["cluster_id"])
+    result = checkpoints.join(result)
     new = result.where(F.col("valid_from_offset") > F.col("_c")).select(*columns)
     closes = result.where(F.col("valid_from_offset") == F.col("_c")).select(
         *key, F.lit(True).alias("_seeded"), F.col("valid_to_offset").alias("_to"),
         F.col("valid_to_time_ms").alias("_to_time"))
-    rows = stored.join(F.broadcast(checkpoints), ["cluster_id"], "left")
+    rows = checkpoints.join(stored, "left")
     # nothing of a replayed cluster starts after its safe point (an open transaction is not visible)
     rows = rows.where(F.col("_c").isNull() | (F.col("valid_from_offset") <= F.col("_c")))
     rows = rows.join(closes, list(key), "left")
@@ -284,9 +284,9 @@ def _merge(stored: DataFrame, result: DataFrame, checkpoints: DataFrame, key: tu
     return kept.select(*columns).unionByName(new)
 
 
-def _live_from(history: DataFrame, checkpoints: DataFrame) -> DataFrame:
+def _live_from(history: DataFrame, checkpoints: SafePoints) -> DataFrame:
     """Versions live at or after the cluster's C, clipped to start no earlier than C."""
-    live = history.join(F.broadcast(checkpoints), ["cluster_id"])
+    live = checkpoints.join(history)
     live = live.where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_c")))
     clipped = F.col("valid_from_offset") < F.col("_c")
     return (live.withColumn("valid_from_time_ms", F.when(clipped, F.lit(None).cast("long"))
@@ -295,7 +295,7 @@ def _live_from(history: DataFrame, checkpoints: DataFrame) -> DataFrame:
 
 
 def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, result_partitions: DataFrame,
-              checkpoints: DataFrame, entities: Touched) -> DataFrame:
+              checkpoints: SafePoints, entities: Touched) -> DataFrame:
     """``replica_history`` with the pairs of touched partitions and touched brokers recomputed from C on."""
     pkey = ("cluster_id", "topic_id", "partition_id")
     p_live = _live_from(partitions, checkpoints)
@@ -328,7 +328,7 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     how records are typed (``replay.shapes``), by default the shipped schemas."""
     if shapes is None:
         shapes = record_shapes(spark)
-    cps = spark.createDataFrame(sorted(checkpoints.items()), "cluster_id STRING, _c BIGINT")
+    cps = SafePoints(checkpoints)
     open_partitions = stored[PARTITION_HISTORY].where(F.col("valid_to_offset").isNull()).select(
         "cluster_id", "topic_id", "partition_id", "eligible_leader_replicas", "last_known_elr")
     open_topics = stored[TOPIC_HISTORY].where(F.col("valid_to_offset").isNull()).select(
@@ -350,9 +350,9 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
         tables[name] = tables[name].localCheckpoint(eager=True)
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
                                  folded[PARTITION_HISTORY], cps, entities)
-    new_anomalies = few_partitions(result.anomalies.join(F.broadcast(cps), ["cluster_id"]).where(
+    new_anomalies = few_partitions(cps.join(result.anomalies).where(
         F.col("offset") > F.col("_c")).drop("_c")).localCheckpoint(eager=True)
-    old = stored_anomalies.join(F.broadcast(cps), ["cluster_id"], "left").where(
+    old = cps.join(stored_anomalies, "left").where(
         F.col("_c").isNull() | (F.col("offset") <= F.col("_c"))).drop("_c")
     anomalies = old.unionByName(new_anomalies.select(*old.columns))
     # Nothing is stored after C, so without new rows (anomalies; records a small table is folded from) the

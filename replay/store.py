@@ -47,6 +47,7 @@ from replay.effective_configs import ConfigsInForce, configs_in_force
 from replay.engine import replay
 from replay.incremental import incremental_replay, safe_offsets
 from replay.layout import OPEN, mutable_where, sorted_layout
+from replay.safe_points import SafePoints
 from replay.shapes import lake_shapes
 from replay.snapshots import first_offsets, snapshot_input
 
@@ -261,7 +262,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     ``checkpoints``: cluster → C of the clusters with new records. The derived tables are the versions the
     last checkpoint wrote (``_incremental_plan`` checked)."""
     tell(DERIVING)
-    cps = spark.createDataFrame(sorted(checkpoints.items()), "cluster_id STRING, _c BIGINT")
+    cps = SafePoints(checkpoints)
     # every version live after C is in the files the increment wrote (it replaced those of the open versions)
     changed = {name: lake.read_files(spark, name, lake.added_files(name, before[name], versions[name]))
                for name in GROWING_HISTORY}

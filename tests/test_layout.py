@@ -15,6 +15,7 @@ from lakehouse.log_rows import entries_frame
 from lakehouse.spark import DELTA_RS, DELTA_SPARK
 from replay.derived import refreshed_rows
 from replay.layout import _ALPHABET, RANGED_TABLES, TOPIC_RANGES, task_keys
+from replay.safe_points import SafePoints
 from replay.store import run_replay
 from simulator import ScenarioOptions, run_scenario
 
@@ -120,7 +121,7 @@ def test_a_refresh_writes_the_rows_it_removes_and_no_settled_row_twice(spark: Sp
     # the recomputed row before C is wrong on purpose: a resumed recompute does not know the rows before C
     recomputed = spark.createDataFrame([("c", "t", 1, 0, 4), ("c", "t", 1, 5, 9), ("c", "t", 1, 9, None)], schema)
     affected = spark.createDataFrame([("c", "t", 1)], "cluster_id STRING, topic_id STRING, partition_id INT")
-    checkpoints = spark.createDataFrame([("c", 7)], "cluster_id STRING, _c BIGINT")
+    checkpoints = SafePoints({"c": 7})
 
     def rows(stored: list[tuple[Any, ...]]) -> list[tuple[int, int, int | None]]:
         out = refreshed_rows("partition_state_history", spark.createDataFrame(stored, schema), recomputed,
