@@ -31,10 +31,10 @@ class SafePoints:
         cluster = F.col("cluster_id")
         clusters = sorted(self.offsets.items())
         first, offset = clusters[0]
-        c = F.when(cluster == F.lit(first), F.lit(offset).cast("long"))
+        safe_point = F.when(cluster == F.lit(first), F.lit(offset).cast("long"))
         for name, offset in clusters[1:]:
-            c = c.when(cluster == F.lit(name), F.lit(offset).cast("long"))
-        return c
+            safe_point = safe_point.when(cluster == F.lit(name), F.lit(offset).cast("long"))
+        return safe_point
 
     def join(self, df: DataFrame, how: Literal["inner", "left"] = "inner") -> DataFrame:
         """``df`` with ``_c``, as ``df.join(cluster_id, _c of these clusters, ["cluster_id"], how)`` gives it (the
