@@ -35,7 +35,7 @@ from replay.elections import (
     resumed_leaderless_periods,
 )
 from replay.layout import mutable
-from replay.safe_points import SafePoints
+from replay.safe_points import SAFE_POINT, SafePoints
 from replay.state_machines import (
     DELETION_INELIGIBLE,
     PARTITION_KEY,
@@ -82,7 +82,7 @@ def _mutable(name: str, columns: list[str]) -> Column:
 
 def _late(columns: tuple[str, ...]) -> Column:
     """One of ``columns`` is after the row's cluster's checkpoint ``_c`` (a null one is not)."""
-    return reduce(or_, [F.coalesce(F.col(c) > F.col("_c"), F.lit(False)) for c in columns])
+    return reduce(or_, [F.coalesce(F.col(c) > F.col(SAFE_POINT), F.lit(False)) for c in columns])
 
 
 def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiting: dict[str, DataFrame],
@@ -125,7 +125,8 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
 
     def after_c(df: DataFrame) -> DataFrame:
         return (checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi"))
-                .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_c"))).drop("_c"))
+                .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
+                .drop(SAFE_POINT))
 
     # distributed by partition once, as in ``derived_tables``
     partitions = after_c(live[PARTITION_HISTORY]).repartition(*PARTITION_KEY).localCheckpoint(eager=True)
@@ -134,7 +135,7 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
               .localCheckpoint(eager=True) for name, df in stored.items()}
     status = broker_status(brokers).localCheckpoint(eager=True)
     audit = elections(partitions, brokers, status, configs).unionByName(
-        explained_losses(opened[ELECTIONS].drop("_c"), status)).localCheckpoint(eager=True)
+        explained_losses(opened[ELECTIONS].drop(SAFE_POINT), status)).localCheckpoint(eager=True)
     return {
         REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers,
                                                      opened[REPLICA_STATE_HISTORY]),

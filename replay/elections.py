@@ -34,7 +34,7 @@ from replay.election_rule import (
     was_unclean,
 )
 from replay.history import collapse
-from replay.safe_points import SafePoints
+from replay.safe_points import SAFE_POINT, SafePoints
 
 PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
 ELECTION_COLUMNS = (
@@ -263,9 +263,9 @@ def resumed_leaderless_periods(partition_history: DataFrame, audit: DataFrame, o
     again), ``opened`` the stored mutable periods, ``checkpoints`` each cluster's C (``_c``). Gives the
     periods starting after C, and the stored mutable ones with the end and cause known now."""
     runs = checkpoints.join(_offline_runs(partition_history))
-    new = _periods(runs.where(F.col("valid_from_offset") > F.col("_c")).drop("_c"), audit)
+    new = _periods(runs.where(F.col("valid_from_offset") > F.col(SAFE_POINT)).drop(SAFE_POINT), audit)
     # The run live at C (it starts at or before C) is the stored open period going on: its new end.
-    going_on = runs.where(F.col("valid_from_offset") <= F.col("_c")).select(
+    going_on = runs.where(F.col("valid_from_offset") <= F.col(SAFE_POINT)).select(
         *PARTITION_KEY, F.col("valid_to_offset").alias("_to"), F.col("valid_to_time_ms").alias("_to_time"))
     # evaluated once, before the end is replaced (as in ``replay.incremental._merge``)
     stored = opened.join(going_on, list(PARTITION_KEY), "left").withColumn(

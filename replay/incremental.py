@@ -68,7 +68,7 @@ from replay.events import BASE_COLUMNS, kafka_struct, transaction_markers
 from replay.partitions import CLEAR_ELR
 from replay.producer_ids import PRODUCER_IDS
 from replay.replicas import replica_history
-from replay.safe_points import SafePoints
+from replay.safe_points import SAFE_POINT, SafePoints
 from replay.scram import REMOVE_SCRAM, SCRAM
 from replay.shapes import RecordShapes, record_shapes
 
@@ -178,7 +178,7 @@ def _seed(rows: DataFrame, record_type: str, payload: Column, seq: int, fingerpr
     the typing parses it with ``from_json`` into the same struct as the stored records); ``fingerprint``: the
     column that holds the stored version's secret fingerprint (the seed's ``secret_fingerprint``)."""
     return rows.select(
-        "cluster_id", F.col("_c").alias("offset"), F.col("_c").alias("visible_offset"),
+        "cluster_id", F.col(SAFE_POINT).alias("offset"), F.col(SAFE_POINT).alias("visible_offset"),
         F.lit(None).cast("long").alias("visible_time_ms"), F.lit(record_type).alias("record_type"),
         F.lit(None).cast("long").alias("schema_id"), F.lit(None).cast("binary").alias("payload"),
         F.to_json(payload).alias("payload_json"), F.lit(seq).cast("long").alias("seq"),
@@ -268,13 +268,13 @@ def _merge(stored: DataFrame, result: DataFrame, checkpoints: SafePoints, key: t
     """(stored rows) with the open versions the seeds stand for closed/extended, + (versions after C)."""
     columns = stored.columns
     result = checkpoints.join(result)
-    new = result.where(F.col("valid_from_offset") > F.col("_c")).select(*columns)
-    closes = result.where(F.col("valid_from_offset") == F.col("_c")).select(
+    new = result.where(F.col("valid_from_offset") > F.col(SAFE_POINT)).select(*columns)
+    closes = result.where(F.col("valid_from_offset") == F.col(SAFE_POINT)).select(
         *key, F.lit(True).alias("_seeded"), F.col("valid_to_offset").alias("_to"),
         F.col("valid_to_time_ms").alias("_to_time"))
     rows = checkpoints.join(stored, "left")
     # nothing of a replayed cluster starts after its safe point (an open transaction is not visible)
-    rows = rows.where(F.col("_c").isNull() | (F.col("valid_from_offset") <= F.col("_c")))
+    rows = rows.where(F.col(SAFE_POINT).isNull() | (F.col("valid_from_offset") <= F.col(SAFE_POINT)))
     rows = rows.join(closes, list(key), "left")
     # evaluated once, before either column is replaced (the offset's new value must not hide the reopening)
     rows = rows.withColumn("_reopened", F.coalesce(F.col("_seeded"), F.lit(False)) & F.col("valid_to_offset").isNull())
@@ -287,11 +287,11 @@ def _merge(stored: DataFrame, result: DataFrame, checkpoints: SafePoints, key: t
 def _live_from(history: DataFrame, checkpoints: SafePoints) -> DataFrame:
     """Versions live at or after the cluster's C, clipped to start no earlier than C."""
     live = checkpoints.join(history)
-    live = live.where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_c")))
-    clipped = F.col("valid_from_offset") < F.col("_c")
+    live = live.where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
+    clipped = F.col("valid_from_offset") < F.col(SAFE_POINT)
     return (live.withColumn("valid_from_time_ms", F.when(clipped, F.lit(None).cast("long"))
                          .otherwise(F.col("valid_from_time_ms")))
-            .withColumn("valid_from_offset", F.greatest("valid_from_offset", "_c")))
+            .withColumn("valid_from_offset", F.greatest("valid_from_offset", SAFE_POINT)))
 
 
 def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, result_partitions: DataFrame,
@@ -304,8 +304,8 @@ def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, resu
     affected = result_partitions.select(*pkey).unionByName(on_touched_broker).distinct()
     # Both inputs are small and read several times (the range join first sizes its buckets from them): cut
     # their plans once here instead of re-running the joins above for every read.
-    p_in = p_live.join(affected, list(pkey)).drop("_c").localCheckpoint(eager=True)
-    b_in = (_live_from(brokers, checkpoints).drop("_c")
+    p_in = p_live.join(affected, list(pkey)).drop(SAFE_POINT).localCheckpoint(eager=True)
+    b_in = (_live_from(brokers, checkpoints).drop(SAFE_POINT)
             .join(p_in.select("cluster_id", F.explode("replicas").alias("broker_id")).distinct(),
                   ["cluster_id", "broker_id"])).localCheckpoint(eager=True)
     # read twice by the merge (the versions it closes, the versions it adds): computed once
@@ -351,9 +351,9 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
                                  folded[PARTITION_HISTORY], cps, entities)
     new_anomalies = few_partitions(cps.join(result.anomalies).where(
-        F.col("offset") > F.col("_c")).drop("_c")).localCheckpoint(eager=True)
+        F.col("offset") > F.col(SAFE_POINT)).drop(SAFE_POINT)).localCheckpoint(eager=True)
     old = cps.join(stored_anomalies, "left").where(
-        F.col("_c").isNull() | (F.col("offset") <= F.col("_c"))).drop("_c")
+        F.col(SAFE_POINT).isNull() | (F.col("offset") <= F.col(SAFE_POINT))).drop(SAFE_POINT)
     anomalies = old.unionByName(new_anomalies.select(*old.columns))
     # Nothing is stored after C, so without new rows (anomalies; records a small table is folded from) the
     # merged rows are exactly the stored ones.

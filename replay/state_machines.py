@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from replay.broker_timeline import broker_timeline, is_unfenced, open_end
 from replay.history import collapse
+from replay.safe_points import SAFE_POINT
 
 NEW_REPLICA = "NewReplica"
 ONLINE_REPLICA = "OnlineReplica"
@@ -126,13 +127,13 @@ def _continued(ordinary: DataFrame, opened: DataFrame | None, key: tuple[str, ..
     keeps that row's start, cause, previous state, step and reason (the state is the same) and takes its end."""
     if opened is None:
         return ordinary.withColumn("_spliced", F.lit(False))
-    stored = opened.select(*key, "_c", *[F.col(c).alias(f"_at_c_{c}") for c in _CONTINUED])
+    stored = opened.select(*key, SAFE_POINT, *[F.col(c).alias(f"_at_c_{c}") for c in _CONTINUED])
     # the open rows of the partitions an increment touched: few next to their versions, broadcast (no shuffle)
     out = ordinary.join(F.broadcast(stored), list(key), "left").withColumn(
-        "_spliced", F.coalesce(F.col("valid_from_offset") <= F.col("_c"), F.lit(False)))
+        "_spliced", F.coalesce(F.col("valid_from_offset") <= F.col(SAFE_POINT), F.lit(False)))
     for column in _CONTINUED:
         out = out.withColumn(column, F.when(F.col("_spliced"), F.col(f"_at_c_{column}")).otherwise(F.col(column)))
-    return out.drop("_c", *[f"_at_c_{c}" for c in _CONTINUED])
+    return out.drop(SAFE_POINT, *[f"_at_c_{c}" for c in _CONTINUED])
 
 
 # --- replicas ------------------------------------------------------------------------------------

@@ -651,8 +651,7 @@ def test_kafka_fold_is_reference_fold_on_every_node(script: Script, tmp_path: Pa
     for node_id, node in cluster.nodes.items():
         log_dir = node.metadata_log
         variants = [("as left", log_dir)]
-        first_segment = min(int(p.name[:20]) for p in log_dir.glob("*.log"))
-        if first_segment == 0:
+        if first_segment_of(log_dir) == 0:
             variants.append(("from offset 0", without_snapshots(log_dir, tmp_path / f"node-{node_id}")))
         for label, directory in variants:
             entries = list(read_entries(directory))
