@@ -170,12 +170,17 @@ def terminal_width() -> int:
 
 def cell(value: Any) -> str:
     """A value as a table shows it: lists comma-joined, structs as compact JSON, booleans yes/no."""
+    kind = type(value)
+    if kind is str:  # the common kinds first, by exact type: a state's table has millions of cells
+        return value
+    if kind is int:
+        return str(value)
     if value is None:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, (list, tuple)):
-        return ",".join(cell(v) for v in value)
+    if isinstance(value, (list, tuple)):  # mostly broker ids: ints made text inline
+        return ",".join([str(v) if type(v) is int else cell(v) for v in value])
     if isinstance(value, dict):
         return json.dumps(value, separators=(",", ":"), default=str)
     if hasattr(value, "asDict"):
@@ -183,27 +188,32 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def _fitted(texts: list[str], size: int, to_right: bool) -> list[str]:
+    """One column's texts cut to ``size`` (with …) and padded to it."""
+    if max(map(len, texts), default=0) > size:
+        texts = [text if len(text) <= size else text[: size - 1] + "…" for text in texts]
+    return [text.rjust(size) for text in texts] if to_right else [text.ljust(size) for text in texts]
+
+
 def table_lines(headers: Sequence[str], rows: Iterable[Sequence[Any]], width: int | None = None,
                 right: Sequence[bool] | None = None) -> Iterator[str]:
-    """Aligned columns that fit ``width``: the widest columns are shortened (cut with …) first."""
-    cells = [[cell(v) for v in row] for row in rows]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    """Aligned columns that fit ``width``: the widest columns are shortened (cut with …) first. Built column by
+    column (a whole-cluster state is hundreds of thousands of rows)."""
+    table = list(rows)
+    columns = [list(map(cell, column)) for column in zip(*table, strict=True)] if table else [[] for _ in headers]
+    if len(columns) != len(headers):
+        raise ValueError(f"{len(headers)} headers, rows of {len(columns)} values")
+    widths = [max(len(header), max(map(len, texts), default=0)) for header, texts in zip(headers, columns,
+                                                                                         strict=True)]
     available = (width or terminal_width()) - 2 * (len(headers) - 1)
     while sum(widths) > available and max(widths) > 6:
         widest = widths.index(max(widths))
         widths[widest] -= 1
     align = right or [False] * len(headers)
-
-    def line(values: Sequence[str]) -> str:
-        parts = []
-        for value, size, to_right in zip(values, widths, align, strict=True):
-            text = value if len(value) <= size else value[: size - 1] + "…"
-            parts.append(text.rjust(size) if to_right else text.ljust(size))
-        return "  ".join(parts).rstrip()
-
-    yield line(list(headers))
-    for row in cells:
-        yield line(row)
+    fitted = [_fitted([header, *texts], size, to_right)
+              for header, texts, size, to_right in zip(headers, columns, widths, align, strict=True)]
+    for parts in zip(*fitted, strict=True) if fitted else [()] * (len(table) + 1):  # no columns: empty lines
+        yield "  ".join(parts).rstrip()
 
 
 def standalone_app(commands: Iterable[tuple[Callable[..., None], str]]) -> typer.Typer:

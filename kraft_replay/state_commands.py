@@ -77,11 +77,14 @@ def _broker_row(broker: Any) -> list[Any]:
             broker["rack"], endpoints, broker["valid_from_offset"], broker["cause_type"]]
 
 
+# The columns of PARTITION_HEADERS: all the table reads of a whole cluster's partitions (its largest section).
+PARTITION_COLUMNS = ("topic_name", "partition_id", "leader", "leader_epoch", "partition_epoch", "replicas", "isr",
+                     "eligible_leader_replicas", "adding_replicas", "removing_replicas", "valid_from_offset",
+                     "cause_type")
+
+
 def _partition_row(partition: Any) -> list[Any]:
-    return [partition["topic_name"], partition["partition_id"], partition["leader"], partition["leader_epoch"],
-            partition["partition_epoch"], partition["replicas"], partition["isr"],
-            partition["eligible_leader_replicas"], partition["adding_replicas"], partition["removing_replicas"],
-            partition["valid_from_offset"], partition["cause_type"]]
+    return [partition[column] for column in PARTITION_COLUMNS]
 
 
 QUERY_PATH_ENV = "KRAFT_REPLAY_QUERY_PATH"  # "spark": never the JVM-free path of `state --offset`
@@ -113,12 +116,14 @@ def light_path_serves(lake: str | None, master: str | None, remote: str | None) 
 
 
 def _light_answer(lake: str | None, offset: int, sections: tuple[str, ...], cluster_id: str | None,
-                  topic: str | None, partition: int | None) -> StateAnswer:
-    """The answer of ``replay.light_state``: delta-rs reads, no JVM."""
+                  topic: str | None, partition: int | None, fmt: OutputFormat) -> StateAnswer:
+    """The answer of ``replay.light_state``: delta-rs reads, no JVM; a table reads only the partitions' columns
+    it shows."""
     from lakehouse.light_reader import resolve_lake_root
     from replay.light_state import kafka_json_items, light_state
 
-    found = light_state(resolve_lake_root(lake), offset, sections, cluster_id, topic, partition)
+    columns = {"partitions": PARTITION_COLUMNS} if fmt is OutputFormat.table else {}
+    found = light_state(resolve_lake_root(lake), offset, sections, cluster_id, topic, partition, columns)
     return StateAnswer(found.cluster_id, found.offset, lambda: appended_note(found.has_log, found.record),
                        found.rows, lambda section, fields: kafka_json_items(found.sections[section], fields))
 
@@ -266,7 +271,7 @@ def state(
             sections = TOPIC_SECTIONS
         shown = CLUSTER_SECTIONS[:1] if brokers else sections
         if offset is not None and not states and not batch_aligned and light_path_serves(lake, master, remote):
-            answer = _light_answer(lake, offset, shown, cluster_id, topic, partition)
+            answer = _light_answer(lake, offset, shown, cluster_id, topic, partition, fmt)
         else:
             answer = _spark_answer(spark_session(master, remote), lake, offset, time, batch_aligned, cluster_id,
                                    topic, partition, states)

@@ -11,7 +11,7 @@ to the same formatters as the Spark path's rows. ``tests/test_state_light_path.p
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -60,9 +60,45 @@ class LightState:
     has_log: bool
     record: dict[str, Any] | None
 
-    def rows(self, section: str) -> list[dict[str, Any]]:
-        """A section's rows as plain mappings (structs as dicts, arrays as lists), sorted."""
-        return self.sections[section].to_pylist()
+    def rows(self, section: str) -> list[ColumnRow]:
+        """A section's rows as mappings (structs as dicts, arrays as lists), sorted."""
+        table = self.sections[section]
+        columns = _PythonColumns(table)
+        return [ColumnRow(columns, index) for index in range(table.num_rows)]
+
+
+class _PythonColumns(dict[str, list[Any]]):
+    """A table's columns as Python lists, each converted on its first use."""
+
+    def __init__(self, table: pa.Table) -> None:
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, name: str) -> list[Any]:
+        if name not in self.table.column_names:
+            raise KeyError(name)
+        values = self[name] = self.table.column(name).to_pylist()
+        return values
+
+
+class ColumnRow(Mapping[str, Any]):
+    """One row of a section, its columns made Python values on first use: a whole cluster's partitions are
+    hundreds of thousands of rows of which a table shows a few columns (``to_pylist`` of all took seconds)."""
+
+    __slots__ = ("_columns", "_index")
+
+    def __init__(self, columns: _PythonColumns, index: int) -> None:
+        self._columns = columns
+        self._index = index
+
+    def __getitem__(self, name: str) -> Any:
+        return self._columns[name][self._index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns.table.column_names)
+
+    def __len__(self) -> int:
+        return self._columns.table.num_columns
 
 
 def _clusters(reader: LightReader) -> list[str]:
@@ -74,10 +110,12 @@ def _clusters(reader: LightReader) -> list[str]:
 
 
 def light_state(root: str, offset: int, sections: tuple[str, ...], cluster_id: str | None = None,
-                topic: str | None = None, partition: int | None = None) -> LightState:
+                topic: str | None = None, partition: int | None = None,
+                columns: Mapping[str, tuple[str, ...]] | None = None) -> LightState:
     """The cluster as of ``offset`` in the lake at ``root`` (a local directory): the ``sections`` asked
     (``brokers``, ``topics``, ``partitions`` and the image's parts), narrowed to ``topic``/``partition`` as
-    ``state`` narrows them; errors are the Spark path's (``replay.query``)."""
+    ``state`` narrows them; errors are the Spark path's (``replay.query``). ``columns``: the only columns a
+    section's answer needs (default all); fewer columns, fewer bytes decoded."""
     reader = LightReader(root)
     cluster = pick_cluster(root, _clusters(reader), cluster_id)
     for table in STATE_TABLES:  # what replay.query.state_at requires, in its order
@@ -94,7 +132,10 @@ def light_state(root: str, offset: int, sections: tuple[str, ...], cluster_id: s
                 answer[section] = schema.empty_table()
                 continue
         terms = [cluster_sql(cluster), f"({as_of_sql(offset)})", narrowed_sql(section, topic, partition)]
-        answer[section] = spark_sorted(reader.rows(table, " AND ".join(term for term in terms if term)), order)
+        needed = (columns or {}).get(section)
+        selected = None if needed is None else tuple(dict.fromkeys((*order, *needed)))
+        answer[section] = spark_sorted(reader.rows(table, " AND ".join(term for term in terms if term), selected),
+                                       order)
     record, has_log = None, reader.exists(METADATA_LOG)
     if has_log:
         found = reader.rows(METADATA_LOG, f'{cluster_sql(cluster)} AND "offset" = {int(offset)}',

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kraft_replay.plumbing import cell, table_lines
 
 
@@ -34,3 +36,15 @@ def test_table_lines_align_columns_left_or_right() -> None:
 def test_table_lines_cut_the_widest_columns_to_fit() -> None:
     assert list(table_lines(["A", "B"], [["x" * 20, "y" * 10]], width=20)) == ["A          B",
                                                                                "xxxxxxxx…  yyyyyyyy…"]
+
+
+def test_table_lines_of_no_rows_are_the_header() -> None:
+    assert list(table_lines(["A", "LONG"], [], width=80, right=[True, False])) == ["A  LONG"]
+    assert list(table_lines([], [(), ()])) == ["", "", ""]  # a SQL statement without columns: one line a row
+
+
+def test_table_lines_refuse_rows_of_another_width() -> None:
+    with pytest.raises(ValueError):
+        list(table_lines(["A", "B"], [[1, 2], [3]]))
+    with pytest.raises(ValueError, match="2 headers, rows of 3 values"):
+        list(table_lines(["A", "B"], [[1, 2, 3]]))

@@ -13,12 +13,12 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from kraft_replay.state_commands import QUERY_PATH_ENV, SPARK_PATH, light_path_serves
+from kraft_replay.state_commands import PARTITION_COLUMNS, QUERY_PATH_ENV, SPARK_PATH, light_path_serves
 from lakehouse.lake import Lake
 from lakehouse.light_reader import DELTA_RS, DELTA_SPARK, ENGINE_ENV
 from lakehouse.log_rows import entries_frame
 from lakehouse.tables import METADATA_LOG
-from replay.light_state import java_double
+from replay.light_state import java_double, light_state
 from replay.store import run_replay
 from simulator import ControllerSimulator
 from simulator.controller import SimConfig
@@ -119,6 +119,26 @@ def test_narrowed_as_spark_prints_it(story: Story, narrowed: tuple[str, ...], fm
 def test_beyond_the_log(story: Story) -> None:
     out = _same(story.lake, "--offset", str(story.key["last"] + 100))
     assert "not an offset of the stored log" in out.splitlines()[0]
+
+
+def test_a_table_reads_only_the_partition_columns_it_shows(story: Story) -> None:
+    """`state` as a table decodes the partitions' shown columns (and their order's) only: directories, times and
+    the rest stay on disk; the rows it gives are the whole answer's, column for column."""
+    root, offset = str(story.lake.root), story.key["leaderless"]
+    shown = light_state(root, offset, ("partitions",), columns={"partitions": PARTITION_COLUMNS})
+    whole = light_state(root, offset, ("partitions",)).sections["partitions"]
+    table = shown.sections["partitions"]
+    assert table.column_names == ["topic_name", "partition_id", "topic_id", *PARTITION_COLUMNS[2:]]
+    assert "directories" in whole.column_names
+    assert table == whole.select(table.column_names)
+    rows = shown.rows("partitions")
+    assert [(row["topic_name"], row["partition_id"]) for row in rows][:3] == [("orders", 0), ("orders", 1),
+                                                                              ("orders", 2)]
+    solo = [row for row in rows if row["topic_name"] == "solo"]
+    assert len(solo) == 6
+    assert [row["leader"] == -1 for row in solo] == [row["replicas"] == [2] for row in solo]
+    assert any(row["leader"] == -1 for row in solo)
+    assert dict(rows[0]) == whole.slice(0, 1).select(table.column_names).to_pylist()[0]
 
 
 @pytest.mark.parametrize("fmt", ["table", "json"])
