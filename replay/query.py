@@ -76,12 +76,22 @@ def _require(lake: Lake, name: str) -> None:
         raise missing_table(lake.root, name)
 
 
+# The clusters of a table version, by (table path, Delta table id, version): a version never changes, and a table
+# made anew at the same path has a new id. Every question resolves its cluster first: asked once per version.
+_CLUSTERS: dict[tuple[str, str, int], list[str]] = {}
+
+
 def clusters(spark: SparkSession, lake: Lake) -> list[str]:
     """Cluster ids replayed into the lake (from ``replay_checkpoints``; else those in ``metadata_log``)."""
     name = cluster_table(lake.table_exists)
     _require(lake, name)
-    rows = lake.read(spark, name).select("cluster_id").distinct().collect()
-    return sorted(row["cluster_id"] for row in rows if row["cluster_id"] is not None)
+    table = lake.delta_table(name)
+    version = table.version()
+    key = (lake.path(name), table.metadata().id, version)
+    if key not in _CLUSTERS:
+        rows = lake.read(spark, name, version=version).select("cluster_id").distinct().collect()
+        _CLUSTERS[key] = sorted(row["cluster_id"] for row in rows if row["cluster_id"] is not None)
+    return list(_CLUSTERS[key])
 
 
 def resolve_cluster(spark: SparkSession, lake: Lake, cluster_id: str | None = None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from replay import store
 from replay.query import (
     QueryError,
     as_of,
+    clusters,
     diff,
     history,
     iso_ms,
@@ -253,6 +255,26 @@ def test_several_clusters_need_a_cluster_id(spark: SparkSession, tmp_path: Path)
     assert resolve_cluster(spark, lake, "cluster-b") == "cluster-b"
     with pytest.raises(QueryError, match="'nope' is not in the lake"):
         resolve_cluster(spark, lake, "nope")
+
+
+def test_the_clusters_follow_each_version_and_a_table_made_anew(spark: SparkSession, tmp_path: Path) -> None:
+    """The clusters are asked of Spark once per version of replay_checkpoints: a new commit is seen at once, and
+    so is a table made anew at the same path (its versions start again at 0)."""
+    lake = Lake(tmp_path / "lake")
+
+    def checkpoint(*clusters_ids: str) -> None:
+        rows = [(c, 10, 0, "full", None, {}) for c in clusters_ids]
+        lake.write(spark.createDataFrame(rows, CHECKPOINT_SCHEMA), CHECKPOINTS, "append")
+
+    checkpoint("cluster-a")
+    assert clusters(spark, lake) == ["cluster-a"]
+    checkpoint("cluster-c", "cluster-b")
+    assert clusters(spark, lake) == ["cluster-a", "cluster-b", "cluster-c"]
+    assert resolve_cluster(spark, lake, "cluster-b") == "cluster-b"
+    shutil.rmtree(lake.path(CHECKPOINTS))
+    checkpoint("cluster-d")
+    assert lake.delta_table(CHECKPOINTS).version() == 0
+    assert clusters(spark, lake) == ["cluster-d"]
 
 
 # --- CLI -----------------------------------------------------------------------------------------
