@@ -1,14 +1,20 @@
 """The file layout of the replay's tables: deterministic, sorted, written in parallel.
 
-Every table is sorted by its key and ``valid_from_offset``; the same input gives byte-identical Parquet files
-whatever ``spark.sql.shuffle.partitions`` is, because which rows go to which writing task and where a file
-ends depend only on the rows:
+Every table is sorted by its key and ``valid_from_offset`` (``AS_OF_SORTED`` first by ``lasted``); the same
+input gives byte-identical Parquet files whatever ``spark.sql.shuffle.partitions`` is, because which rows go to
+which writing task and where a file ends depend only on the rows:
 
 - the large tables keyed by topic (``RANGED_TABLES``) are cut into ``TOPIC_RANGES`` contiguous ranges of
   topic ids (by the id's first character: Kafka's topic ids are random base64url UUIDs, so the ranges are
   even), each sorted and written by its own task; a file therefore covers a narrow band of topic ids, which
   keeps the one-partition queries reading one file;
 - the other tables go to one task (``repartition(1)``): they are small;
+- ``partition_history``, which every whole-cluster question reads through the as-of rule (``state``,
+  ``state_at().partitions``, the JVM-free path), sorts its settled versions by how long they lasted
+  (``lasted``), then by ``valid_from_offset`` (its open ones by ``valid_from_offset``): the versions of one
+  class that hold an offset N began within twice that class's length before N, so they sit in a few pages of
+  each file, and Parquet's page statistics (Spark's column index, DataFusion's page index) let the reader skip
+  the rest;
 - the rows a later replay may still change (``mutable``: a history table's open versions, ``valid_to_offset``
   null; an election whose lost leader is not explained yet) go to files of their own (split column ``open``),
   so an incremental replay replaces only those files and adds the rows it settled: the other files never
@@ -40,6 +46,11 @@ RANGED_TABLES = (PARTITION_HISTORY, REPLICA_HISTORY, REPLICA_STATE_HISTORY, PART
 # The base64url alphabet in byte order (the order Spark and Parquet sort strings in).
 _ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 
+
+# The tables sorted for the as-of rule rather than by key (10 M records' partition_history rewritten both ways: a
+# whole-cluster as-of read 0.29 s instead of 0.53 s in Spark, 0.17 s instead of 1.2 s in DataFusion; one
+# partition's history 0.33 s instead of 0.28 s; the files 15 % larger).
+AS_OF_SORTED = (PARTITION_HISTORY,)
 
 _TASK_KEYS: dict[int, tuple[int, ...]] = {}
 
@@ -79,6 +90,12 @@ def mutable_where(name: str, columns: list[str]) -> str | None:
     return "valid_to_offset IS NULL"
 
 
+def lasted() -> Column:
+    """A settled version's length class: the bit length of ``valid_to_offset - valid_from_offset`` (exact
+    integers, no floating point: the layout must not depend on the machine); null for an open version."""
+    return F.length(F.bin(F.col("valid_to_offset") - F.col("valid_from_offset")))
+
+
 def mutable(name: str, columns: list[str]) -> Column | None:
     """``mutable_where`` as a Column."""
     where = mutable_where(name, columns)
@@ -91,6 +108,8 @@ def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...]) -> tuple[Dat
     split = OPEN if rows is not None else None
     if rows is not None:
         df = df.withColumn(OPEN, rows)
+    if name in AS_OF_SORTED:
+        order = (lasted(), "valid_from_offset", *order)
     sort = (OPEN, *order) if split is not None else order
     ranges = TOPIC_RANGES if name in RANGED_TABLES else 1
     tasks = ranges * 2 if split is not None else ranges

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -13,8 +14,9 @@ from pyspark.sql import functions as F
 from lakehouse.lake import Lake, LakeError
 from lakehouse.log_rows import entries_frame
 from lakehouse.spark import DELTA_RS, DELTA_SPARK
+from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
 from replay.derived import refreshed_rows
-from replay.layout import _ALPHABET, RANGED_TABLES, TOPIC_RANGES, task_keys
+from replay.layout import _ALPHABET, AS_OF_SORTED, RANGED_TABLES, TOPIC_RANGES, task_keys
 from replay.safe_points import SafePoints
 from replay.store import run_replay
 from simulator import ScenarioOptions, run_scenario
@@ -48,6 +50,30 @@ def test_large_tables_are_cut_into_topic_ranges_and_open_versions(spark: SparkSe
     rows = lake.read(spark, "partition_history").count()
     assert rows == sum(f["num_records"] for f in pa.table(
         lake.delta_table("partition_history").get_add_actions(flatten=True)).to_pylist())
+    _assert_file_orders(lake)
+
+
+def _assert_file_orders(lake: Lake) -> None:
+    """In each file of partition_history (AS_OF_SORTED) the settled versions run by length class (the bit length
+    of valid_to - valid_from), then valid_from_offset; the open ones by valid_from_offset; replica_history's rows
+    by key."""
+    settled = 0
+    for name in (*AS_OF_SORTED, REPLICA_HISTORY):
+        for uri in lake.delta_table(name).file_uris():
+            rows = pq.read_table(uri).to_pylist()
+            keys = [(*(r[key] for key in HISTORY_KEYS[name]), r["valid_from_offset"]) for r in rows]
+            if name not in AS_OF_SORTED:
+                assert keys == sorted(keys), uri
+            elif rows[0]["valid_to_offset"] is None:
+                assert [(r["valid_from_offset"], key) for r, key in zip(rows, keys, strict=True)] == sorted(
+                    (r["valid_from_offset"], key) for r, key in zip(rows, keys, strict=True)), uri
+            else:
+                settled += len(rows)
+                classes = [((r["valid_to_offset"] - r["valid_from_offset"]).bit_length(), r["valid_from_offset"], key)
+                           for r, key in zip(rows, keys, strict=True)]
+                assert classes == sorted(classes), uri
+                assert len({c[0] for c in classes}) > 1, uri
+    assert settled > 0
 
 
 def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spark: SparkSession,
