@@ -83,10 +83,6 @@ PARTITION_COLUMNS = ("topic_name", "partition_id", "leader", "leader_epoch", "pa
                      "cause_type")
 
 
-def _partition_row(partition: Any) -> list[Any]:
-    return [partition[column] for column in PARTITION_COLUMNS]
-
-
 QUERY_PATH_ENV = "KRAFT_REPLAY_QUERY_PATH"  # "spark": never the JVM-free path of `state --offset`
 SPARK_PATH = "spark"
 
@@ -117,8 +113,7 @@ def light_path_serves(lake: str | None, master: str | None, remote: str | None) 
 
 def _light_answer(lake: str | None, offset: int, sections: tuple[str, ...], cluster_id: str | None,
                   topic: str | None, partition: int | None, fmt: OutputFormat) -> StateAnswer:
-    """The answer of ``replay.light_state``: delta-rs reads, no JVM; a table reads only the partitions' columns
-    it shows."""
+    """The answer of ``replay.light_state``: delta-rs reads, no JVM (a table: only the partition columns shown)."""
     from lakehouse.light_reader import resolve_lake_root
     from replay.light_state import kafka_json_items, light_state
 
@@ -188,7 +183,7 @@ def state_lines(answer: StateAnswer, sections: tuple[str, ...], fmt: OutputForma
                   *table_lines(BROKER_HEADERS, broker_rows, right=[True, True, False, False, False, False, True,
                                                                     False])]
     if not brokers and "partitions" in sections:
-        partition_rows = [_partition_row(r) for r in answer.rows("partitions")]
+        partition_rows = [[r[column] for column in PARTITION_COLUMNS] for r in answer.rows("partitions")]
         lines += ["", f"partitions ({len(partition_rows)})",
                   *table_lines(PARTITION_HEADERS, partition_rows,
                                right=[False, True, True, True, True] + [False] * 5 + [True, False])]
