@@ -11,7 +11,7 @@ Steps, per scale: simulate (random scenario) → segments (N records, then 1 % m
 the N into a fresh lake → full replay (timed, stage by stage) → the driver's peak memory → the floor
 (``bench.floor``: the same columns read, one sort, as many rows written per table, on the same session and lake)
 → ingest the 1 % → incremental replay (timed) → full-cluster state at random offsets (warm, timed) → one
-partition's history (warm, timed) → the naive alternative: re-folding the log from offset 0 for one query
+partition's history (warm, collected, timed) → the naive alternative: re-folding the log from offset 0 for one query
 (``replay.reference.image_at``, streamed from the segments) → ``kraft-replay state --offset N`` as a fresh process
 (process, JVM and session start included; 3 runs, the median) → with ``--kafka 4.4.0``, Kafka's own fold of the
 same N records (``bench.bench_kafka_fold``). Then one summary table per scale (ready for BENCHMARKS.md) with the
@@ -133,7 +133,7 @@ def main() -> None:
         spark = get_spark(SparkOptions(driver_memory=args.driver_memory))
     except SparkUnavailableError as exc:
         raise SystemExit(f"bench_replay: {exc}") from None
-    print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {_commit()}; machine {platform.machine()}, "
+    print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {checkout_commit()}; machine {platform.machine()}, "
           f"{os.cpu_count()} cores; Python {platform.python_version()}; driver heap "
           f"{spark.conf.get('spark.driver.memory', 'n/a')}")
     growth: list[Measured] = []
@@ -151,7 +151,7 @@ def main() -> None:
     print(memory_line(spark, "at the end"))
 
 
-def _commit() -> str:
+def checkout_commit() -> str:
     """The checkout's commit (``+`` when it has uncommitted changes), or ``unknown``."""
     try:
         head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -269,8 +269,9 @@ def _measure(spark: SparkSession, args: argparse.Namespace, out: Path, lake: Lak
                                              state_at(spark, lake, offset=o).brokers.count()))
         state_times.append(seconds)
     topic = lake.read(spark, TOPIC_HISTORY).select("name").first()["name"]
-    history(spark, lake, topic, 0).count()  # warm up
-    _, history_s = timed(lambda: history(spark, lake, topic, 0).count())
+    history(spark, lake, topic, 0).collect()  # warm up
+    # collected, as `kraft-replay history` shows it: a count reads only the filter's columns (Spark drops the sort)
+    _, history_s = timed(lambda: history(spark, lake, topic, 0).collect())
     _, naive_s = timed(lambda: image_at(itertools.takewhile(lambda e: e.offset <= offsets[0],
                                                            read_entries(out / "log")), offsets[0]))
     cold_s = cold_state(lake, offsets[0])

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from bench.clock import timed
 from lakehouse.lake import ROWS_PER_FILE, Lake
-from lakehouse.spark import spark_conf
+from lakehouse.spark_settings import spark_conf
 from lakehouse.tables import METADATA_LOG
 from replay.engine import PARTITION_TYPES
 from replay.events import LOG_COLUMNS, STATE_TYPES, secret_fingerprint

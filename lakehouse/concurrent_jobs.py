@@ -4,7 +4,7 @@ because each small write is mostly fixed latency (planning, Delta's log, the com
 Each action runs under PySpark's ``inheritable_thread_target``: its own JVM thread (pinned-thread mode) with the
 caller's local properties, or the caller's tags on Spark Connect, but no active session (it is per thread): an
 action is given its session, never looks it up. Runtime SQL settings are session-wide: actions set the ones they
-need with ``lakehouse.spark.spark_conf``, whose blocks of one value may overlap (the last to end restores it);
+need with ``lakehouse.spark_settings.spark_conf``, whose blocks of one value may overlap (the last to end restores it);
 actions that run at once never need different values of one setting.
 """
 

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, stage_spark_parquet, table_columns
 from lakehouse.lake_root import LakeError, LakeRoot, table_arrow_schema, utc_now
-from lakehouse.spark import spark_conf
+from lakehouse.spark_settings import spark_conf
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, spark_schema
 
 MAX_COMMIT_ATTEMPTS = 50

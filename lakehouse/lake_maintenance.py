@@ -27,7 +27,7 @@ from lakehouse.lake_commit import (
     user_metadata,
 )
 from lakehouse.lake_root import STAGING_DIR, LakeError
-from lakehouse.spark import spark_conf
+from lakehouse.spark_settings import spark_conf
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, SORT_COLUMNS, spark_schema
 
 DEFAULT_RETENTION_HOURS = 7 * 24

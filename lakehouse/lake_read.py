@@ -44,7 +44,7 @@ class LakeReads(LakeRoot):
     def read_offsets(self, spark: SparkSession, name: str, cluster_id: str, first: int, last: int,
                      version: int | None = None) -> DataFrame:
         """Rows of `cluster_id` with `first <= offset <= last`, reading only files whose stats overlap."""
-        if self.delta_spark(spark) is not None:  # Delta's data skipping picks the files
+        if self.delta_spark(spark) is not None:  # Delta's data skipping picks the files (a replay's file_statistics)
             return self.read(spark, name, version=version).filter(
                 (F.col("cluster_id") == cluster_id) & F.col("offset").between(first, last))
         table = self.delta_table(name, version)

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.java_gateway import launch_gateway
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from lakehouse.jars import DELTA_VERSION, installed, jars_dir, missing_reason
 from lakehouse.light_reader import AUTO as AUTO
@@ -53,6 +52,10 @@ def local_driver_memory() -> str:
 MIN_JAVA_MAJOR = 17
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# Delta's data skipping: a Spark job over a table's file statistics before each query that filters it. The
+# replay's tables are a few files each, sorted for Parquet's own page statistics (replay.layout): a question pays
+# the job (about 0.1 s a table read) and gains little. Off in sessions started here; on in ``file_statistics``.
+DELTA_STATS_SKIPPING = "spark.databricks.delta.stats.skipping"
 # What the JVM prints at every start (Spark 4 adds the module) and that says nothing about the user's data.
 _JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -118,7 +121,8 @@ def delta_conf() -> dict[str, str]:
             "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
             # Delta rebuilds a table's snapshot in 50 tasks by default; the lake's tables have tens of files, and
             # 50 tiny tasks per table read dominated the small commands (state: 274 tasks and 146 s -> 34, 64 s)
-            "spark.databricks.delta.snapshotPartitions": str(max(2, os.cpu_count() or 2))}
+            "spark.databricks.delta.snapshotPartitions": str(max(2, os.cpu_count() or 2)),
+            DELTA_STATS_SKIPPING: "false"}
 
 
 def java_available() -> str | None:
@@ -328,70 +332,3 @@ def _probe_delta_spark(spark: SparkSession) -> bool:
     except Py4JJavaError:
         return False
     return True
-
-
-@dataclass
-class _Held:
-    """A runtime setting some blocks of ``spark_conf`` hold: the value they set, what it was before, how many."""
-
-    value: str
-    previous: str | None
-    blocks: int
-    outer: _Held | None  # the hold it replaced (a nested block with another value), back in force after it
-
-
-_HELD: dict[tuple[int, str], _Held] = {}  # (session, key) → its hold
-_HELD_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def spark_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """Set a runtime SQL setting for the block, then restore it (or unset it when it was unset). A setting is
-    session-wide: blocks that overlap with the same value (threads of one session, ``lakehouse.concurrent_jobs``)
-    share one hold, and the last of them to end restores it, never one that ends while another still writes."""
-    where = (id(spark), key)
-    with _HELD_LOCK:
-        hold = _HELD.get(where)
-        if hold is not None and hold.value == value:
-            hold.blocks += 1
-        else:
-            hold = _Held(value, spark.conf.get(key, None), 1, hold)
-            spark.conf.set(key, value)
-            _HELD[where] = hold
-    try:
-        yield
-    finally:
-        with _HELD_LOCK:
-            hold.blocks -= 1
-            if hold.blocks == 0:
-                if hold.previous is None:
-                    spark.conf.unset(key)
-                else:
-                    spark.conf.set(key, hold.previous)
-                if hold.outer is None:
-                    del _HELD[where]
-                else:
-                    _HELD[where] = hold.outer
-
-
-def few_partitions(df: DataFrame) -> DataFrame:
-    """``df`` in at most ``spark.sql.shuffle.partitions`` partitions, without a shuffle. A union has the partitions
-    of all its inputs (an increment's per-cluster reads and seeds: 34 for 15 small clusters, its anomalies 80), and
-    each is a task in every stage that reads it; a small union's tasks were most of an increment's fold (issue 20:
-    the stories' increment fold 29 -> 13 s)."""
-    return df.coalesce(int(df.sparkSession.conf.get(SHUFFLE_PARTITIONS) or LOCAL_SHUFFLE_PARTITIONS))
-
-
-# Spark compiles Java for each new plan (whole-stage code generation, Janino): on a small input compiling costs
-# more than it saves (issue 20: a 176-record replay 51 -> 38 s; a 100,000-record one 69 -> 58 s).
-WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
-INTERPRETED = {WHOLE_STAGE_CODEGEN: "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-
-
-@contextlib.contextmanager
-def interpreted(spark: SparkSession, small: bool) -> Iterator[None]:
-    """Run the block without generated code when its work is ``small`` (the results are the same)."""
-    with contextlib.ExitStack() as settings:
-        for key, value in INTERPRETED.items() if small else ():
-            settings.enter_context(spark_conf(spark, key, value))
-        yield

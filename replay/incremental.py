@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from lakehouse.spark import few_partitions
+from lakehouse.spark_settings import few_partitions
 from lakehouse.tables import (
     ACL_HISTORY,
     BROKER_HISTORY,

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import ROWS_PER_FILE, Lake
-from lakehouse.spark import SHUFFLE_PARTITIONS, few_partitions, interpreted, spark_conf
+from lakehouse.spark_settings import SHUFFLE_PARTITIONS, few_partitions, file_statistics, interpreted, spark_conf
 from lakehouse.tables import (
     ANOMALY_ORDER,
     BROKER_HISTORY,
@@ -185,10 +185,10 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     Incremental (``replay.incremental``) when a checkpoint exists, the history tables are the ones it wrote
     and ``metadata_log`` grew since; a full rebuild otherwise or with ``full=True``. A cluster whose stored
     log no longer starts at offset 0 is replayed from its latest snapshot (``replay.snapshots``). ``progress`` is
-    told each stage as it starts (a terminal shows it). A small log is replayed ``interpreted``."""
+    told each stage (a terminal shows it). A small log is replayed ``interpreted``; all with ``file_statistics``."""
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
-    with interpreted(spark, table_rows(lake, METADATA_LOG) <= INTERPRETED_UP_TO):
+    with interpreted(spark, table_rows(lake, METADATA_LOG) <= INTERPRETED_UP_TO), file_statistics(spark):
         return _run_replay(spark, lake, cluster_id, full, progress or (lambda _stage: None))
 
 

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse.concurrent_jobs import run_concurrently
-from lakehouse.spark import spark_conf
+from lakehouse.spark_settings import spark_conf
 
 pytestmark = pytest.mark.spark
 

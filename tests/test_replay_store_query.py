@@ -26,7 +26,8 @@ from kraft_replay.formatting import format_replay_summary
 from kraft_replay.replay_commands import standalone_app
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
-from lakehouse.spark import INTERPRETED, WHOLE_STAGE_CODEGEN
+from lakehouse.spark import DELTA_SPARK, DELTA_STATS_SKIPPING, lake_engine
+from lakehouse.spark_settings import INTERPRETED, WHOLE_STAGE_CODEGEN, file_statistics
 from lakehouse.tables import DERIVED_TABLES, METADATA_LOG, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
 from replay import store
@@ -214,6 +215,32 @@ def test_history_of_consumer_offsets_0(spark: SparkSession, lake: Lake) -> None:
     assert [(v["leader"], v["leader_epoch"]) for v in versions] == [(1, 0), (-1, 1)]
 
 
+def test_a_question_is_planned_without_deltas_skipping_job(spark: SparkSession, lake: Lake) -> None:
+    """A session started here leaves Delta's data skipping off (``lakehouse.spark.DELTA_STATS_SKIPPING``): planning
+    a question runs no Spark job. In ``file_statistics`` (a replay's reads) Delta runs one to pick the files; the
+    answer is the same."""
+    if lake_engine(spark) != DELTA_SPARK:
+        pytest.skip("delta-spark's planning only: this session's lake engine is delta-rs")
+    assert spark.conf.get(DELTA_STATS_SKIPPING) == "false"
+    context = spark.sparkContext
+    history(spark, lake, "__consumer_offsets", 0).collect()  # the cluster resolved, the snapshot loaded
+
+    def planned(group: str) -> tuple[int, list[tuple[int, int | None]]]:
+        context.setJobGroup(group, "planning a question")
+        try:
+            question = history(spark, lake, "__consumer_offsets", 0)
+            question._jdf.queryExecution().executedPlan()
+            jobs = len(context.statusTracker().getJobIdsForGroup(group))
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        return jobs, [(v["valid_from_offset"], v["valid_to_offset"]) for v in question.collect()]
+
+    assert planned("question-planned") == (0, [(420, 4876), (4876, None)])
+    with file_statistics(spark):
+        assert planned("question-planned-with-file-statistics") == (1, [(420, 4876), (4876, None)])
+    assert spark.conf.get(DELTA_STATS_SKIPPING) == "false"
+
+
 def test_diff_lists_the_54_partitions_and_the_broker(spark: SparkSession, lake: Lake) -> None:
     rows = diff(spark, lake, 4870, 4926).collect()
     assert len(rows) == 55
@@ -352,14 +379,19 @@ def test_cli_history_diff_and_sql(lake: Lake) -> None:
 
 def test_replay_is_byte_identical_whatever_the_shuffle_partitions_and_code_generation(
         spark: SparkSession, replayed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The module's replay of 4,929 records ran interpreted (``lakehouse.spark.interpreted``); this one generates
-    code, at 7 shuffle partitions."""
+    """The module's replay of 4,929 records ran interpreted (``lakehouse.spark_settings.interpreted``); this one
+    generates code, at 7 shuffle partitions."""
     lake = replayed["lake"]
     monkeypatch.setattr(store, "INTERPRETED_UP_TO", 0)
     code_generation: set[str | None] = set()
+    file_skipping: set[str | None] = set()
+    before = spark.conf.get(DELTA_STATS_SKIPPING, None)
     with spark_conf(spark, "spark.sql.shuffle.partitions", "7"):
-        summary = run_replay(spark, lake, progress=lambda _: code_generation.add(spark.conf.get(WHOLE_STAGE_CODEGEN)))
+        summary = run_replay(spark, lake, progress=lambda _: (code_generation.add(spark.conf.get(WHOLE_STAGE_CODEGEN)),
+                                                               file_skipping.add(spark.conf.get(DELTA_STATS_SKIPPING))))
     assert code_generation == {"true"}
+    assert file_skipping == {"true"}  # the replay reads and rewrites with file_statistics
+    assert spark.conf.get(DELTA_STATS_SKIPPING, None) == before
     assert summary.rows == replayed["summary"].rows
     again = _data_hashes(lake)
     assert replayed["hashes"]["partition_history"], "partition_history has data files"

@@ -1,0 +1,87 @@
+"""Runtime settings for a block of work in a session: held while the block runs, restored after it (threads of
+one session share a hold), and the blocks the replay and the ingest run in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+from lakehouse.spark import DELTA_STATS_SKIPPING, LOCAL_SHUFFLE_PARTITIONS, SHUFFLE_PARTITIONS
+
+
+@dataclass
+class _Held:
+    """A runtime setting some blocks of ``spark_conf`` hold: the value they set, what it was before, how many."""
+
+    value: str
+    previous: str | None
+    blocks: int
+    outer: _Held | None  # the hold it replaced (a nested block with another value), back in force after it
+
+
+_HELD: dict[tuple[int, str], _Held] = {}  # (session, key) → its hold
+_HELD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def spark_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """Set a runtime SQL setting for the block, then restore it (or unset it when it was unset). A setting is
+    session-wide: blocks that overlap with the same value (threads of one session, ``lakehouse.concurrent_jobs``)
+    share one hold, and the last of them to end restores it, never one that ends while another still writes."""
+    where = (id(spark), key)
+    with _HELD_LOCK:
+        hold = _HELD.get(where)
+        if hold is not None and hold.value == value:
+            hold.blocks += 1
+        else:
+            hold = _Held(value, spark.conf.get(key, None), 1, hold)
+            spark.conf.set(key, value)
+            _HELD[where] = hold
+    try:
+        yield
+    finally:
+        with _HELD_LOCK:
+            hold.blocks -= 1
+            if hold.blocks == 0:
+                if hold.previous is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, hold.previous)
+                if hold.outer is None:
+                    del _HELD[where]
+                else:
+                    _HELD[where] = hold.outer
+
+
+def file_statistics(spark: SparkSession) -> contextlib.AbstractContextManager[None]:
+    """Delta's data skipping on for the block: a replay's reads and rewrites pick files by their statistics
+    (the log past a checkpoint, a table's open versions, the files a ``replaceWhere`` rewrites)."""
+    return spark_conf(spark, DELTA_STATS_SKIPPING, "true")
+
+
+def few_partitions(df: DataFrame) -> DataFrame:
+    """``df`` in at most ``spark.sql.shuffle.partitions`` partitions, without a shuffle. A union has the partitions
+    of all its inputs (an increment's per-cluster reads and seeds: 34 for 15 small clusters, its anomalies 80), and
+    each is a task in every stage that reads it; a small union's tasks were most of an increment's fold (issue 20:
+    the stories' increment fold 29 -> 13 s)."""
+    return df.coalesce(int(df.sparkSession.conf.get(SHUFFLE_PARTITIONS) or LOCAL_SHUFFLE_PARTITIONS))
+
+
+# Spark compiles Java for each new plan (whole-stage code generation, Janino): on a small input compiling costs
+# more than it saves (issue 20: a 176-record replay 51 -> 38 s; a 100,000-record one 69 -> 58 s).
+WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
+INTERPRETED = {WHOLE_STAGE_CODEGEN: "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+@contextlib.contextmanager
+def interpreted(spark: SparkSession, small: bool) -> Iterator[None]:
+    """Run the block without generated code when its work is ``small`` (the results are the same)."""
+    with contextlib.ExitStack() as settings:
+        for key, value in INTERPRETED.items() if small else ():
+            settings.enter_context(spark_conf(spark, key, value))
+        yield
