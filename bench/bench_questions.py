@@ -4,14 +4,15 @@
     .venv/bin/python -m bench.bench_questions --lake /tmp/kraft-bench-growth/10m/lake/delta-spark --rounds 7
 
 Each round asks, in each setting: one partition's history (``replay.query.history``, counted as bench_replay
-counts it, and collected), the full-cluster state at a random offset (its partitions and brokers counted, as
-bench_replay times it), and the log's records at 100 random offsets (``Lake.read_offsets``). The medians, one
-table row per question.
+counted it until 2026-11-28, and collected as it does now), the full-cluster state at a random offset (its
+partitions and brokers counted, as bench_replay times it), and the log's records at 100 random offsets
+(``Lake.read_offsets``). A first round warms up; then the medians, one table row per question.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 from collections.abc import Callable
@@ -56,19 +57,17 @@ def main() -> None:
         "full-cluster state (partitions and brokers counted)": state,
         "100 records of the log by offset": records,
     }
-    for question in questions.values():  # warm: code generated, snapshots loaded
-        question()
-        with file_statistics(spark):
-            question()
+    def setting(skipping: bool) -> contextlib.AbstractContextManager[None]:
+        return file_statistics(spark) if skipping else contextlib.nullcontext()
+
     seconds: dict[str, dict[bool, list[float]]] = {name: {False: [], True: []} for name in questions}
-    for _ in range(args.rounds):
+    for round_number in range(args.rounds + 1):  # round 0 warms up: code generated, snapshots loaded
         for skipping in (False, True):
-            for name, question in questions.items():
-                if skipping:
-                    with file_statistics(spark):
-                        seconds[name][skipping].append(timed(question)[1])
-                else:
-                    seconds[name][skipping].append(timed(question)[1])
+            with setting(skipping):
+                for name, question in questions.items():
+                    _, took = timed(question)
+                    if round_number:
+                        seconds[name][skipping].append(took)
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {checkout_commit()}; lake {args.lake}; {args.rounds} "
           f"rounds; session default {DELTA_STATS_SKIPPING}="
           f"{spark.conf.get(DELTA_STATS_SKIPPING, None)}")

@@ -1,5 +1,5 @@
 """Runtime settings for a block of work in a session: held while the block runs, restored after it (threads of
-one session share a hold), and the blocks the replay and the ingest run in.
+one session share a hold), and the blocks the replay runs in.
 """
 
 from __future__ import annotations

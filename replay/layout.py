@@ -7,7 +7,7 @@ which writing task and where a file ends depend only on the rows:
 - the large tables keyed by topic (``RANGED_TABLES``) are cut into ``TOPIC_RANGES`` contiguous ranges of
   topic ids (by the id's first character: Kafka's topic ids are random base64url UUIDs, so the ranges are
   even), each sorted and written by its own task; a file therefore covers a narrow band of topic ids, so a
-  question by topic id reads one file (Delta's statistics on ``topic_id``);
+  read by topic id with Delta's data skipping on (a replay's ``file_statistics``) reads only that band's files;
 - the other tables go to one task (``repartition(1)``): they are small;
 - ``partition_history``, which every whole-cluster question reads through the as-of rule (``state``,
   ``state_at().partitions``, the JVM-free path), sorts its settled versions by how long they lasted
