@@ -11,16 +11,18 @@ Steps, per scale: simulate (random scenario) → segments (N records, then 1 % m
 the N into a fresh lake → full replay (timed, stage by stage) → the driver's peak memory → the floor
 (``bench.floor``: the same columns read, one sort, as many rows written per table, on the same session and lake)
 → ingest the 1 % → incremental replay (timed) → full-cluster state at random offsets (warm, timed) → one
-partition's history (warm, collected, timed) → the naive alternative: re-folding the log from offset 0 for one query
-(``replay.reference.image_at``, streamed from the segments) → ``kraft-replay state --offset N`` as a fresh process
-(process, JVM and session start included; 3 runs, the median) → with ``--kafka 4.4.0``, Kafka's own fold of the
-same N records (``bench.bench_kafka_fold``). Then one summary table per scale (ready for BENCHMARKS.md) with the
-stage-by-stage table against the floor, and with ``--scales`` one growth table. ``--scales``: each scale's log
-and lakes under ``OUT/<scale>`` (``OUT/1m``, ``OUT/10m``...; without it, ``OUT`` itself). ``--verify``: then copy
-the lake, replay it again with ``--full`` and compare every table with the incremental's, row for row.
-``--engines``: each lake engine in turn (delta-spark, delta-rs by default), each on a fresh lake, in one run.
-``--driver-memory 2g``: the driver's heap (default ``lakehouse.spark.local_driver_memory``). Driver peak RSS: the
-JVM's ``VmHWM``, reset before each full replay where Linux allows (``clear_refs``), else the peak so far.
+partition's history (warm: as ``kraft-replay history`` reads it, JVM-free, the median of 5; and Spark's DataFrame
+collected) → the naive alternative: re-folding the log from offset 0 for one query (``replay.reference.image_at``,
+streamed from the segments) → ``kraft-replay state --offset N`` and ``kraft-replay history`` as fresh processes
+(process, and where they need one, JVM and session start included; 3 runs each, the median) → with ``--kafka
+4.4.0``, Kafka's own fold of the same N records (``bench.bench_kafka_fold``). Then one summary table per scale
+(ready for BENCHMARKS.md) with the stage-by-stage table against the floor, and with ``--scales`` one growth table.
+``--scales``: each scale's log and lakes under ``OUT/<scale>`` (``OUT/1m``, ``OUT/10m``...; without it, ``OUT``
+itself). ``--verify``: then copy the lake, replay it again with ``--full`` and compare every table with the
+incremental's, row for row. ``--engines``: each lake engine in turn (delta-spark, delta-rs by default), each on a
+fresh lake, in one run. ``--driver-memory 2g``: the driver's heap (default
+``lakehouse.spark.local_driver_memory``). Driver peak RSS: the JVM's ``VmHWM``, reset before each full replay
+where Linux allows (``clear_refs``), else the peak so far.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from lakehouse.lake import Lake
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, ENGINE_ENV, SparkOptions, SparkUnavailableError, get_spark
 from lakehouse.tables import DERIVED_TABLES, PARTITION_HISTORY, TOPIC_HISTORY
 from records.sources import read_entries
+from replay.light_state import light_history
 from replay.query import history, state_at
 from replay.reference import image_at
 from replay.store import ANOMALIES, DERIVING, HISTORY_TABLES, run_replay
@@ -71,9 +74,11 @@ class Measured:
     floor: Floor
     incremental_seconds: float
     warm_state_seconds: float
-    history_seconds: float
+    history_seconds: float  # JVM-free, as `kraft-replay history` answers (replay.light_state.light_history)
+    spark_history_seconds: float  # replay.query.history collected: the Python API's DataFrame
     naive_seconds: float
     cold_state_seconds: float | None  # None: the command failed (its error was printed)
+    cold_history_seconds: float | None
     driver_peak: int | None  # bytes; None over Spark Connect
 
     @property
@@ -179,16 +184,18 @@ def _summary(ours: list[Measured], folds: dict[str, float | None]) -> None:
     kafka_cells = "".join(" skipped |" if seconds is None else f" {seconds:.1f} |" for seconds in folds.values())
     print()
     print(f"| records | engine | floor s |{kafka_heads} naive re-fold s | full replay s (x floor) | increment s "
-          "(share of full) | warm state s | warm partition history s | cold `state` s | driver peak RSS | "
-          "µs per record |")
-    print("|---" * (11 + len(folds)) + "|")
+          "(share of full) | warm state s | warm partition history s (Spark) | cold `state` s | cold `history` s | "
+          "driver peak RSS | µs per record |")
+    print("|---" * (12 + len(folds)) + "|")
     for measured in ours:
-        cold = "failed" if measured.cold_state_seconds is None else f"{measured.cold_state_seconds:.1f}"
+        cold, cold_history = ("failed" if seconds is None else f"{seconds:.1f}"
+                              for seconds in (measured.cold_state_seconds, measured.cold_history_seconds))
         print(f"| {measured.records:,} | {measured.engine} | {measured.floor.seconds:.1f} |{kafka_cells} "
               f"{measured.naive_seconds:.1f} | {measured.replay_seconds:.1f} "
               f"({multiple(measured.replay_seconds, measured.floor.seconds)}) | {measured.incremental_seconds:.1f} "
               f"({measured.incremental_seconds / measured.replay_seconds:.0%}) | {measured.warm_state_seconds:.2f} | "
-              f"{measured.history_seconds:.2f} | {cold} | {mib(measured.driver_peak)} | "
+              f"{measured.history_seconds:.3f} ({measured.spark_history_seconds:.2f}) | {cold} | {cold_history} | "
+              f"{mib(measured.driver_peak)} | "
               f"{measured.micros_per_record:.1f} |")
     for measured in ours:
         print()
@@ -215,18 +222,18 @@ def cold_command_env() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name != ENGINE_ENV} | {"PYTHONPATH": path}
 
 
-def cold_state(lake: Lake, offset: int) -> float | None:
-    """The median wall time of ``kraft-replay state --offset N`` as a fresh process (``COLD_RUNS`` runs: process
-    and, where the command needs them, JVM and session start included; the answer to /dev/null); None when the
-    command fails (its error is printed)."""
-    command = [sys.executable, "-m", "kraft_replay.cli", "state", "--offset", str(offset), "--lake", str(lake.root)]
+def cold_command(lake: Lake, *args: str) -> float | None:
+    """The median wall time of ``kraft-replay ARGS`` as a fresh process (``COLD_RUNS`` runs: process and, where
+    the command needs them, JVM and session start included; the answer to /dev/null); None when the command fails
+    (its error is printed)."""
+    command = [sys.executable, "-m", "kraft_replay.cli", *args, "--lake", str(lake.root)]
     env = cold_command_env()
     times = []
     for _ in range(COLD_RUNS):
         done, seconds = timed(lambda: subprocess.run(command, env=env, stdout=subprocess.DEVNULL,
                                                      stderr=subprocess.PIPE, text=True, check=False))
         if done.returncode != 0:
-            print(f"cold state: `{' '.join(command)}` exited {done.returncode}: {done.stderr[-2000:]}")
+            print(f"cold command: `{' '.join(command)}` exited {done.returncode}: {done.stderr[-2000:]}")
             return None
         times.append(seconds)
     return statistics.median(times)
@@ -270,18 +277,21 @@ def _measure(spark: SparkSession, args: argparse.Namespace, out: Path, lake: Lak
         state_times.append(seconds)
     topic = lake.read(spark, TOPIC_HISTORY).select("name").first()["name"]
     history(spark, lake, topic, 0).collect()  # warm up
-    # collected, as `kraft-replay history` shows it: a count reads only the filter's columns (Spark drops the sort)
-    _, history_s = timed(lambda: history(spark, lake, topic, 0).collect())
+    # collected, as a notebook shows it: a count reads only the filter's columns (Spark drops the sort)
+    _, spark_history_s = timed(lambda: history(spark, lake, topic, 0).collect())
+    light_history(str(lake.root), topic, 0)  # warm up (the page cache; each call loads the table anew)
+    history_s = statistics.median(timed(lambda: light_history(str(lake.root), topic, 0))[1] for _ in range(5))
     _, naive_s = timed(lambda: image_at(itertools.takewhile(lambda e: e.offset <= offsets[0],
                                                            read_entries(out / "log")), offsets[0]))
-    cold_s = cold_state(lake, offsets[0])
+    cold_s = cold_command(lake, "state", "--offset", str(offsets[0]))
+    cold_history_s = cold_command(lake, "history", "--topic", topic, "--partition", "0")
     warm_state = statistics.median(state_times)
     print(f"engine {engine}; date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, "
           f"{os.cpu_count()} cores; Python {platform.python_version()}")
     print("| records | ingest s | full replay s | incremental replay of 1 % more s (share of full) | "
-          "state at offset (median warm) s | partition history s | naive re-fold s | naive / state |")
+          "state at offset (median warm) s | partition history s (Spark) | naive re-fold s | naive / state |")
     print(f"| {total:,} | {ingest_s:.1f} | {replay_s:.1f} | {incremental_s:.1f} ({incremental_s / replay_s:.0%}) | "
-          f"{warm_state:.2f} | {history_s:.2f} | {naive_s:.2f} | {naive_s / warm_state:.1f}x |")
+          f"{warm_state:.2f} | {history_s:.3f} ({spark_history_s:.2f}) | {naive_s:.2f} | {naive_s / warm_state:.1f}x |")
     def derived(stage: str) -> bool:
         return stage == DERIVING or any(t in stage for t in DERIVED_TABLES)
 
@@ -300,7 +310,8 @@ def _measure(spark: SparkSession, args: argparse.Namespace, out: Path, lake: Lak
         _verify(spark, lake)
     return Measured(engine=engine, records=count, replay_seconds=replay_s, stages=stage_times, floor=floor,
                     incremental_seconds=incremental_s, warm_state_seconds=warm_state, history_seconds=history_s,
-                    naive_seconds=naive_s, cold_state_seconds=cold_s, driver_peak=driver_peak)
+                    spark_history_seconds=spark_history_s, naive_seconds=naive_s, cold_state_seconds=cold_s,
+                    cold_history_seconds=cold_history_s, driver_peak=driver_peak)
 
 
 def _verify(spark: SparkSession, lake: Lake) -> None:

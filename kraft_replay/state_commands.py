@@ -83,7 +83,7 @@ PARTITION_COLUMNS = ("topic_name", "partition_id", "leader", "leader_epoch", "pa
                      "cause_type")
 
 
-QUERY_PATH_ENV = "KRAFT_REPLAY_QUERY_PATH"  # "spark": never the JVM-free path of `state --offset`
+QUERY_PATH_ENV = "KRAFT_REPLAY_QUERY_PATH"  # "spark": never the JVM-free path (`state --offset`, `history`)
 SPARK_PATH = "spark"
 
 
@@ -102,8 +102,9 @@ class StateAnswer:
 
 
 def light_path_serves(lake: str | None, master: str | None, remote: str | None) -> bool:
-    """Whether `state --offset N` may skip Spark: a lake in a local directory, no Spark asked for (``--master``,
-    ``--remote``, their environment, ``KRAFT_REPLAY_ENGINE=delta-spark``) nor ``KRAFT_REPLAY_QUERY_PATH=spark``."""
+    """Whether `state --offset N` and a partition's `history` may skip Spark: a lake in a local directory, no Spark
+    asked for (``--master``, ``--remote``, their environment, ``KRAFT_REPLAY_ENGINE=delta-spark``) nor
+    ``KRAFT_REPLAY_QUERY_PATH=spark``."""
     from lakehouse import light_reader as reader
     asked = {name: os.environ.get(name, "").strip().lower() for name in (QUERY_PATH_ENV, reader.ENGINE_ENV)}
     forced = asked[QUERY_PATH_ENV] == SPARK_PATH or asked[reader.ENGINE_ENV] == reader.DELTA_SPARK
@@ -286,6 +287,10 @@ HISTORY_EPILOG = ("Examples:\n\n"
                   "  kraft-replay history --user alice   (its SCRAM credentials, quotas and ACLs)")
 HISTORY_HEADERS = ("FROM", "TO", "TIME (UTC)", "CAUSE", "RECORD TYPE", "LEADER", "L.EPOCH", "P.EPOCH",
                    "REPLICAS", "ISR", "ELR", "TOPIC ID")
+# The column under each of them (a table reads these only).
+HISTORY_COLUMNS = ("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "cause_offset", "cause_type",
+                   "leader", "leader_epoch", "partition_epoch", "replicas", "isr", "eligible_leader_replicas",
+                   "topic_id")
 
 
 def history(
@@ -336,15 +341,22 @@ def history(
             return
         if topic is None or partition is None:
             usage_error("a partition's history needs both --topic and --partition")
-        versions = partition_history(spark_session(master, remote), Lake(lake), topic, partition, cluster_id)
+        fields = (*PARTITION_FIELDS, *kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms",
+                                                   "valid_to_time_ms", "cause_offset", "cause_type"))
+        light = light_path_serves(lake, master, remote)  # delta-rs reads, no JVM: replay.light_state
+        if light:
+            from lakehouse.light_reader import resolve_lake_root
+            from replay.light_state import kafka_json_items, light_history, table_rows
+
+            found = light_history(resolve_lake_root(lake), topic, partition, cluster_id,
+                                  None if fmt is OutputFormat.json else HISTORY_COLUMNS)
+        else:
+            versions = partition_history(spark_session(master, remote), Lake(lake), topic, partition, cluster_id)
         if fmt is OutputFormat.json:
-            extra = kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
-                                 "cause_offset", "cause_type")
-            echo_lines(json_items(versions, (*PARTITION_FIELDS, *extra)))
+            echo_lines(kafka_json_items(found, fields) if light else json_items(versions, fields))
             return
-        rows = [[r["valid_from_offset"], r["valid_to_offset"], iso_ms(r["valid_from_time_ms"]), r["cause_offset"],
-                 r["cause_type"], r["leader"], r["leader_epoch"], r["partition_epoch"], r["replicas"], r["isr"],
-                 r["eligible_leader_replicas"], r["topic_id"]] for r in versions.toLocalIterator()]
+        rows = [[iso_ms(r[column]) if column == "valid_from_time_ms" else r[column] for column in HISTORY_COLUMNS]
+                for r in (table_rows(found) if light else versions.toLocalIterator())]
         if not rows:
             usage_error(f"no partition {topic}-{partition} in partition_history")
         echo_lines([f"{topic}-{partition}: {len(rows)} version(s); TO empty = still current",

@@ -1,4 +1,4 @@
-"""``state --offset N`` without a JVM: the same Delta tables, the same rules, byte-identical answers.
+"""``state --offset N`` and ``history`` without a JVM: the same Delta tables, the same rules, byte-identical answers.
 
 A fresh ``kraft-replay state`` spent most of its time starting Spark and loading Delta snapshots in a cold JVM
 (issue 20). This reads the history tables through ``lakehouse.light_reader`` (delta-rs, DataFusion) with the one
@@ -36,6 +36,7 @@ from replay.query_rules import (
     NESTED,
     PARTITION_ORDER,
     TOPIC_ORDER,
+    VERSION_ORDER,
     as_of_sql,
     cluster_sql,
     cluster_table,
@@ -62,9 +63,7 @@ class LightState:
 
     def rows(self, section: str) -> list[ColumnRow]:
         """A section's rows as mappings (structs as dicts, arrays as lists), sorted."""
-        table = self.sections[section]
-        columns = _PythonColumns(table)
-        return [ColumnRow(columns, index) for index in range(table.num_rows)]
+        return table_rows(self.sections[section])
 
 
 class _PythonColumns(dict[str, list[Any]]):
@@ -142,6 +141,25 @@ def light_state(root: str, offset: int, sections: tuple[str, ...], cluster_id: s
                             ("append_time_ms", "record_type"))
         record = found.to_pylist()[0] if found.num_rows else None
     return LightState(cluster, offset, answer, has_log, record)
+
+
+def light_history(root: str, topic: str, partition: int, cluster_id: str | None = None,
+                  columns: tuple[str, ...] | None = None) -> pa.Table:
+    """Every version of partition ``topic``-``partition``, as ``replay.query.history`` gives them (same rows, same
+    order, same errors) from the lake at ``root``. ``columns``: the only columns wanted (default all)."""
+    reader = LightReader(root)
+    cluster = pick_cluster(root, _clusters(reader), cluster_id)
+    if not reader.exists(PARTITION_HISTORY):
+        raise missing_table(root, PARTITION_HISTORY)
+    selected = None if columns is None else tuple(dict.fromkeys((*VERSION_ORDER, *columns)))
+    where = f"{cluster_sql(cluster)} AND {narrowed_sql('partitions', topic, partition)}"
+    return spark_sorted(reader.rows(PARTITION_HISTORY, where, selected), VERSION_ORDER)
+
+
+def table_rows(table: pa.Table) -> list[ColumnRow]:
+    """A table's rows as mappings (structs as dicts, arrays as lists), columns made Python on first use."""
+    columns = _PythonColumns(table)
+    return [ColumnRow(columns, index) for index in range(table.num_rows)]
 
 
 # --- Spark's order and Spark's JSON ---------------------------------------------------------------
@@ -285,5 +303,5 @@ def kafka_json_items(table: pa.Table, fields: tuple[tuple[str, str], ...]) -> It
     return iter(pc.binary_join_element_wise(*pieces, "}", "").to_pylist())
 
 
-__all__ = ["CLUSTER_TABLES", "LightState", "java_double", "json_value", "kafka_json_items",
-           "light_state", "spark_order"]
+__all__ = ["CLUSTER_TABLES", "LightState", "java_double", "json_value", "kafka_json_items", "light_history",
+           "light_state", "spark_order", "table_rows"]

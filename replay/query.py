@@ -32,6 +32,7 @@ from replay.query_rules import (
     PARTITION_ORDER,
     TOPIC_FIELDS,
     TOPIC_ORDER,
+    VERSION_ORDER,
     QueryError,
     as_of_sql,
     cluster_table,
@@ -194,8 +195,8 @@ def history(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster
     each with the offset, time and record type that caused it."""
     cluster = resolve_cluster(spark, lake, cluster_id)
     return (history_table(spark, lake, PARTITION_HISTORY, cluster)
-            .where((F.col("topic_name") == topic) & (F.col("partition_id") == partition))
-            .orderBy("valid_from_offset", "topic_id"))
+            .where(narrowed_sql("partitions", topic, partition))
+            .orderBy(*VERSION_ORDER))
 
 
 # --- Kafka JSON ----------------------------------------------------------------------------------

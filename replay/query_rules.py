@@ -41,6 +41,8 @@ PARTITION_FIELDS = kafka_fields("topic_id", "topic_name", "partition_id", "leade
 BROKER_ORDER = ("broker_id",)
 TOPIC_ORDER = ("name", "topic_id")
 PARTITION_ORDER = ("topic_name", "partition_id", "topic_id")
+# One partition's versions, oldest first (a name deleted and made again: the topic ids side by side).
+VERSION_ORDER = ("valid_from_offset", "topic_id")
 
 
 class QueryError(ValueError):
@@ -117,5 +119,5 @@ def iso_ms(epoch_ms: int | None) -> str:
 
 
 __all__ = ["BROKER_FIELDS", "BROKER_NAMES", "BROKER_ORDER", "MACHINE_STATE_NAMES", "NESTED", "PARTITION_FIELDS",
-           "PARTITION_ORDER", "TOPIC_FIELDS", "TOPIC_ORDER", "QueryError", "as_of_sql", "cluster_sql", "cluster_table",
-           "iso_ms", "kafka_fields", "missing_table", "narrowed_sql", "pick_cluster", "sql_text"]
+           "PARTITION_ORDER", "TOPIC_FIELDS", "TOPIC_ORDER", "VERSION_ORDER", "QueryError", "as_of_sql", "cluster_sql",
+           "cluster_table", "iso_ms", "kafka_fields", "missing_table", "narrowed_sql", "pick_cluster", "sql_text"]

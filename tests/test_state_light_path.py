@@ -1,7 +1,7 @@
-"""replay/light_state.py and the switch in kraft_replay/state_commands.py: a fresh `state --offset N` read without
-a JVM (delta-rs) prints byte for byte what the Spark path prints (``KRAFT_REPLAY_QUERY_PATH=spark``), on a
-simulated cluster that deletes a topic and leaves partitions without a leader, and on the lake of every image part
-(tests/image_lake_support.py); errors read the same on both paths."""
+"""replay/light_state.py and the switch in kraft_replay/state_commands.py: a fresh `state --offset N` or `history`
+read without a JVM (delta-rs) prints byte for byte what the Spark path prints (``KRAFT_REPLAY_QUERY_PATH=spark``),
+on a simulated cluster that deletes a topic, makes it again and leaves partitions without a leader, and on the lake
+of every image part (tests/image_lake_support.py); errors read the same on both paths."""
 
 from __future__ import annotations
 
@@ -59,24 +59,25 @@ def story(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Stor
     sim.unfence(2)
     sim.register_broker(4)
     key["last"] = sim.next_offset - 1
+    sim.create_topic("doomed", 1, 3)  # the name again, a new topic id (after "last": TopicRecord, PartitionRecord)
     lake = Lake(tmp_path_factory.mktemp("light-path-lake"))
     lake.write(entries_frame(spark, sim.entries(), CLUSTER), METADATA_LOG, "append")
     run_replay(spark, lake)
     return Story(lake, key)
 
 
-def _run(lake: Lake, path: str, *args: str) -> Any:
+def _run(lake: Lake, path: str, *args: str, command: str = "state") -> Any:
     from typer.testing import CliRunner
 
     from kraft_replay.cli import app
 
-    return CliRunner().invoke(app, ["state", *args, "--lake", str(lake.root)],
+    return CliRunner().invoke(app, [command, *args, "--lake", str(lake.root)],
                               env={"COLUMNS": "250", QUERY_PATH_ENV: path})
 
 
-def _same(lake: Lake, *args: str) -> str:
+def _same(lake: Lake, *args: str, command: str = "state") -> str:
     """The stdout of both paths, asserted byte-identical (and the light path quiet: no Spark announced itself)."""
-    light, spark = _run(lake, "", *args), _run(lake, SPARK_PATH, *args)
+    light, spark = _run(lake, "", *args, command=command), _run(lake, SPARK_PATH, *args, command=command)
     assert light.exit_code == 0 == spark.exit_code, (light.output, spark.output)
     assert light.stdout_bytes == spark.stdout_bytes, args
     assert "lake engine" not in light.stderr
@@ -161,6 +162,46 @@ def test_errors_read_the_same(story: Story, question: tuple[str, ...], tmp_path:
     light, spark = _run(empty, "", "--offset", "3"), _run(empty, SPARK_PATH, "--offset", "3")
     assert light.exit_code == 2 == spark.exit_code
     assert light.stderr.splitlines()[-1] == spark.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+@pytest.mark.parametrize("asked", [("orders", 1), ("doomed", 0), ("doomed", 1), ("solo", 0), ("solo", 1)])
+def test_a_partitions_history_as_spark_prints_it(story: Story, asked: tuple[str, int], fmt: str) -> None:
+    topic, partition = asked
+    out = _same(story.lake, "--topic", topic, "--partition", str(partition), "--format", fmt, command="history")
+    if fmt == "table":
+        return
+    versions = [json.loads(line) for line in out.splitlines()]
+    starts = [version["validFromOffset"] for version in versions]
+    assert starts == sorted(starts) and {version["topicName"] for version in versions} == {topic}
+    spans = [(version["validFromOffset"], version["validToOffset"], version["replicas"]) for version in versions]
+    if topic == "doomed":  # deleted, then its name made again (one partition, 3 replicas) under a new topic id
+        old = [spans[0]] if partition == 1 else [spans[0], (story.key["last"] + 2, None, [1, 3, 2])]
+        assert spans == old and spans[0][1] == story.key["deleted"]
+        assert len({version["topicId"] for version in versions}) == len(old)
+    else:
+        assert spans[-1][1] is None
+    if topic == "solo":  # one replica: on broker 2, no leader from the fence's PartitionChangeRecord to the unfence
+        leaders = [version["leader"] for version in versions]
+        assert leaders == ([2, -1, 2] if spans[0][2] == [2] else spans[0][2])
+        assert leaders[1:2] != [-1] or spans[1][0] < story.key["leaderless"] < spans[1][1]
+
+
+def test_a_history_with_its_transitions_and_its_errors(story: Story) -> None:
+    """`--states` adds the state machines (from Spark) under the light path's versions; a partition the lake never
+    had and an unknown cluster read the same on both paths."""
+    light, spark = (_run(story.lake, path, "--topic", "solo", "--partition", "0", "--states", command="history")
+                    for path in ("", SPARK_PATH))
+    assert light.exit_code == 0 == spark.exit_code, (light.output, spark.output)
+    assert light.stdout_bytes == spark.stdout_bytes
+    assert "state-machine transitions" in light.stdout
+    for question in (("--topic", "nope", "--partition", "0"), ("--topic", "orders", "--partition", "0",
+                                                             "--cluster-id", "nope")):
+        light, spark = (_run(story.lake, path, *question, command="history") for path in ("", SPARK_PATH))
+        assert light.exit_code == 2 == spark.exit_code
+        assert light.stderr.splitlines()[-1] == spark.stderr.splitlines()[-1]
+        assert light.stderr.splitlines()[-1].startswith("kraft-replay: ")
+        assert "lake engine" not in light.stderr
 
 
 def test_doubles_as_java_writes_them(spark: SparkSession) -> None:
