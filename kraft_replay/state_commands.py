@@ -83,7 +83,7 @@ PARTITION_COLUMNS = ("topic_name", "partition_id", "leader", "leader_epoch", "pa
                      "cause_type")
 
 
-QUERY_PATH_ENV = "KRAFT_REPLAY_QUERY_PATH"  # "spark": never the JVM-free path (`state --offset`, `history`)
+QUERY_PATH_ENV = "KRAFT_REPLAY_QUERY_PATH"  # "spark": never the JVM-free path (`state`, `history`)
 SPARK_PATH = "spark"
 
 
@@ -102,7 +102,7 @@ class StateAnswer:
 
 
 def light_path_serves(lake: str | None, master: str | None, remote: str | None) -> bool:
-    """Whether `state --offset N` and a partition's `history` may skip Spark: a lake in a local directory, no Spark
+    """Whether `state` and a partition's `history` may skip Spark: a lake in a local directory, no Spark
     asked for (``--master``, ``--remote``, their environment, ``KRAFT_REPLAY_ENGINE=delta-spark``) nor
     ``KRAFT_REPLAY_QUERY_PATH=spark``."""
     from lakehouse import light_reader as reader
@@ -112,14 +112,16 @@ def light_path_serves(lake: str | None, master: str | None, remote: str | None) 
     return not forced and not elsewhere and reader.is_local(reader.resolve_lake_root(lake))
 
 
-def _light_answer(lake: str | None, offset: int, sections: tuple[str, ...], cluster_id: str | None,
-                  topic: str | None, partition: int | None, fmt: OutputFormat) -> StateAnswer:
+def _light_answer(lake: str | None, offset: int | None, time: str | None, batch_aligned: bool,
+                  sections: tuple[str, ...], cluster_id: str | None, topic: str | None, partition: int | None,
+                  fmt: OutputFormat) -> StateAnswer:
     """The answer of ``replay.light_state``: delta-rs reads, no JVM (a table: only the partition columns shown)."""
     from lakehouse.light_reader import resolve_lake_root
     from replay.light_state import kafka_json_items, light_state
 
     columns = {"partitions": PARTITION_COLUMNS} if fmt is OutputFormat.table else {}
-    found = light_state(resolve_lake_root(lake), offset, sections, cluster_id, topic, partition, columns)
+    found = light_state(resolve_lake_root(lake), offset, sections, cluster_id, topic, partition, columns, time,
+                        batch_aligned)
     return StateAnswer(found.cluster_id, found.offset, lambda: appended_note(found.has_log, found.record),
                        found.rows, lambda section, fields: kafka_json_items(found.sections[section], fields))
 
@@ -254,8 +256,8 @@ def state(
 ) -> None:
     """The cluster as of an offset or a time: brokers and partitions (leader, epochs, replicas, ISR, ELR), and the
     rest of Kafka's image: features, controllers, configs, client quotas, ACLs, SCRAM credentials (never their
-    secrets), delegation tokens, producer ids. On a local lake `--offset N` is read without Spark (the same
-    Delta tables, the same answer); KRAFT_REPLAY_QUERY_PATH=spark asks Spark instead."""
+    secrets), delegation tokens, producer ids. On a local lake it is read without Spark (the same Delta tables, the
+    same answer; with --states Spark answers); KRAFT_REPLAY_QUERY_PATH=spark asks Spark instead."""
 
     def run() -> None:
         if (offset is None) == (time is None):
@@ -266,8 +268,8 @@ def state(
         if section is None and (topic is not None or partition is not None):
             sections = TOPIC_SECTIONS
         shown = CLUSTER_SECTIONS[:1] if brokers else sections
-        if offset is not None and not states and not batch_aligned and light_path_serves(lake, master, remote):
-            answer = _light_answer(lake, offset, shown, cluster_id, topic, partition, fmt)
+        if not states and light_path_serves(lake, master, remote):
+            answer = _light_answer(lake, offset, time, batch_aligned, shown, cluster_id, topic, partition, fmt)
         else:
             answer = _spark_answer(spark_session(master, remote), lake, offset, time, batch_aligned, cluster_id,
                                    topic, partition, states)

@@ -81,7 +81,7 @@ class LightReader:
     def rows(self, name: str, where: str, columns: tuple[str, ...] | None = None, distinct: bool = False
              ) -> pa.Table:
         """The rows of table ``name`` matching ``where`` (DataFusion SQL over the table's columns), in no
-        particular order."""
+        particular order: its ``columns`` (names or SQL expressions: ``max("offset")``), default all."""
         from deltalake import DeltaTable, QueryBuilder
 
         selected = ", ".join(columns) if columns else "*"

@@ -1,8 +1,10 @@
-"""``state --offset N`` and ``history`` without a JVM: the same Delta tables, the same rules, byte-identical answers.
+"""``state`` and a partition's ``history`` without a JVM: the same Delta tables, the same rules, byte-identical
+answers.
 
 A fresh ``kraft-replay state`` spent most of its time starting Spark and loading Delta snapshots in a cold JVM
 (issue 20). This reads the history tables through ``lakehouse.light_reader`` (delta-rs, DataFusion) with the one
-"as of offset N" rule of ``replay.query_rules.as_of_sql`` pushed down, sorts each section as Spark's ``orderBy``
+"as of offset N" rule of ``replay.query_rules.as_of_sql`` pushed down (a time or a batch resolved to its offset
+by ``replay.query_rules.resolved_offset``, as Spark's path does), sorts each section as Spark's ``orderBy``
 does (nulls first, strings by their UTF-8 bytes, arrays and structs element by element) and writes Kafka JSON as
 Spark's ``to_json`` does (Jackson: compact, nulls kept, doubles as Java prints them). Rows are plain mappings, fed
 to the same formatters as the Spark path's rows. ``tests/test_state_light_path.py`` proves the two equal.
@@ -43,6 +45,7 @@ from replay.query_rules import (
     missing_table,
     narrowed_sql,
     pick_cluster,
+    resolved_offset,
 )
 
 # The cluster sections: their history table and order (the image's parts bring theirs: replay.image_sections).
@@ -108,15 +111,50 @@ def _clusters(reader: LightReader) -> list[str]:
     return sorted(found.column("cluster_id").to_pylist())
 
 
-def light_state(root: str, offset: int, sections: tuple[str, ...], cluster_id: str | None = None,
+def _first_value(table: pa.Table) -> Any:
+    return table.column(0)[0].as_py() if table.num_rows else None
+
+
+class _LightLog:
+    """``metadata_log`` of one cluster, asked through delta-rs (``replay.query_rules.StoredLog``)."""
+
+    def __init__(self, reader: LightReader, cluster_id: str) -> None:
+        self.reader, self.cluster_id = reader, cluster_id
+
+    def _rows(self, where: str, expression: str) -> pa.Table:
+        if not self.reader.exists(METADATA_LOG):
+            raise missing_table(self.reader.root, METADATA_LOG)
+        return self.reader.rows(METADATA_LOG, f"{cluster_sql(self.cluster_id)} AND {where}", (expression,))
+
+    def _first(self, where: str, expression: str) -> Any:
+        return _first_value(self._rows(where, expression))
+
+    def last_offset_until(self, millis: int) -> int | None:
+        return self._first(f"append_time_ms <= {int(millis)}", 'max("offset")')
+
+    def first_append_time(self) -> int | None:
+        return self._first("TRUE", "min(append_time_ms)")
+
+    def batch_of(self, offset: int) -> tuple[bool, int | None]:
+        found = self._rows(f'"offset" = {int(offset)}', "batch_base_offset")
+        return found.num_rows > 0, _first_value(found)
+
+    def last_offset_of_batch(self, base: int, offset: int) -> int | None:
+        return self._first(f'batch_base_offset = {int(base)} AND "offset" >= {int(offset)}', 'max("offset")')
+
+
+def light_state(root: str, offset: int | None, sections: tuple[str, ...], cluster_id: str | None = None,
                 topic: str | None = None, partition: int | None = None,
-                columns: Mapping[str, tuple[str, ...]] | None = None) -> LightState:
-    """The cluster as of ``offset`` in the lake at ``root`` (a local directory): the ``sections`` asked
-    (``brokers``, ``topics``, ``partitions`` and the image's parts), narrowed to ``topic``/``partition`` as
-    ``state`` narrows them; errors are the Spark path's (``replay.query``). ``columns``: the only columns a
-    section's answer needs (default all); fewer columns, fewer bytes decoded."""
+                columns: Mapping[str, tuple[str, ...]] | None = None, time: str | None = None,
+                batch_aligned: bool = False) -> LightState:
+    """The cluster as of ``offset`` (or ``time``, ``batch_aligned``: ``replay.query_rules.resolved_offset``) in
+    the lake at ``root`` (a local directory): the ``sections`` asked (``brokers``, ``topics``, ``partitions`` and
+    the image's parts), narrowed to ``topic``/``partition`` as ``state`` narrows them; errors are the Spark
+    path's (``replay.query``). ``columns``: the only columns a section's answer needs (default all); fewer
+    columns, fewer bytes decoded."""
     reader = LightReader(root)
     cluster = pick_cluster(root, _clusters(reader), cluster_id)
+    offset = resolved_offset(_LightLog(reader, cluster), cluster, offset, time, batch_aligned)
     for table in STATE_TABLES:  # what replay.query.state_at requires, in its order
         if not reader.exists(table):
             raise missing_table(root, table)

@@ -15,7 +15,7 @@ state a broker could actually have seen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,7 +40,10 @@ from replay.query_rules import (
     kafka_fields,
     missing_table,
     narrowed_sql,
+    parse_time,
     pick_cluster,
+    resolved_offset,
+    to_epoch_ms,
 )
 from replay.store import ANOMALIES, HISTORY_TABLES, METADATA_LOG
 
@@ -103,61 +106,35 @@ def resolve_cluster(spark: SparkSession, lake: Lake, cluster_id: str | None = No
 # --- offsets and times ---------------------------------------------------------------------------
 
 
-def parse_time(value: datetime | str) -> datetime:
-    """A datetime or ISO-8601 text (``2026-01-30T17:23:55.232Z``, ``2026-01-30 17:23``); naive means UTC."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError:
-            raise QueryError(f"cannot read {value!r} as an ISO-8601 time (e.g. 2026-01-30T17:23:55Z)") from None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+class _SparkLog:
+    """``metadata_log`` of one cluster, asked through Spark (``replay.query_rules.StoredLog``)."""
 
+    def __init__(self, spark: SparkSession, lake: Lake, cluster_id: str) -> None:
+        self.spark, self.lake, self.cluster_id = spark, lake, cluster_id
 
-def to_epoch_ms(value: datetime | str) -> int:
-    moment = parse_time(value)
-    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+    def _log(self) -> DataFrame:
+        _require(self.lake, METADATA_LOG)
+        return self.lake.read(self.spark, METADATA_LOG).where(F.col("cluster_id") == self.cluster_id)
 
+    def last_offset_until(self, millis: int) -> int | None:
+        return self._log().where(F.col("append_time_ms") <= millis).agg(F.max("offset")).first()[0]
 
-def _log(spark: SparkSession, lake: Lake, cluster_id: str) -> DataFrame:
-    _require(lake, METADATA_LOG)
-    return lake.read(spark, METADATA_LOG).where(F.col("cluster_id") == cluster_id)
+    def first_append_time(self) -> int | None:
+        return self._log().agg(F.min("append_time_ms")).first()[0]
+
+    def batch_of(self, offset: int) -> tuple[bool, int | None]:
+        here = self._log().where(F.col("offset") == offset).select("batch_base_offset").first()
+        return here is not None, None if here is None else here[0]
+
+    def last_offset_of_batch(self, base: int, offset: int) -> int | None:
+        return (self._log().where((F.col("batch_base_offset") == base) & (F.col("offset") >= offset))
+                .agg(F.max("offset")).first()[0])
 
 
 def resolve_offset(spark: SparkSession, lake: Lake, cluster_id: str, offset: int | None = None,
                    time: datetime | str | None = None, batch_aligned: bool = False) -> int:
-    """The offset a question means: ``offset`` as given, or the last offset appended at or before ``time``;
-    with ``batch_aligned``, moved to the last offset of the record batch that holds it."""
-    if (offset is None) == (time is None):
-        raise QueryError("give exactly one of an offset or a time")
-    if time is not None:
-        millis = to_epoch_ms(time)
-        row = (_log(spark, lake, cluster_id).where(F.col("append_time_ms") <= millis)
-               .agg(F.max("offset").alias("offset")).first())
-        if row is None or row["offset"] is None:
-            first = _log(spark, lake, cluster_id).agg(F.min("append_time_ms").alias("t")).first()
-            when = iso_ms(first["t"]) if first is not None and first["t"] is not None else "never"
-            raise QueryError(f"{iso_ms(millis)} is before the first record of cluster {cluster_id} "
-                             f"(appended {when})")
-        offset = int(row["offset"])
-    assert offset is not None
-    if offset < 0:
-        raise QueryError(f"offset must be >= 0, not {offset}")
-    if not batch_aligned:
-        return int(offset)
-    log = _log(spark, lake, cluster_id)
-    here = log.where(F.col("offset") == offset).select("batch_base_offset").first()
-    if here is None:
-        raise QueryError(f"offset {offset} is not in the metadata_log of cluster {cluster_id}: cannot align "
-                         "it to its batch")
-    base = here["batch_base_offset"]
-    if base is None:
-        return int(offset)
-    last = (log.where((F.col("batch_base_offset") == base) & (F.col("offset") >= offset))
-            .agg(F.max("offset").alias("offset")).first())
-    return int(last["offset"]) if last is not None and last["offset"] is not None else int(offset)
+    """The offset a question means (``replay.query_rules.resolved_offset``), the log asked through Spark."""
+    return resolved_offset(_SparkLog(spark, lake, cluster_id), cluster_id, offset, time, batch_aligned)
 
 
 def as_of(df: DataFrame, offset: int) -> DataFrame:

@@ -8,7 +8,8 @@ these, so the two paths cannot drift apart; importing this module loads no pyspa
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from lakehouse.tables import METADATA_LOG, REPLAY_CHECKPOINTS
 from records.kafka_constants import CONFIG_RESOURCE_TOPIC
@@ -110,6 +111,71 @@ def pick_cluster(root: str, known: list[str], cluster_id: str | None) -> str:
     return known[0]
 
 
+# --- offsets and times ---------------------------------------------------------------------------
+
+
+def parse_time(value: datetime | str) -> datetime:
+    """A datetime or ISO-8601 text (``2026-01-30T17:23:55.232Z``, ``2026-01-30 17:23``); naive means UTC."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            raise QueryError(f"cannot read {value!r} as an ISO-8601 time (e.g. 2026-01-30T17:23:55Z)") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def to_epoch_ms(value: datetime | str) -> int:
+    moment = parse_time(value)
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+class StoredLog(Protocol):
+    """What resolving an offset asks of one cluster's ``metadata_log`` (Spark and delta-rs answer alike)."""
+
+    def last_offset_until(self, millis: int) -> int | None:
+        """The last offset appended at or before ``millis`` (None: none was)."""
+
+    def first_append_time(self) -> int | None:
+        """The append time of the cluster's first stored record."""
+
+    def batch_of(self, offset: int) -> tuple[bool, int | None]:
+        """Whether ``offset`` is stored, and the base offset of its record batch."""
+
+    def last_offset_of_batch(self, base: int, offset: int) -> int | None:
+        """The last stored offset at or after ``offset`` of the batch based at ``base``."""
+
+
+def resolved_offset(log: StoredLog, cluster_id: str, offset: int | None = None, time: datetime | str | None = None,
+                    batch_aligned: bool = False) -> int:
+    """The offset a question means: ``offset`` as given, or the last offset appended at or before ``time``;
+    with ``batch_aligned``, moved to the last offset of the record batch that holds it."""
+    if (offset is None) == (time is None):
+        raise QueryError("give exactly one of an offset or a time")
+    if time is not None:
+        millis = to_epoch_ms(time)
+        offset = log.last_offset_until(millis)
+        if offset is None:
+            first = log.first_append_time()
+            raise QueryError(f"{iso_ms(millis)} is before the first record of cluster {cluster_id} "
+                             f"(appended {'never' if first is None else iso_ms(first)})")
+    assert offset is not None
+    if offset < 0:
+        raise QueryError(f"offset must be >= 0, not {offset}")
+    if not batch_aligned:
+        return int(offset)
+    stored, base = log.batch_of(offset)
+    if not stored:
+        raise QueryError(f"offset {offset} is not in the metadata_log of cluster {cluster_id}: cannot align "
+                         "it to its batch")
+    if base is None:
+        return int(offset)
+    last = log.last_offset_of_batch(base, offset)
+    return int(offset) if last is None else int(last)
+
+
 def iso_ms(epoch_ms: int | None) -> str:
     """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:23:55.232Z``)."""
     if epoch_ms is None:
@@ -119,5 +185,6 @@ def iso_ms(epoch_ms: int | None) -> str:
 
 
 __all__ = ["BROKER_FIELDS", "BROKER_NAMES", "BROKER_ORDER", "MACHINE_STATE_NAMES", "NESTED", "PARTITION_FIELDS",
-           "PARTITION_ORDER", "TOPIC_FIELDS", "TOPIC_ORDER", "VERSION_ORDER", "QueryError", "as_of_sql", "cluster_sql",
-           "cluster_table", "iso_ms", "kafka_fields", "missing_table", "narrowed_sql", "pick_cluster", "sql_text"]
+           "PARTITION_ORDER", "TOPIC_FIELDS", "TOPIC_ORDER", "VERSION_ORDER", "QueryError", "StoredLog", "as_of_sql",
+           "cluster_sql", "cluster_table", "iso_ms", "kafka_fields", "missing_table", "narrowed_sql", "parse_time",
+           "pick_cluster", "resolved_offset", "sql_text", "to_epoch_ms"]

@@ -19,6 +19,7 @@ from lakehouse.light_reader import DELTA_RS, DELTA_SPARK, ENGINE_ENV
 from lakehouse.log_rows import entries_frame
 from lakehouse.tables import METADATA_LOG
 from replay.light_state import java_double, light_state
+from replay.query_rules import iso_ms
 from replay.store import run_replay
 from simulator import ControllerSimulator
 from simulator.controller import SimConfig
@@ -140,6 +141,28 @@ def test_a_table_reads_only_the_partition_columns_it_shows(story: Story) -> None
     assert [row["leader"] == -1 for row in solo] == [row["replicas"] == [2] for row in solo]
     assert any(row["leader"] == -1 for row in solo)
     assert dict(rows[0]) == whole.slice(0, 1).select(table.column_names).to_pylist()[0]
+
+
+def test_times_and_batches_as_spark_resolves_them(story: Story, spark: SparkSession) -> None:
+    """`--time T` (the last offset appended at or before T) and `--batch-aligned` (the end of the offset's record
+    batch) resolve on the light path as on Spark's: the fence's batch (its partition changes, then the fence) is
+    one append time, so T at it means the fence, a millisecond earlier the record before the batch."""
+    fence = story.lake.read(spark, METADATA_LOG).where(F.col("offset") == story.key["leaderless"]).first()
+    base, appended = fence["batch_base_offset"], fence["append_time_ms"]
+    assert base < story.key["leaderless"]
+    for asked, meant in ((("--time", iso_ms(appended)), story.key["leaderless"]),
+                         (("--time", iso_ms(appended - 1)), base - 1),
+                         (("--offset", str(base), "--batch-aligned"), story.key["leaderless"]),
+                         (("--time", iso_ms(appended - 1), "--batch-aligned"), base - 1)):
+        out = _same(story.lake, *asked, "--topic", "solo")
+        assert out.splitlines()[0].startswith(f"cluster {CLUSTER} as of offset {meant} "), asked
+        _same(story.lake, *asked, "--format", "json")
+    for wrong in (("--time", "2000-01-01T00:00:00Z"), ("--time", "yesterday"),
+                  ("--offset", str(story.key["last"] + 100), "--batch-aligned")):
+        light, spark_run = _run(story.lake, "", *wrong), _run(story.lake, SPARK_PATH, *wrong)
+        assert light.exit_code == 2 == spark_run.exit_code, wrong
+        assert light.stderr.splitlines()[-1] == spark_run.stderr.splitlines()[-1], wrong
+        assert "lake engine" not in light.stderr
 
 
 @pytest.mark.parametrize("fmt", ["table", "json"])
