@@ -1,8 +1,8 @@
 """`kraft-replay replay | state | history | diff | changes | sql`: build the history tables and ask them questions.
 
-``replay``, ``diff`` and ``sql`` are here, ``state`` and ``history`` in ``kraft_replay.state_commands``,
-``changes`` in ``kraft_replay.image_commands``; every
-question is a function of ``replay/``, these commands parse options, call it and format the answer.
+``replay``, ``diff`` and ``sql`` are here, ``state`` in ``kraft_replay.state_commands``, ``history`` in
+``kraft_replay.history_commands``, ``changes`` in ``kraft_replay.image_commands``; every question is a function of
+``replay/``, these commands parse options, call it and format the answer.
 Register with ``for command, epilog in REPLAY_COMMANDS: app.command(epilog=epilog)(command)``.
 Run standalone with ``python -m kraft_replay.replay_commands state --offset 100``.
 
@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from kraft_replay.formatting import format_replay_summary
+from kraft_replay.history_commands import HISTORY_EPILOG, history
 from kraft_replay.image_commands import CHANGES_EPILOG, changes
 from kraft_replay.plumbing import (
     ClusterOption,
@@ -37,7 +38,7 @@ from kraft_replay.plumbing import (
 )
 from kraft_replay.plumbing import standalone_app as commands_app
 from kraft_replay.progress import stage_progress
-from kraft_replay.state_commands import HISTORY_EPILOG, STATE_EPILOG, history, state
+from kraft_replay.state_commands import STATE_EPILOG, state
 
 # --- replay --------------------------------------------------------------------------------------
 

@@ -36,7 +36,8 @@ from records.kafka_constants import (
 from records.vocabulary import kafka_name
 from replay.image_query import PARTS as IMAGE_PARTS
 from replay.image_query import code_name, quota_entity_label
-from replay.query import QueryError, parse_time, resolve_cluster, to_epoch_ms
+from replay.query import QueryError, resolve_cluster
+from replay.query_rules import parse_time, to_epoch_ms
 
 CHANGES_VIEW = "changes"  # its name in plain SQL (replay.query.register_views)
 REDACTED_CHANGED = "(redacted, changed)"  # a secret whose fingerprint differs from the version before

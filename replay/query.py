@@ -40,10 +40,8 @@ from replay.query_rules import (
     kafka_fields,
     missing_table,
     narrowed_sql,
-    parse_time,
     pick_cluster,
     resolved_offset,
-    to_epoch_ms,
 )
 from replay.store import ANOMALIES, HISTORY_TABLES, METADATA_LOG
 
@@ -285,5 +283,5 @@ def register_views(spark: SparkSession, lake: Lake, cluster_id: str | None = Non
 
 __all__ = ["ANOMALIES", "BROKER_FIELDS", "DIFF_COLUMNS", "HISTORY_TABLES", "MACHINE_STATE_NAMES", "PARTITION_FIELDS",
            "TOPIC_FIELDS", "ClusterState", "QueryError", "as_of", "clusters", "diff", "entity_diff", "history",
-           "iso_ms", "kafka_fields", "kafka_json", "kafka_struct", "parse_time", "register_views",
-           "resolve_cluster", "resolve_offset", "state_at", "to_epoch_ms"]
+           "iso_ms", "kafka_fields", "kafka_json", "kafka_struct", "register_views", "resolve_cluster",
+           "resolve_offset", "state_at"]
