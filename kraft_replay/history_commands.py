@@ -1,6 +1,7 @@
-"""`kraft-replay history`: every version of one partition (JVM-free where ``state`` is, through
-``replay.light_state.light_history``), with the controller's state-machine transitions beside it (``--states``),
-or of a part of the image (``kraft_replay.image_commands``).
+"""`kraft-replay history`: every version of one partition, with the controller's state-machine transitions beside
+it (``--states``), or of a part of the image (the questions: ``replay.image_sections.part_questions``; the tables:
+``kraft_replay.image_commands``). JVM-free where ``state`` is (``replay.light_state.light_history``,
+``light_part_history``); ``--states`` asks Spark.
 
 Register through ``kraft_replay.replay_commands.REPLAY_COMMANDS``. Exit codes as the rest of the CLI.
 """
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kraft_replay.image_commands import image_history, image_questions
+from kraft_replay.image_commands import image_history, part_history_json
 from kraft_replay.plumbing import (
     ClusterOption,
     FormatOption,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakehouse.lake import Lake
+    from replay.image_sections import PartQuestion
 
 # --- history -------------------------------------------------------------------------------------
 
@@ -77,10 +79,12 @@ def history(
     remote: RemoteOption = None,
 ) -> None:
     """Every version of one partition, or of a part of the image (a resource's configs, ACLs, a user, quotas,
-    tokens, producer ids): from/to offsets, the record (offset, time, type) that caused it."""
+    tokens, producer ids): from/to offsets, the record (offset, time, type) that caused it. On a local lake it is
+    read without Spark (with --states Spark answers); KRAFT_REPLAY_QUERY_PATH=spark asks Spark instead."""
 
     def run() -> None:
         from lakehouse.lake import Lake
+        from replay.image_sections import part_questions
         from replay.query import PARTITION_FIELDS, iso_ms, kafka_fields
         from replay.query import history as partition_history
 
@@ -91,15 +95,15 @@ def history(
                         "--token or --producer-ids")
         if (principal is not None or resource is not None) and not acl:
             usage_error("--principal and --resource narrow --acl")
+        light = light_path_serves(lake, master, remote)  # delta-rs reads, no JVM: replay.light_state
         if not asked[0]:
-            image_history(image_questions(spark_session(master, remote), Lake(lake), cluster_id, config, acl,
-                                          principal, resource, user, quota, token, producer_ids), fmt)
+            part_history(part_questions(config, acl, principal, resource, user, quota, token, producer_ids), fmt,
+                         lake, cluster_id, master, remote, light)
             return
         if topic is None or partition is None:
             usage_error("a partition's history needs both --topic and --partition")
         fields = (*PARTITION_FIELDS, *kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms",
                                                    "valid_to_time_ms", "cause_offset", "cause_type"))
-        light = light_path_serves(lake, master, remote)  # delta-rs reads, no JVM: replay.light_state
         if light:
             from lakehouse.light_reader import resolve_lake_root
             from replay.light_state import kafka_json_items, light_history, table_rows
@@ -122,6 +126,31 @@ def history(
             echo_lines(transition_lines(spark_session(master, remote), Lake(lake), topic, partition, cluster_id))
 
     guarded_query(run)
+
+
+def part_history(questions: list[PartQuestion], fmt: OutputFormat, lake: str | None, cluster_id: str | None,
+                 master: str | None, remote: str | None, light: bool) -> None:
+    """Print the versions of the image's parts asked, read by delta-rs (``light``) or by Spark: the same bytes."""
+    if light:
+        import pyarrow as pa
+
+        from lakehouse.light_reader import resolve_lake_root
+        from replay.image_sections import part_history_fields
+        from replay.light_state import kafka_json_items, light_part_history, table_rows
+
+        root = resolve_lake_root(lake)
+        found = {q.section: light_part_history(root, q.section, q.where, cluster_id) for q in questions}
+        image_history(questions, fmt, lambda section: table_rows(found[section]), lambda section: kafka_json_items(
+            found[section].append_column("part", pa.array([section] * found[section].num_rows, pa.string())),
+            part_history_fields(section)))
+        return
+    from lakehouse.lake import Lake
+    from replay.image_query import part_history as versions_of
+
+    spark, at = spark_session(master, remote), Lake(lake)
+    versions = {q.section: versions_of(spark, at, q.section, q.where, cluster_id) for q in questions}
+    image_history(questions, fmt, lambda section: versions[section].toLocalIterator(),
+                  lambda section: part_history_json(section, versions[section]))
 
 
 TRANSITION_HEADERS = ("OFFSET", "TIME (UTC)", "MACHINE", "BROKER", "FROM", "TO", "VALID", "CAUSE", "WHY")

@@ -39,9 +39,9 @@ from records.kafka_constants import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
-    from lakehouse.lake import Lake
+    from replay.image_sections import PartQuestion
 
 # state's sections, in output order: the ones it always had, then the rest of the image (replay.image_query.PARTS)
 CLUSTER_SECTIONS = ("brokers", "topics", "partitions")
@@ -160,38 +160,36 @@ def image_json_sections(rows: Callable[[str], Iterable[Any]],
 PART_HISTORY_HEAD = ("FROM", "TO", "TIME (UTC)", "CAUSE", "RECORD TYPE")
 
 
-def part_history_lines(section: str, versions: DataFrame, title: str) -> list[str]:
-    """One part's versions as a table, oldest first, under ``title: N version(s)``."""
+def part_history_lines(section: str, versions: Iterable[Any], title: str) -> list[str]:
+    """One part's versions (Spark's rows or plain mappings, oldest first) as a table under ``title: N version(s)``."""
     headers, cells = _COLUMNS[section]
     rows = [[r["valid_from_offset"], r["valid_to_offset"], _iso(r["valid_from_time_ms"]), r["cause_offset"],
-             r["cause_type"], *cells(r)] for r in versions.toLocalIterator()]
+             r["cause_type"], *cells(r)] for r in versions]
     lines = [f"{title}: {len(rows)} version(s); TO empty = still current"]
     return lines + list(table_lines((*PART_HISTORY_HEAD, *headers), rows)) if rows else lines
 
 
 def part_history_json(section: str, versions: DataFrame) -> Iterator[str]:
-    """One JSON object per version: ``"part"`` (the state section it belongs to), the part's Kafka fields (a
-    secret's fingerprint too), the interval."""
+    """One JSON object per version (``replay.image_sections.part_history_fields``), as Spark writes it."""
     from pyspark.sql import functions as F
 
     from kraft_replay.state_commands import json_items
-    from replay.image_query import FINGERPRINTS, INTERVAL_FIELDS, PARTS
-    from replay.query import kafka_fields
+    from replay.image_sections import part_history_fields
 
-    secret = kafka_fields(FINGERPRINTS[section]) if section in FINGERPRINTS else ()
-    return json_items(versions.withColumn("part", F.lit(section)),
-                      (("part", "part"), *PARTS[section].fields, *secret, *INTERVAL_FIELDS))
+    return json_items(versions.withColumn("part", F.lit(section)), part_history_fields(section))
 
 
-def image_history(questions: dict[str, tuple[str, DataFrame]], fmt: OutputFormat) -> None:
-    """Print each (section → (title, versions)) asked; a question nothing answers is a usage error."""
+def image_history(questions: list[PartQuestion], fmt: OutputFormat, rows: Callable[[str], Iterable[Any]],
+                  json_items: Callable[[str], Iterator[str]]) -> None:
+    """Print each part's versions asked (``rows``/``json_items``: a section's, as a table or as JSON lines)."""
     if fmt is OutputFormat.json:
-        for section, (_, versions) in questions.items():
-            echo_lines(part_history_json(section, versions))
+        for question in questions:
+            echo_lines(json_items(question.section))
         return
     lines: list[str] = []
-    for section, (title, versions) in questions.items():
-        lines += [*([""] if lines else []), *part_history_lines(section, versions, title)]
+    for question in questions:
+        lines += [*([""] if lines else []), *part_history_lines(question.section, rows(question.section),
+                                                                question.title)]
     echo_lines(lines)
 
 
@@ -253,23 +251,3 @@ def changes(
 
 
 IMAGE_COMMANDS: list[tuple[Callable[..., None], str]] = [(changes, CHANGES_EPILOG)]
-
-
-def image_questions(spark: SparkSession, lake: Lake, cluster_id: str | None, config: str | None, acl: bool,
-                    principal: str | None, resource: str | None, user: str | None, quota: bool, token: bool,
-                    producer_ids: bool) -> dict[str, tuple[str, DataFrame]]:
-    """``history``'s question about the image, as (state section → (title, versions))."""
-    from replay.image_query import acl_history, config_history, part_history, user_history
-
-    if config is not None:
-        return {"configs": (f"configs of {config}", config_history(spark, lake, config, cluster_id))}
-    if acl:
-        narrowed = " ".join(text for text in (principal, resource) if text)
-        return {"acls": (f"ACLs{' of ' + narrowed if narrowed else ''}",
-                         acl_history(spark, lake, principal, resource, cluster_id))}
-    if user is not None:
-        return {section: (f"{section} of user {user}", versions)
-                for section, versions in user_history(spark, lake, user, cluster_id).items()}
-    section = "clientQuotas" if quota else "delegationTokens" if token else "producerIds"
-    assert quota or token or producer_ids
-    return {section: (section, part_history(spark, lake, section, cluster_id=cluster_id))}

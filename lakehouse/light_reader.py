@@ -64,6 +64,11 @@ def _without_views(kind: pa.DataType) -> pa.DataType:
     return kind
 
 
+# DataFusion reads a table's strings as views (Utf8View): a ``CAST(... AS STRING)`` in a predicate makes one too,
+# so that a literal struct compares with the table's (``replay.image_sections.quota_user_sql``), as in Spark.
+_SESSION = {"datafusion.sql_parser.map_string_types_to_utf8view": "true"}
+
+
 class LightReader:
     """The Delta tables of a local lake, read by delta-rs: which exist, and the rows matching a SQL predicate."""
 
@@ -85,7 +90,7 @@ class LightReader:
         from deltalake import DeltaTable, QueryBuilder
 
         selected = ", ".join(columns) if columns else "*"
-        query = QueryBuilder().register("t", DeltaTable(self.path(name)))
+        query = QueryBuilder(_SESSION).register("t", DeltaTable(self.path(name)))
         sql = f"SELECT {'DISTINCT ' if distinct else ''}{selected} FROM t WHERE {where}"
         found = pa.table(query.execute(sql).read_all())
         return found.cast(pa.schema([field.with_type(_without_views(field.type)) for field in found.schema]))

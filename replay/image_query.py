@@ -18,14 +18,7 @@ from lakehouse.tables import (
     IMAGE_SCHEMAS,
     REPLAY_SCHEMAS,
 )
-from records.kafka_constants import (
-    ACL_RESOURCE_TYPES,
-    CLIENT_QUOTA_USER,
-    CONFIG_RESOURCE_TYPES,
-    SCRAM_MECHANISMS,
-    UNKNOWN,
-    USER_PRINCIPAL_TYPE,
-)
+from records.kafka_constants import CONFIG_RESOURCE_TYPES, SCRAM_MECHANISMS, UNKNOWN
 from replay.image_sections import (
     DEFAULT_ENTITY,
     FINGERPRINTS,
@@ -34,10 +27,15 @@ from replay.image_sections import (
     PARTS,
     SECTIONS,
     Part,
+    acl_sql,
+    config_sql,
     next_producer_id_of,
+    parse_resource,
+    part_history_order,
+    user_principal,
+    user_sql,
 )
 from replay.query import (
-    QueryError,
     as_of,
     diff,
     entity_diff,
@@ -74,25 +72,6 @@ def next_producer_id(producer_ids: DataFrame) -> int:
 # --- the resources people name -------------------------------------------------------------------
 
 
-def _code(names: dict[int, str], text: str, what: str) -> int:
-    wanted = text.strip().upper()
-    for code, name in names.items():
-        if name == wanted:
-            return code
-    raise QueryError(f"unknown {what} {text!r}: one of {', '.join(names.values())}")
-
-
-def parse_resource(text: str, names: dict[int, str] = CONFIG_RESOURCE_TYPES, what: str = "config resource type"
-                   ) -> tuple[int, str]:
-    """``TOPIC:orders`` → (2, "orders"); ``BROKER:1``; ``BROKER:`` is the cluster default (an empty name).
-    The type is Kafka's name of it (``ConfigResource.Type``; for ACLs ``ResourceType``)."""
-    kind, colon, name = text.partition(":")
-    if not colon:
-        raise QueryError(f"{text!r} is not TYPE:NAME (e.g. TOPIC:orders, BROKER:1, BROKER: for the cluster "
-                         "default)")
-    return _code(names, kind, what), name
-
-
 def resource_label(resource_type: Column, resource_name: Column, names: dict[int, str] = CONFIG_RESOURCE_TYPES
                    ) -> Column:
     """``TOPIC:orders``, ``BROKER:`` (the cluster default): the form ``parse_resource`` reads."""
@@ -111,58 +90,36 @@ def code_name(code: Column, names: dict[int, str]) -> Column:
     return F.coalesce(mapping[code], F.lit(UNKNOWN))
 
 
-def user_principal(user: str) -> str:
-    """An ACL's principal for a user name: ``User:alice`` (``KafkaPrincipal.USER_TYPE``)."""
-    return f"{USER_PRINCIPAL_TYPE}:{user}"
-
-
-def quota_entity_has(entity: Column, entity_type: str, entity_name: str | None) -> Column:
-    """Whether a client-quota entity names ``entity_type`` ``entity_name`` (None: the default entity)."""
-    return F.exists(entity, lambda element: (element["entity_type"] == entity_type) & (
-        element["entity_name"].isNull() if entity_name is None else element["entity_name"] == entity_name))
-
-
 # --- history -------------------------------------------------------------------------------------
 
 
-def part_history(spark: SparkSession, lake: Lake, section: str, where: Column | None = None,
+def part_history(spark: SparkSession, lake: Lake, section: str, where: str | None = None,
                  cluster_id: str | None = None) -> DataFrame:
-    """Every version of one part (those matching ``where``), oldest first, then by the part's order."""
-    part = PARTS[section]
-    versions = part_table(spark, lake, part, resolve_cluster(spark, lake, cluster_id))
+    """Every version of one part (those matching ``where``, SQL), oldest first, then by the part's order."""
+    versions = part_table(spark, lake, PARTS[section], resolve_cluster(spark, lake, cluster_id))
     if where is not None:
-        versions = versions.where(where)
-    return versions.orderBy("valid_from_offset", *part.order)
+        versions = versions.where(F.expr(where))
+    return versions.orderBy(*part_history_order(section))
 
 
 def config_history(spark: SparkSession, lake: Lake, resource: str, cluster_id: str | None = None) -> DataFrame:
     """Every version of every config of one resource (``TOPIC:orders``, ``BROKER:1``, ``BROKER:``)."""
-    resource_type, resource_name = parse_resource(resource)
-    where = (F.col("resource_type") == resource_type) & (F.col("resource_name") == resource_name)
-    return part_history(spark, lake, "configs", where, cluster_id)
+    return part_history(spark, lake, "configs", config_sql(resource), cluster_id)
 
 
 def acl_history(spark: SparkSession, lake: Lake, principal: str | None = None, resource: str | None = None,
                 cluster_id: str | None = None) -> DataFrame:
     """Every version of the ACLs (of this principal, ``User:alice``; on exactly this resource pattern name,
     ``TOPIC:payments`` by Kafka's ``ResourceType`` name)."""
-    where = F.lit(True)
-    if principal is not None:
-        where = where & (F.col("principal") == principal)
-    if resource is not None:
-        resource_type, resource_name = parse_resource(resource, ACL_RESOURCE_TYPES, "ACL resource type")
-        where = where & (F.col("resource_type") == resource_type) & (F.col("resource_name") == resource_name)
-    return part_history(spark, lake, "acls", where, cluster_id)
+    return part_history(spark, lake, "acls", acl_sql(principal, resource), cluster_id)
 
 
 def user_history(spark: SparkSession, lake: Lake, user: str, cluster_id: str | None = None
                  ) -> dict[str, DataFrame]:
     """What the log says of one user: its SCRAM credentials, the client quotas naming it (``user`` entity) and
     the ACLs of ``User:<user>``, each part's versions oldest first."""
-    return {"scramCredentials": part_history(spark, lake, "scramCredentials", F.col("name") == user, cluster_id),
-            "clientQuotas": part_history(spark, lake, "clientQuotas",
-                                         quota_entity_has(F.col("entity"), CLIENT_QUOTA_USER, user), cluster_id),
-            "acls": part_history(spark, lake, "acls", F.col("principal") == user_principal(user), cluster_id)}
+    return {section: part_history(spark, lake, section, where, cluster_id)
+            for section, where in user_sql(user).items()}
 
 
 # --- diff ----------------------------------------------------------------------------------------
@@ -212,4 +169,4 @@ def image_diff(spark: SparkSession, lake: Lake, from_offset: int, to_offset: int
 
 __all__ = ["FINGERPRINTS", "INTERVAL_FIELDS", "NO_PRODUCER_ID", "PARTS", "SECTIONS", "Part", "acl_history",
            "code_name", "config_history", "image_at", "image_diff", "next_producer_id", "parse_resource",
-           "part_history", "part_table", "quota_entity_has", "resource_label", "user_history", "user_principal"]
+           "part_history", "part_table", "resource_label", "user_history", "user_principal"]

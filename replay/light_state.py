@@ -32,7 +32,7 @@ from lakehouse.tables import (
     TOPIC_HISTORY,
 )
 from records.vocabulary import column_name
-from replay.image_sections import PARTS
+from replay.image_sections import PARTS, part_history_order
 from replay.query_rules import (
     BROKER_ORDER,
     NESTED,
@@ -115,6 +115,11 @@ def _first_value(table: pa.Table) -> Any:
     return table.column(0)[0].as_py() if table.num_rows else None
 
 
+def _no_rows(table: str) -> pa.Table:
+    """A part's table the lake does not hold (replayed before the part existed): the part reads empty."""
+    return (REPLAY_SCHEMAS.get(table) or IMAGE_SCHEMAS[table]).empty_table()
+
+
 class _LightLog:
     """``metadata_log`` of one cluster, asked through delta-rs (``replay.query_rules.StoredLog``)."""
 
@@ -164,9 +169,8 @@ def light_state(root: str, offset: int | None, sections: tuple[str, ...], cluste
             table, order = CLUSTER_TABLES[section]
         else:
             table, order = PARTS[section].table, PARTS[section].order
-            if not reader.exists(table):  # a lake replayed before the part existed: the part reads empty
-                schema = REPLAY_SCHEMAS.get(table) or IMAGE_SCHEMAS[table]
-                answer[section] = schema.empty_table()
+            if not reader.exists(table):
+                answer[section] = _no_rows(table)
                 continue
         terms = [cluster_sql(cluster), f"({as_of_sql(offset)})", narrowed_sql(section, topic, partition)]
         needed = (columns or {}).get(section)
@@ -192,6 +196,18 @@ def light_history(root: str, topic: str, partition: int, cluster_id: str | None 
     selected = None if columns is None else tuple(dict.fromkeys((*VERSION_ORDER, *columns)))
     where = f"{cluster_sql(cluster)} AND {narrowed_sql('partitions', topic, partition)}"
     return spark_sorted(reader.rows(PARTITION_HISTORY, where, selected), VERSION_ORDER)
+
+
+def light_part_history(root: str, section: str, where: str | None, cluster_id: str | None = None) -> pa.Table:
+    """Every version of one part of the image matching ``where`` (SQL: ``replay.image_sections.part_questions``),
+    as ``replay.image_query.part_history`` gives them (same rows, same order; no rows without the part's table)."""
+    reader = LightReader(root)
+    cluster = pick_cluster(root, _clusters(reader), cluster_id)
+    table = PARTS[section].table
+    if not reader.exists(table):
+        return _no_rows(table)
+    terms = [cluster_sql(cluster), *([] if where is None else [f"({where})"])]
+    return spark_sorted(reader.rows(table, " AND ".join(terms)), part_history_order(section))
 
 
 def table_rows(table: pa.Table) -> list[ColumnRow]:
@@ -342,4 +358,4 @@ def kafka_json_items(table: pa.Table, fields: tuple[tuple[str, str], ...]) -> It
 
 
 __all__ = ["CLUSTER_TABLES", "LightState", "java_double", "json_value", "kafka_json_items", "light_history",
-           "light_state", "spark_order", "table_rows"]
+           "light_part_history", "light_state", "spark_order", "table_rows"]

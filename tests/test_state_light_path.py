@@ -227,6 +227,52 @@ def test_a_history_with_its_transitions_and_its_errors(story: Story) -> None:
         assert "lake engine" not in light.stderr
 
 
+PART_QUESTIONS = [("--config", "TOPIC:orders"), ("--config", "BROKER:"), ("--config", "BROKER:1"),
+                  ("--config", "TOPIC:missing"), ("--acl",), ("--acl", "--principal", "User:alice"),
+                  ("--acl", "--resource", "TOPIC:payments"), ("--acl", "--resource", "GROUP:payments"),
+                  ("--user", "alice"), ("--user", "bob"), ("--quota",), ("--token",), ("--producer-ids",)]
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_every_part_history_as_spark_prints_it(image_lake: Lake, image_log: ImageLog, fmt: str) -> None:
+    """`history --config`, `--acl`, `--user`… read by delta-rs print Spark's bytes (a secret's fingerprint, a
+    quota's double, a default quota entity the user filter must not take)."""
+    answers = {question: _same(image_lake, *question, "--format", fmt, command="history")
+               for question in PART_QUESTIONS}
+    key = image_log.key
+    if fmt == "table":
+        assert answers[("--config", "TOPIC:orders")].startswith("configs of TOPIC:orders: 2 version(s)")
+        assert answers[("--config", "TOPIC:missing")] == ("configs of TOPIC:missing: 0 version(s); TO empty = still "
+                                                          "current\n")
+        return
+    parsed = {question: [json.loads(line) for line in out.splitlines()] for question, out in answers.items()}
+    retention = parsed[("--config", "TOPIC:orders")]
+    assert [(v["validFromOffset"], v["validToOffset"], v["value"]) for v in retention] == [
+        (key["retention-1"], key["retention-2"], "604800000"), (key["retention-2"], None, "86400000")]
+    quotas = [v for v in parsed[("--user", "alice")] if v["part"] == "clientQuotas"]
+    assert [(v["validFromOffset"], v["validToOffset"], v["value"]) for v in quotas] == [
+        (key["quota-alice-1"], key["quota-alice-2"], 1048576.0), (key["quota-alice-2"], key["quota-alice-removed"],
+                                                                 2097152.0)]
+    assert len(parsed[("--quota",)]) == 3  # alice's two and the default user's
+    assert {v["part"] for v in parsed[("--user", "bob")]} == {"acls"}
+    assert [v["validFromOffset"] for v in parsed[("--acl", "--principal", "User:alice")]] == [key["acl-write"]]
+    assert parsed[("--acl", "--resource", "GROUP:payments")] == []
+    assert [v["nextProducerId"] for v in parsed[("--producer-ids",)]] == [1000, 2000]
+    credentials = [v for v in parsed[("--user", "alice")] if v["part"] == "scramCredentials"]
+    assert [v["iterations"] for v in credentials] == [4096, 8192]
+    assert all("salt" not in v and "storedKey" not in v for v in credentials)
+
+
+def test_a_part_historys_errors_read_the_same(image_lake: Lake) -> None:
+    for question in (("--config", "QUEUE:x"), ("--config", "orders"), ("--acl", "--resource", "BROKER:1"),
+                     ("--quota", "--cluster-id", "nope")):
+        light, spark = (_run(image_lake, path, *question, command="history") for path in ("", SPARK_PATH))
+        assert light.exit_code == 2 == spark.exit_code, question
+        assert light.stderr.splitlines()[-1] == spark.stderr.splitlines()[-1], question
+        assert light.stderr.splitlines()[-1].startswith("kraft-replay: ")
+        assert "lake engine" not in light.stderr
+
+
 def test_doubles_as_java_writes_them(spark: SparkSession) -> None:
     values = [0.0, -0.0, 0.5, 0.001, 0.0001, 1.5e-5, 123456.789, 1048576.0, 9999999.0, 1e7, 2097152e3, 1.0e22,
               -3.25, 1 / 3]
