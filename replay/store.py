@@ -60,10 +60,6 @@ ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
 RECORDS_WRITTEN_AT_ONCE = 100_000  # up to this many records replayed, every table is written at once
 INTERPRETED_UP_TO = 100_000  # a log of up to this many records is replayed without generated code (measured)
-# An increment's fold (its records, the seeds, the merges into the open versions) is small work in many plans: it
-# runs interpreted on any lake, its writes with generated code (issue 20, one process each: the fold of 1 % at 1 M
-# 46 -> 27, 31 -> 23, 25 -> 19 s; at 10 M cold 71 -> 64 s, warm 42-49 against 45 s; the writes interpreted took 2x)
-INTERPRETED_INCREMENT_FOLD = True
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
 TABLES_APART = ", "  # between the names of the tables one stage writes at once
@@ -94,7 +90,8 @@ def folding(spark: SparkSession) -> AbstractContextManager[None]:
     """A full replay's fold and history writes run without adaptive query execution: a local checkpoint then keeps
     the partitioning and order its plan gave its rows (an adaptive plan reports neither before it runs), so the
     fold's windows, which all read the partition events in one order (``replay.partitions``), sort them once. An
-    increment keeps adaptive execution (a trial without it was slower; issue 20's note)."""
+    increment keeps adaptive execution (slower without it) and folds interpreted on any lake, writing compiled (its
+    fold 46 -> 27 s at 1 M, 71 -> 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md)."""
     return spark_conf(spark, ADAPTIVE_EXECUTION, "false")
 
 
@@ -372,19 +369,16 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
     versions = dict(current)
     if changed:
         safe.update(safe_offsets(plan.new_log, {c: last for c, (_, last) in plan.new_bounds.items()}))
-        # A version closed before the checkpoint never changes: the large tables are read and replaced only
-        # where they hold open versions.
+        # closed versions never change: the large tables are read and replaced only where they hold open versions
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
         stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
-        with interpreted(spark, INTERPRETED_INCREMENT_FOLD):
-            result = incremental_replay(spark, plan.new_log, changed, stored,
-                                        lake.read(spark, ANOMALIES, version=current[ANOMALIES]),
-                                        lake_shapes(spark, lake))
+        with interpreted(spark, True):  # the fold of a few records (see ``folding``)
+            result = incremental_replay(spark, plan.new_log, changed, stored, lake.read(
+                spark, ANOMALIES, version=current[ANOMALIES]), lake_shapes(spark, lake))
         # a table whose rows are the stored ones keeps its current version
-        written = {name: df for name, df in result.tables.items() if name not in result.unchanged}
-        if ANOMALIES not in result.unchanged:
-            written[ANOMALIES] = result.anomalies
+        written = {n: df for n, df in {**result.tables, ANOMALIES: result.anomalies}.items()
+                   if n not in result.unchanged}
         new_records = sum(last - first + 1 for first, last in plan.new_bounds.values())
         versions.update(write_tables(spark, lake, written, tell, new_records,
                                      {n: (open_files[n], current[n]) for n in open_files}))
