@@ -106,10 +106,16 @@ def user_principal(user: str) -> str:
     return f"{USER_PRINCIPAL_TYPE}:{user}"
 
 
+def _resource_sql(text: str, names: dict[int, str] = CONFIG_RESOURCE_TYPES, what: str = "config resource type"
+                  ) -> str:
+    """The rows of one resource ``parse_resource`` reads from ``text``, as SQL."""
+    resource_type, resource_name = parse_resource(text, names, what)
+    return f"resource_type = {resource_type} AND resource_name = {sql_text(resource_name)}"
+
+
 def config_sql(resource: str) -> str:
     """The config versions of one resource (``TOPIC:orders``, ``BROKER:1``, ``BROKER:``), as SQL."""
-    resource_type, resource_name = parse_resource(resource)
-    return f"resource_type = {resource_type} AND resource_name = {sql_text(resource_name)}"
+    return _resource_sql(resource)
 
 
 def acl_sql(principal: str | None = None, resource: str | None = None) -> str | None:
@@ -117,8 +123,7 @@ def acl_sql(principal: str | None = None, resource: str | None = None) -> str | 
     Kafka's ``ResourceType`` name), as SQL (None: every ACL)."""
     terms = [] if principal is None else [f"principal = {sql_text(principal)}"]
     if resource is not None:
-        resource_type, resource_name = parse_resource(resource, ACL_RESOURCE_TYPES, "ACL resource type")
-        terms.append(f"resource_type = {resource_type} AND resource_name = {sql_text(resource_name)}")
+        terms.append(_resource_sql(resource, ACL_RESOURCE_TYPES, "ACL resource type"))
     return " AND ".join(terms) or None
 
 
