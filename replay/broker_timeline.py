@@ -27,9 +27,9 @@ TIMELINE_KEY = ("cluster_id", "broker_id")
 _INFINITY = 1 << 62
 
 
-def open_end(column: str) -> Column:
+def open_end(column: str | Column) -> Column:
     """An interval's end with null (still open) read as infinity, for overlap and containment tests."""
-    return F.coalesce(F.col(column), F.lit(_INFINITY))
+    return F.coalesce(F.col(column) if isinstance(column, str) else column, F.lit(_INFINITY))
 
 
 def broker_state(fenced: Column, in_controlled_shutdown: Column) -> Column:

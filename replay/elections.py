@@ -197,12 +197,16 @@ LEADERLESS_COLUMNS = (
 
 
 def _offline_runs(partition_history: DataFrame) -> DataFrame:
-    """Each partition's runs of touching versions without a leader, the first version's isr and cause kept."""
-    flagged = partition_history.withColumn("offline", F.col("leader") == NO_LEADER)
-    return collapse(flagged.select(*PARTITION_KEY, "topic_name", "offline", "isr", "valid_from_offset",
+    """Each partition's runs of touching versions without a leader, the first version's isr and cause kept.
+
+    Collapsed from the leaderless versions alone (0.1 % of a 10 M log's): a partition's versions are disjoint and
+    never empty (``replay.history.to_intervals``), so two leaderless versions touch only when no version lies
+    between them, and the runs are those of the whole history."""
+    offline = partition_history.where(F.col("leader") == NO_LEADER).withColumn("offline", F.lit(True))
+    return collapse(offline.select(*PARTITION_KEY, "topic_name", "offline", "isr", "valid_from_offset",
                                    "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
                                    "cause_type"),
-                    PARTITION_KEY, ("offline",)).where(F.col("offline")).drop("offline")
+                    PARTITION_KEY, ("offline",)).drop("offline")
 
 
 def _ended_by(end_type: Column) -> Column:
@@ -233,16 +237,19 @@ def _period_rows(joined: DataFrame) -> DataFrame:
         reason.alias("reason"))
 
 
+# A leaderless run starts at an election to no leader and ends at one from no leader (the versions are unique per
+# offset and touch): only those elections are joined (a few thousand of 2.7 M at 10 M records).
 def _starts(audit: DataFrame) -> DataFrame:
-    return audit.select(*PARTITION_KEY, F.col("offset").alias("valid_from_offset"), "previous_leader",
-                        F.col("lost_leader_cause").alias("cause"),
-                        F.col("lost_leader_cause_offset").alias("lost_offset"),
-                        F.col("lost_leader_cause_type").alias("lost_type"))
+    return audit.where(F.col("leader") == NO_LEADER).select(
+        *PARTITION_KEY, F.col("offset").alias("valid_from_offset"), "previous_leader",
+        F.col("lost_leader_cause").alias("cause"), F.col("lost_leader_cause_offset").alias("lost_offset"),
+        F.col("lost_leader_cause_type").alias("lost_type"))
 
 
 def _ends(audit: DataFrame) -> DataFrame:
-    return audit.select(*PARTITION_KEY, F.col("offset").alias("valid_to_offset"),
-                        F.col("election_type").alias("end_type"), F.col("leader").alias("new_leader"))
+    return audit.where(F.col("previous_leader") == NO_LEADER).select(
+        *PARTITION_KEY, F.col("offset").alias("valid_to_offset"), F.col("election_type").alias("end_type"),
+        F.col("leader").alias("new_leader"))
 
 
 def _periods(runs: DataFrame, audit: DataFrame) -> DataFrame:

@@ -226,13 +226,16 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
         F.col("valid_from_time_ms").alias("valid_to_time_ms"), "cause_offset", "cause_type", "reason")
     ordinary = ordinary.drop("_spliced")
     waiting = None if opened is None else opened.where(F.col("state") == DELETION_INELIGIBLE)
-    states = ordinary.unionByName(creations).unionByName(
-        _deletions(ordinary, partition_history, broker_history, waiting))
     # A membership that starts while the deletion of the previous one still waits starts from
-    # ReplicaDeletionIneligible (NewReplica ← ReplicaDeletionIneligible is invalid, and flagged).
+    # ReplicaDeletionIneligible (NewReplica ← ReplicaDeletionIneligible is invalid, and flagged). The row before a
+    # creation is a deletion step of the membership before (every ended one has them, from its end to the next
+    # start; its versions all lie before its end) or none: the window orders those two kinds of rows alone, not
+    # every state (2.7 of 11.7 M rows at 10 M records).
+    edges = creations.unionByName(_deletions(ordinary, partition_history, broker_history, waiting))
     state_before = F.lag("state").over(Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset", "step"))
-    states = states.withColumn("previous_state", F.when(
+    edges = edges.withColumn("previous_state", F.when(
         (F.col("step") == _STEP_CREATE) & state_before.isNotNull(), state_before).otherwise(F.col("previous_state")))
+    states = ordinary.unionByName(edges)
     return states.withColumn("valid_transition", _valid(REPLICA_VALID_PREVIOUS)).select(
         *REPLICA_KEY, "topic_name", *STATE_COLUMNS)
 
