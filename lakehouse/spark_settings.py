@@ -64,6 +64,30 @@ def file_statistics(spark: SparkSession) -> contextlib.AbstractContextManager[No
     return spark_conf(spark, DELTA_STATS_SKIPPING, "true")
 
 
+# Adaptive execution plans a query stage by stage as it runs, so a local checkpoint taken under it reports neither
+# partitioning nor order (Spark 4.0): every window or aggregate after it shuffles and sorts its rows again.
+ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
+
+
+def planned_ahead(spark: SparkSession) -> contextlib.AbstractContextManager[None]:
+    """Adaptive execution off for the block: a local checkpoint taken in it keeps the partitioning and order its
+    plan gave its rows, and the windows and aggregates by the same key after it (adaptive or not) reuse them."""
+    return spark_conf(spark, ADAPTIVE_EXECUTION, "false")
+
+
+def kept_checkpoint(df: DataFrame) -> DataFrame:
+    """``df`` checkpointed (``localCheckpoint``) with the partitioning and order its plan gives its rows. ``df``
+    must not have run yet: a DataFrame keeps the physical plan it was first given."""
+    with planned_ahead(df.sparkSession):
+        return df.localCheckpoint(eager=True)
+
+
+def keyed_checkpoint(df: DataFrame, key: tuple[str, ...], order: tuple[str, ...] = ()) -> DataFrame:
+    """``df`` distributed by ``key`` and sorted by ``key`` and ``order`` in each partition, checkpointed keeping
+    both: a window by ``key`` (or more columns) in ``order`` over it needs no shuffle, and no sort."""
+    return kept_checkpoint(df.repartition(*key).sortWithinPartitions(*key, *order))
+
+
 def few_partitions(df: DataFrame) -> DataFrame:
     """``df`` in at most ``spark.sql.shuffle.partitions`` partitions, without a shuffle. A union has the partitions
     of all its inputs (an increment's per-cluster reads and seeds: 34 for 15 small clusters, its anomalies 80), and

@@ -17,6 +17,7 @@ from operator import or_
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.spark_settings import keyed_checkpoint
 from lakehouse.tables import (
     BROKER_HISTORY,
     ELECTIONS,
@@ -47,9 +48,9 @@ from replay.state_machines import (
 def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
     """``history``: at least partition_history, replica_history and broker_history; ``configs``: what the
     election audit judges elections by (``replay.election_configs``)."""
-    # Every derived table is a set of windows and aggregates per partition (or per replica of a partition):
-    # distributed by partition once here, none of them shuffles the history again.
-    partitions = history[PARTITION_HISTORY].repartition(*PARTITION_KEY).localCheckpoint(eager=True)
+    # Every derived table is a set of windows and aggregates per partition (or per replica of a partition) in
+    # offset order: the versions distributed and sorted so once here, none of them shuffles or sorts them again.
+    partitions = keyed_checkpoint(history[PARTITION_HISTORY], PARTITION_KEY, ("valid_from_offset",))
     replicas = history[REPLICA_HISTORY].repartition(*PARTITION_KEY)
     brokers = history[BROKER_HISTORY]
     audit = elections(partitions, brokers, configs=configs).localCheckpoint(eager=True)
@@ -128,8 +129,8 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
                 .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
                 .drop(SAFE_POINT))
 
-    # distributed by partition once, as in ``derived_tables``
-    partitions = after_c(live[PARTITION_HISTORY]).repartition(*PARTITION_KEY).localCheckpoint(eager=True)
+    # distributed and sorted once, as in ``derived_tables``
+    partitions = keyed_checkpoint(after_c(live[PARTITION_HISTORY]), PARTITION_KEY, ("valid_from_offset",))
     replicas = after_c(live[REPLICA_HISTORY]).repartition(*PARTITION_KEY)
     opened = {name: checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns)))
               .localCheckpoint(eager=True) for name, df in stored.items()}

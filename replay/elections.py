@@ -17,6 +17,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehouse.spark_settings import kept_checkpoint
 from records.kafka_constants import NO_LEADER
 from replay.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, broker_timeline, is_active, open_end
 from replay.effective_configs import ConfigsInForce
@@ -83,12 +84,10 @@ def elections(partition_history: DataFrame, broker_history: DataFrame, status: D
     changes = versions.where((F.col("previous_to") == F.col("valid_from_offset"))
                              & (F.col("leader") != F.col("previous_leader"))).withColumnRenamed(
         "valid_from_offset", "offset").withColumnRenamed("valid_from_time_ms", "time_ms").drop("previous_to")
-    changes = changes.localCheckpoint(eager=True)
+    # kept distributed by partition: the candidates' choice below is aggregated where they are (no shuffle)
+    changes = kept_checkpoint(changes)
     if status is None:
         status = broker_status(broker_history).localCheckpoint(eager=True)
-
-    lost = _lost_leader_state(changes.select(*PARTITION_KEY, "offset", "previous_leader").where(
-        F.col("previous_leader") >= 0), status).drop("previous_leader")
 
     # Every replica of the new assignment as a candidate, judged by its broker's state at the change; the
     # losing leader is the broker being removed (Kafka writes its fence after the changes it causes).
@@ -107,7 +106,8 @@ def elections(partition_history: DataFrame, broker_history: DataFrame, status: D
         first_candidate(acceptable).alias("expected_unclean"),
         first_candidate(acceptable & was_clean).alias("clean_candidate"))
 
-    audit = changes.join(lost, [*PARTITION_KEY, "offset"], "left").join(choice, [*PARTITION_KEY, "offset"], "left")
+    # the losing leader's state looked up on each change (no leader before: no broker, the state is null)
+    audit = _lost_leader_state(changes, status).join(choice, [*PARTITION_KEY, "offset"], "left")
     leader, previous = F.col("leader"), F.col("previous_leader")
     reassigned = (F.col("replicas") != F.col("previous_replicas")) | (
         (previous >= 0) & ~F.array_contains("replicas", previous))

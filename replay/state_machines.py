@@ -27,6 +27,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehouse.spark_settings import kept_checkpoint
 from replay.broker_timeline import broker_timeline, is_unfenced, open_end
 from replay.history import collapse
 from replay.safe_points import SAFE_POINT
@@ -217,7 +218,7 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
         .when(F.col("_first"), F.lit(_STEP_CREATE)).otherwise(F.lit(0)).alias("step"),
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
         "cause_type", reason.alias("reason"))
-    ordinary = _continued(ordinary, members, REPLICA_KEY).localCheckpoint(eager=True)
+    ordinary = kept_checkpoint(_continued(ordinary, members, REPLICA_KEY))
 
     creations = ordinary.where((F.col("step") == _STEP_FIRST) & ~F.col("_spliced")).select(
         *REPLICA_KEY, "topic_name", "_life", F.lit(NEW_REPLICA).alias("state"),
@@ -341,7 +342,7 @@ def partition_state_history(partition_history: DataFrame, opened: DataFrame | No
         F.when(F.col("_first"), F.lit(_STEP_FIRST)).otherwise(F.lit(0)).alias("step"),
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
         "cause_type", reason.alias("reason"))
-    ordinary = _continued(ordinary, opened, PARTITION_KEY).localCheckpoint(eager=True)
+    ordinary = kept_checkpoint(_continued(ordinary, opened, PARTITION_KEY))
     creations = ordinary.where((F.col("step") == _STEP_FIRST) & ~F.col("_spliced")).select(
         *PARTITION_KEY, "topic_name", "_life", F.lit(NEW_PARTITION).alias("state"),
         F.lit(NON_EXISTENT_PARTITION).alias("previous_state"), F.lit(_STEP_CREATE).alias("step"),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -26,7 +25,14 @@ from pyspark.sql import functions as F
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import ROWS_PER_FILE, Lake
-from lakehouse.spark_settings import SHUFFLE_PARTITIONS, few_partitions, file_statistics, interpreted, spark_conf
+from lakehouse.spark_settings import (
+    SHUFFLE_PARTITIONS,
+    few_partitions,
+    file_statistics,
+    interpreted,
+    planned_ahead,
+    spark_conf,
+)
 from lakehouse.tables import (
     ANOMALY_ORDER,
     BROKER_HISTORY,
@@ -54,7 +60,6 @@ from replay.snapshots import first_offsets, snapshot_input
 ANOMALIES = REPLAY_ANOMALIES
 CHECKPOINTS = REPLAY_CHECKPOINTS
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
-ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
 # A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
 # log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
@@ -84,15 +89,6 @@ class ReplaySummary:
     @property
     def last_offset(self) -> int:
         return max(self.clusters.values())
-
-
-def folding(spark: SparkSession) -> AbstractContextManager[None]:
-    """A full replay's fold and history writes run without adaptive query execution: a local checkpoint then keeps
-    the partitioning and order its plan gave its rows (an adaptive plan reports neither before it runs), so the
-    fold's windows, which all read the partition events in one order (``replay.partitions``), sort them once. An
-    increment keeps adaptive execution (slower without it) and folds interpreted on any lake, writing compiled (its
-    fold 46 -> 27 s at 1 M, 71 -> 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md)."""
-    return spark_conf(spark, ADAPTIVE_EXECUTION, "false")
 
 
 def shuffle_partitions_for(records: int, configured: int) -> int:
@@ -227,7 +223,11 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     partitions = shuffle_partitions_for(records, int(spark.conf.get(SHUFFLE_PARTITIONS) or 0))
     with spark_conf(spark, SHUFFLE_PARTITIONS, str(partitions)):
         tell("folding the log into states (Spark window functions)")
-        with folding(spark):
+        # without adaptive execution, so a checkpoint keeps the partitioning and order its plan gave its rows: the
+        # fold's windows, which all read the partition events in one order (``replay.partitions``), sort them once.
+        # An increment keeps adaptive execution (slower without it), its fold interpreted (46 -> 27 s at 1 M, 71 ->
+        # 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md).
+        with planned_ahead(spark):
             result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
             tables = {**result.tables, ANOMALIES: result.anomalies}
             if cluster_id is not None:
@@ -373,7 +373,7 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
         stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
-        with interpreted(spark, True):  # the fold of a few records (see ``folding``)
+        with interpreted(spark, True):  # the fold of a few records (see the full replay's fold)
             result = incremental_replay(spark, plan.new_log, changed, stored, lake.read(
                 spark, ANOMALIES, version=current[ANOMALIES]), lake_shapes(spark, lake))
         # a table whose rows are the stored ones keeps its current version
