@@ -21,11 +21,11 @@ from bench.bench_replay import checkout_commit
 from bench.clock import timed
 from lakehouse.lake import Lake
 from lakehouse.spark import SparkOptions, get_spark
-from lakehouse.spark_settings import keyed_checkpoint
 from lakehouse.tables import BROKER_HISTORY, CONFIG_HISTORY, HISTORY_TABLES, PARTITION_HISTORY, REPLICA_HISTORY
+from replay.derived import distributed_versions
 from replay.effective_configs import configs_in_force
 from replay.elections import elections, leaderless_periods
-from replay.state_machines import PARTITION_KEY, partition_state_history, replica_state_history
+from replay.state_machines import partition_state_history, replica_state_history
 
 Result = TypeVar("Result")
 
@@ -53,9 +53,8 @@ def main() -> None:
         seconds.append((name, took))
         return result
 
-    partitions = piece(f"{PARTITION_HISTORY} distributed and sorted by partition (checkpoint)",
-                       lambda: keyed_checkpoint(history[PARTITION_HISTORY], PARTITION_KEY, ("valid_from_offset",)))
-    replicas = history[REPLICA_HISTORY].repartition(*PARTITION_KEY)
+    partitions, replicas = piece(f"{PARTITION_HISTORY} distributed and sorted by partition (checkpoint)",
+                                 lambda: distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY]))
     audit = piece("the election audit (checkpoint)",
                   lambda: elections(partitions, brokers, configs=configs).localCheckpoint(eager=True))
     replica_states = piece("replica_state_history: the ordinary states (checkpoint)",

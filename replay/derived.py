@@ -45,13 +45,19 @@ from replay.state_machines import (
 )
 
 
+def distributed_versions(partition_history: DataFrame, replica_history: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The versions as the derived tables read them. Every derived table is a set of windows and aggregates per
+    partition (or per replica of a partition) in offset order: the partition versions, read by most of them, are
+    distributed and sorted so once (a checkpoint), and none of them shuffles or sorts them again; the replica
+    versions, read once (the replica states), are distributed by partition."""
+    return (keyed_checkpoint(partition_history, PARTITION_KEY, ("valid_from_offset",)),
+            replica_history.repartition(*PARTITION_KEY))
+
+
 def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
     """``history``: at least partition_history, replica_history and broker_history; ``configs``: what the
     election audit judges elections by (``replay.election_configs``)."""
-    # Every derived table is a set of windows and aggregates per partition (or per replica of a partition) in
-    # offset order: the versions distributed and sorted so once here, none of them shuffles or sorts them again.
-    partitions = keyed_checkpoint(history[PARTITION_HISTORY], PARTITION_KEY, ("valid_from_offset",))
-    replicas = history[REPLICA_HISTORY].repartition(*PARTITION_KEY)
+    partitions, replicas = distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY])
     brokers = history[BROKER_HISTORY]
     audit = elections(partitions, brokers, configs=configs).localCheckpoint(eager=True)
     return {
@@ -129,9 +135,7 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
                 .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
                 .drop(SAFE_POINT))
 
-    # distributed and sorted once, as in ``derived_tables``
-    partitions = keyed_checkpoint(after_c(live[PARTITION_HISTORY]), PARTITION_KEY, ("valid_from_offset",))
-    replicas = after_c(live[REPLICA_HISTORY]).repartition(*PARTITION_KEY)
+    partitions, replicas = distributed_versions(after_c(live[PARTITION_HISTORY]), after_c(live[REPLICA_HISTORY]))
     opened = {name: checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns)))
               .localCheckpoint(eager=True) for name, df in stored.items()}
     status = broker_status(brokers).localCheckpoint(eager=True)

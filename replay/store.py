@@ -223,10 +223,9 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     partitions = shuffle_partitions_for(records, int(spark.conf.get(SHUFFLE_PARTITIONS) or 0))
     with spark_conf(spark, SHUFFLE_PARTITIONS, str(partitions)):
         tell("folding the log into states (Spark window functions)")
-        # without adaptive execution, so a checkpoint keeps the partitioning and order its plan gave its rows: the
-        # fold's windows, which all read the partition events in one order (``replay.partitions``), sort them once.
-        # An increment keeps adaptive execution (slower without it), its fold interpreted (46 -> 27 s at 1 M, 71 ->
-        # 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md).
+        # the fold's windows all read the partition events in one order (``replay.partitions``): sorted once, kept
+        # by its checkpoints. An increment keeps adaptive execution (slower without it), its fold interpreted (46 ->
+        # 27 s at 1 M, 71 -> 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md).
         with planned_ahead(spark):
             result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
             tables = {**result.tables, ANOMALIES: result.anomalies}
