@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -17,6 +19,7 @@ from lakehouse.spark import (
     DEFAULT_DRIVER_MEMORY,
     DELTA_EXTENSION,
     DRIVER_MEMORY_ENV,
+    KRYO_SERIALIZER,
     SparkOptions,
     SparkUnavailableError,
     _session_conf,
@@ -167,3 +170,17 @@ def test_a_commands_driver_heap_is_2_gib_unless_the_environment_says(monkeypatch
         monkeypatch.setenv(DRIVER_MEMORY_ENV, wrong)
         with pytest.raises(SparkUnavailableError, match=f"{DRIVER_MEMORY_ENV}=.*expected a JVM memory size"):
             local_driver_memory()
+
+
+def test_rows_spilled_to_disk_are_written_with_kryo_and_come_back_whole(spark: SparkSession) -> None:
+    assert spark.sparkContext.getConf().get("spark.serializer") == KRYO_SERIALIZER
+    rows = spark.createDataFrame(
+        [(7, [1, 2, None], {"retention.ms": "604800000"}, Decimal("12345678901234567890.5")),
+         (8, None, {}, None)],
+        "offset long, isr array<int>, configs map<string,string>, big decimal(38,1)")
+    spilled = rows.persist(StorageLevel.DISK_ONLY)
+    try:
+        assert sorted(spilled.collect()) == sorted(rows.collect())
+        assert spilled.where("offset = 7").first().configs == {"retention.ms": "604800000"}
+    finally:
+        spilled.unpersist()
