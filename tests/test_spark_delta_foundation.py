@@ -174,13 +174,12 @@ def test_a_commands_driver_heap_is_2_gib_unless_the_environment_says(monkeypatch
 
 def test_rows_spilled_to_disk_are_written_with_kryo_and_come_back_whole(spark: SparkSession) -> None:
     assert spark.sparkContext.getConf().get("spark.serializer") == KRYO_SERIALIZER
-    rows = spark.createDataFrame(
-        [(7, [1, 2, None], {"retention.ms": "604800000"}, Decimal("12345678901234567890.5")),
-         (8, None, {}, None)],
-        "offset long, isr array<int>, configs map<string,string>, big decimal(38,1)")
-    spilled = rows.persist(StorageLevel.DISK_ONLY)
+    rows = [(7, [1, 2, None], {"retention.ms": "604800000"}, Decimal("12345678901234567890.5")), (8, None, {}, None)]
+    spilled = spark.createDataFrame(
+        rows, "offset long, isr array<int>, configs map<string,string>, big decimal(38,1)",
+    ).persist(StorageLevel.DISK_ONLY)
     try:
-        assert sorted(spilled.collect()) == sorted(rows.collect())
-        assert spilled.where("offset = 7").first().configs == {"retention.ms": "604800000"}
+        assert spilled.storageLevel == StorageLevel.DISK_ONLY
+        assert [tuple(row) for row in spilled.orderBy("offset").collect()] == rows
     finally:
         spilled.unpersist()
