@@ -111,15 +111,21 @@ def _lake_usage_errors() -> tuple[type[Exception], ...]:
 
 def guarded_query(body: Callable[[], None]) -> None:
     """``guarded`` for a command that asks the lake: its usage errors (unknown cluster, an offset outside the
-    log, tables missing, bad SQL) exit 2 with a one-line message."""
+    log, tables missing, bad SQL) exit 2 with a one-line message; an offset outside the history (before its base
+    snapshot, in a gap of the stored log) exits 3."""
     problem: list[str] = []
+    code = [EXIT_USAGE]
 
     def wrapped() -> None:
+        from replay.query_rules import OutsideHistory
+
         try:
             body()
         except _lake_usage_errors() as exc:
             text = str(exc).strip()
             problem.append(text.splitlines()[0] if text else type(exc).__name__)
+            if isinstance(exc, OutsideHistory):  # the lake holds no state there: the input's limit, not a typo
+                code[0] = EXIT_BAD_INPUT
 
     # PySpark logs every analysis error with its whole Java stack trace; the one-line message is enough.
     quiet = [logging.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
@@ -132,7 +138,7 @@ def guarded_query(body: Callable[[], None]) -> None:
         for logger, level in zip(quiet, levels, strict=True):
             logger.setLevel(level)
     if problem:
-        raise fail(problem[0], EXIT_USAGE)
+        raise fail(problem[0], code[0])
 
 
 def usage_error(message: str) -> NoReturn:

@@ -20,6 +20,7 @@ from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY
 from replay.health import health_series, peaks
 from replay.incidents import controlled_shutdowns, election_deviations, fences, offline_periods, unclean_elections
 from replay.query import history_table, iso_ms, resolve_cluster, state_at
+from replay.query_rules import OutsideHistory
 
 DEFAULT_LIMIT = 10
 
@@ -96,7 +97,10 @@ def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, li
         for label, offset in (("before", at - 1), ("during", at)):
             if offset < 0:
                 continue
-            rows = state_at(spark, lake, offset=offset, cluster_id=cluster).only(topic, pid).partitions.collect()
+            try:
+                rows = state_at(spark, lake, offset=offset, cluster_id=cluster).only(topic, pid).partitions.collect()
+            except OutsideHistory:  # an incident at the start of the history (its base snapshot): no "before"
+                continue
             for row in rows:
                 lines.append(f"  {topic}-{pid} {label} the incident (offset {offset}): leader {row['leader']}, "
                              f"leader epoch {row['leader_epoch']}, ISR {row['isr']}, replicas {row['replicas']}")

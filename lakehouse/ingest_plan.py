@@ -75,6 +75,17 @@ def _no_cluster_id(path: Path) -> RecordsError:
                         "pass --cluster-id")
 
 
+def _bootstrap_note(layout: log_dir.LogLayout) -> str:
+    """Why ``bootstrap.checkpoint`` is not stored: it is the bootstrap records a log from offset 0 begins with, and
+    no image of a log that Kafka trimmed behind a snapshot (that log's history starts from the snapshot)."""
+    first = min((s.base_offset or 0 for s in layout.segments), default=None)
+    if first == 0:
+        return "bootstrap snapshot not stored (its records are also the first records of the log)"
+    where = "no log segment here" if first is None else f"the log here starts at offset {first}"
+    return (f"bootstrap snapshot not stored (the records the cluster was formatted with, not the image at any "
+            f"stored offset; {where}: the history starts from a stored snapshot)")
+
+
 def plan_source(source: Path, cluster_id: str | None = None) -> SourcePlan:
     """Find what to ingest in `source`, and its cluster id (`cluster_id` wins over meta.properties)."""
     kind = detect_format(source)
@@ -90,8 +101,7 @@ def plan_source(source: Path, cluster_id: str | None = None) -> SourcePlan:
                           for s in layout.snapshots]
         plan.notes += [f"{path.name}: {why}" for path, why in layout.skipped]
         if layout.bootstrap is not None:
-            plan.notes.append(f"{layout.bootstrap.path}: bootstrap snapshot not stored (its records are "
-                              "also the first records of the log)")
+            plan.notes.append(f"{layout.bootstrap.path}: {_bootstrap_note(layout)}")
         if not plan.segments and not plan.snapshots:
             raise RecordsError(f"{source}: no log segments or snapshots to ingest")
         return plan

@@ -45,6 +45,7 @@ DELEGATION_TOKEN_HISTORY = "delegation_token_history"
 PRODUCER_ID_HISTORY = "producer_id_history"
 REPLAY_ANOMALIES = "replay_anomalies"
 REPLAY_CHECKPOINTS = "replay_checkpoints"
+REPLAY_COVERAGE = "replay_coverage"
 # the log tables' column with the keyed fingerprint of the secret a record's redaction took out (issue 19; null when
 # nothing was redacted): the replay carries it to config_history.value_fingerprint and
 # scram_history.credential_fingerprint, and reads it only where the table has it (a lake written before it has not)
@@ -256,6 +257,20 @@ REPLAY_SCHEMAS: dict[str, pa.Schema] = {
         # checkpoint folded in (`last_offset` is then a safe point: no metadata transaction open there)
         ("replayed_at", _UTC),
         ("tables", pa.map_(pa.string(), pa.int64())),  # table → Delta version written
+    ]),
+    # Which offsets each cluster's history answers, and from which base (replay.coverage): one row per cluster.
+    REPLAY_COVERAGE: pa.schema([
+        ("cluster_id", pa.string()),
+        ("first_offset", pa.int64()),  # the first offset answered (the base snapshot's image offset, or the log's)
+        ("last_offset", pa.int64()),  # the last offset answered
+        ("log_first_offset", pa.int64()),  # the first log offset folded
+        ("base_snapshot", pa.string()),  # the snapshot the history starts from (00000000000000128356-0000000020)
+        ("base_end_offset", pa.int64()),
+        # offsets missing from the stored log inside the history: folded across, not answered
+        ("gaps", pa.list_(pa.struct([("first_offset", pa.int64()), ("last_offset", pa.int64())]))),
+        ("stored_first_offset", pa.int64()),  # the first offset the lake's log holds
+        ("snapshots_checked", pa.int32()),  # later snapshots whose image was checked against the fold
+        ("snapshots_differing", pa.int32()),  # ... and found different (replay_anomalies: snapshot-differs)
     ]),
     **IMAGE_SCHEMAS,
 }

@@ -27,11 +27,13 @@ from lakehouse.tables import (
     IMAGE_SCHEMAS,
     METADATA_LOG,
     PARTITION_HISTORY,
+    REPLAY_COVERAGE,
     REPLAY_SCHEMAS,
     REPLICA_HISTORY,
     TOPIC_HISTORY,
 )
 from records.vocabulary import column_name
+from replay.coverage import ClusterCoverage
 from replay.image_sections import PARTS, part_history_order
 from replay.query_rules import (
     BROKER_ORDER,
@@ -146,6 +148,12 @@ class _LightLog:
 
     def last_offset_of_batch(self, base: int, offset: int) -> int | None:
         return self._first(f'batch_base_offset = {int(base)} AND "offset" >= {int(offset)}', 'max("offset")')
+
+    def coverage(self) -> ClusterCoverage | None:
+        if not self.reader.exists(REPLAY_COVERAGE):
+            return None
+        rows = self.reader.rows(REPLAY_COVERAGE, cluster_sql(self.cluster_id), None).to_pylist()
+        return ClusterCoverage.from_row(rows[0]) if rows else None
 
 
 def light_state(root: str, offset: int | None, sections: tuple[str, ...], cluster_id: str | None = None,

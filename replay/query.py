@@ -21,8 +21,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
-from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY, REPLICA_HISTORY, TOPIC_HISTORY
+from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY, REPLAY_COVERAGE, REPLICA_HISTORY, TOPIC_HISTORY
 from records.vocabulary import column_name
+from replay.coverage import ClusterCoverage
 from replay.query_rules import (
     BROKER_FIELDS,
     BROKER_ORDER,
@@ -127,6 +128,12 @@ class _SparkLog:
     def last_offset_of_batch(self, base: int, offset: int) -> int | None:
         return (self._log().where((F.col("batch_base_offset") == base) & (F.col("offset") >= offset))
                 .agg(F.max("offset")).first()[0])
+
+    def coverage(self) -> ClusterCoverage | None:
+        if not self.lake.table_exists(REPLAY_COVERAGE):
+            return None
+        row = self.lake.read(self.spark, REPLAY_COVERAGE).where(F.col("cluster_id") == self.cluster_id).first()
+        return None if row is None else ClusterCoverage.from_row(row.asDict(recursive=True))
 
 
 def resolve_offset(spark: SparkSession, lake: Lake, cluster_id: str, offset: int | None = None,

@@ -14,6 +14,7 @@ from typing import Protocol
 from lakehouse.tables import METADATA_LOG, REPLAY_CHECKPOINTS
 from records.kafka_constants import CONFIG_RESOURCE_TOPIC
 from records.vocabulary import fields, kafka_name
+from replay.coverage import ClusterCoverage
 
 # ``state --states --format json`` names a state's first offset as the table's SINCE column does.
 MACHINE_STATE_NAMES = {"valid_from_offset": "since"}
@@ -48,6 +49,11 @@ VERSION_ORDER = ("valid_from_offset", "topic_id")
 
 class QueryError(ValueError):
     """A question the lake cannot answer as asked: unknown cluster, offset or time outside the log, …"""
+
+
+class OutsideHistory(QueryError):
+    """An offset the cluster's history does not answer: before its base, or in a gap of the stored log
+    (``replay.coverage``). Not an empty cluster: the lake does not know the state there."""
 
 
 def as_of_sql(offset: int) -> str:
@@ -147,6 +153,9 @@ class StoredLog(Protocol):
     def last_offset_of_batch(self, base: int, offset: int) -> int | None:
         """The last stored offset at or after ``offset`` of the batch based at ``base``."""
 
+    def coverage(self) -> ClusterCoverage | None:
+        """What the cluster's history answers (its ``replay_coverage`` row; None for a lake replayed before it)."""
+
 
 def resolved_offset(log: StoredLog, cluster_id: str, offset: int | None = None, time: datetime | str | None = None,
                     batch_aligned: bool = False) -> int:
@@ -164,6 +173,10 @@ def resolved_offset(log: StoredLog, cluster_id: str, offset: int | None = None, 
     assert offset is not None
     if offset < 0:
         raise QueryError(f"offset must be >= 0, not {offset}")
+    covered = log.coverage()
+    outside = None if covered is None else covered.outside(offset)
+    if outside is not None:
+        raise OutsideHistory(outside)
     if not batch_aligned:
         return int(offset)
     stored, base = log.batch_of(offset)
@@ -185,6 +198,6 @@ def iso_ms(epoch_ms: int | None) -> str:
 
 
 __all__ = ["BROKER_FIELDS", "BROKER_NAMES", "BROKER_ORDER", "MACHINE_STATE_NAMES", "NESTED", "PARTITION_FIELDS",
-           "PARTITION_ORDER", "TOPIC_FIELDS", "TOPIC_ORDER", "VERSION_ORDER", "QueryError", "StoredLog", "as_of_sql",
-           "cluster_sql", "cluster_table", "iso_ms", "kafka_fields", "missing_table", "narrowed_sql", "parse_time",
-           "pick_cluster", "resolved_offset", "sql_text", "to_epoch_ms"]
+           "PARTITION_ORDER", "TOPIC_FIELDS", "TOPIC_ORDER", "VERSION_ORDER", "OutsideHistory", "QueryError",
+           "StoredLog", "as_of_sql", "cluster_sql", "cluster_table", "iso_ms", "kafka_fields", "missing_table",
+           "narrowed_sql", "parse_time", "pick_cluster", "resolved_offset", "sql_text", "to_epoch_ms"]

@@ -20,7 +20,7 @@ Applying one record (Kafka's ``MetadataDelta.replay``) and the image it applies 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lakehouse.tables import (
@@ -38,11 +38,24 @@ from lakehouse.tables import (
     SCRAM_HISTORY,
     TOPIC_HISTORY,
 )
-from records.kafka_constants import ABORT, BEGIN, END, ZK_MIGRATION_NONE, ZK_MIGRATION_STATE_FEATURE
+from records.kafka_constants import ABORT, BEGIN, END
 from records.model import LogEntry, MetadataRecord, RawRecord
-from records.vocabulary import column_name
-from replay.image_parts_delta import Acl, DelegationToken, QuotaEntity
-from replay.metadata_delta import Anomaly, Broker, Cause, Changes, Controller, Image, MetadataDelta, Partition
+from replay.coverage import SnapshotId
+from replay.metadata_delta import Anomaly, Cause, Changes, Image, MetadataDelta
+from replay.reference_rows import (
+    acl_values,
+    broker_values,
+    client_quota_values,
+    config_values,
+    controller_values,
+    delegation_token_values,
+    feature_level,
+    partition_invariants,
+    partition_values,
+    producer_id_values,
+    replica_values,
+    scram_values,
+)
 
 # the image's other parts (replay.image_parts_delta), in the contract's tables (lakehouse.tables.IMAGE_SCHEMAS)
 IMAGE_PART_TABLES = (CONFIG_HISTORY, CLIENT_QUOTA_HISTORY, ACL_HISTORY, SCRAM_HISTORY, DELEGATION_TOKEN_HISTORY,
@@ -52,6 +65,8 @@ TABLES = (PARTITION_HISTORY, BROKER_HISTORY, TOPIC_HISTORY, FEATURE_HISTORY, CON
 VERSION_COLUMNS = ("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
                    "cause_offset", "cause_type")
 ANOMALY_COLUMNS = ("cluster_id", "offset", "record_type", "kind", "reason")
+# A snapshot the fold starts from: its end offset and its records (or entries, which carry secrets' fingerprints)
+BaseSnapshot = tuple[int, Sequence[MetadataRecord] | Sequence[LogEntry]]
 
 
 @dataclass
@@ -68,18 +83,19 @@ class Commit:
 # --- Visibility (Kafka's MetadataBatchLoader) ----------------------------------------------------
 
 
-def fold(entries: Iterable[LogEntry], base_snapshot: tuple[int, Sequence[MetadataRecord]] | None = None,
-         ) -> Iterator[Commit]:
-    """Every visibility point of the log, in offset order; ``commit.image`` is the live image."""
+def fold(entries: Iterable[LogEntry], base_snapshot: BaseSnapshot | None = None) -> Iterator[Commit]:
+    """Every visibility point of the log, in offset order; ``commit.image`` is the live image. ``base_snapshot``:
+    (end offset, its records or entries: an entry keeps its secret's fingerprint, as the lake does)."""
     delta = MetadataDelta()
     start = None
     if base_snapshot is not None:
         end_offset, records = base_snapshot
         start = end_offset
         changes = Changes()
-        for record in records:
-            if isinstance(record, MetadataRecord) and not record.is_control:
-                delta.replay(LogEntry(offset=end_offset - 1, record=record), changes)
+        for item in records:
+            entry = item if isinstance(item, LogEntry) else LogEntry(offset=end_offset - 1, record=item)
+            if isinstance(entry.record, MetadataRecord) and not entry.record.is_control:
+                delta.replay(replace(entry, offset=end_offset - 1), changes)
         yield Commit(end_offset - 1, None, delta.image, changes)
     pending: list[LogEntry] | None = None  # the records of the open transaction, None outside one
     begin_offset = -1
@@ -119,8 +135,7 @@ def _only_anomaly(entry: LogEntry, delta: MetadataDelta, reason: str) -> Commit:
     return Commit(entry.offset, entry.append_time_ms, delta.image, changes)
 
 
-def image_at(entries: Iterable[LogEntry], offset: int,
-             base_snapshot: tuple[int, Sequence[MetadataRecord]] | None = None) -> Image:
+def image_at(entries: Iterable[LogEntry], offset: int, base_snapshot: BaseSnapshot | None = None) -> Image:
     """The image after every record up to and including ``offset`` (a transaction still open there
     is not visible)."""
     image = Image()
@@ -158,123 +173,6 @@ class _Table:
         self.rows.append(row)
         self.open[key] = row
         return True
-
-
-def _endpoint_dicts(endpoints: tuple[tuple[str, str, int, int], ...]) -> list[dict[str, Any]]:
-    return [{"name": n, "host": h, "port": p, "security_protocol": s} for n, h, p, s in endpoints]
-
-
-def _feature_dicts(features: tuple[tuple[str, int, int], ...]) -> list[dict[str, Any]]:
-    return [{"name": n, "min_supported_version": lo, "max_supported_version": hi} for n, lo, hi in features]
-
-
-def partition_values(image: Image, partition: Partition) -> dict[str, Any]:
-    """A partition_history row's values."""
-    return {"topic_id": partition.topic_id, "topic_name": image.topics.get(partition.topic_id),
-            "partition_id": partition.partition_id, "leader": partition.leader,
-            "leader_epoch": partition.leader_epoch, "partition_epoch": partition.partition_epoch,
-            "isr": list(partition.isr), "replicas": list(partition.replicas),
-            "adding_replicas": list(partition.adding_replicas), "removing_replicas": list(partition.removing_replicas),
-            "eligible_leader_replicas": list(partition.eligible_leader_replicas),
-            "last_known_elr": list(partition.last_known_elr),
-            "leader_recovery_state": partition.leader_recovery_state, "directories": list(partition.directories)}
-
-
-def broker_values(broker: Broker) -> dict[str, Any]:
-    return {"broker_id": broker.broker_id, "broker_epoch": broker.broker_epoch, "incarnation_id": broker.incarnation_id,
-            "fenced": broker.fenced, "in_controlled_shutdown": broker.in_controlled_shutdown, "rack": broker.rack,
-            "endpoints": _endpoint_dicts(broker.endpoints), "features": _feature_dicts(broker.features),
-            "log_dirs": list(broker.log_dirs), "is_migrating_zk_broker": broker.is_migrating_zk_broker}
-
-
-def controller_values(controller: Controller) -> dict[str, Any]:
-    return {"controller_id": controller.controller_id, "incarnation_id": controller.incarnation_id,
-            "zk_migration_ready": controller.zk_migration_ready, "endpoints": _endpoint_dicts(controller.endpoints),
-            "features": _feature_dicts(controller.features)}
-
-
-def replica_values(image: Image, key: tuple[str, int], broker_id: int) -> dict[str, Any] | None:
-    """The replica row of ``broker_id`` in partition ``key``, or None if it is not a replica."""
-    partition = image.partitions.get(key)
-    if partition is None or broker_id not in partition.replicas:
-        return None
-    index = partition.replicas.index(broker_id)
-    broker = image.brokers.get(broker_id)
-    return {"topic_id": partition.topic_id, "topic_name": image.topics.get(partition.topic_id),
-            "partition_id": partition.partition_id,
-            "broker_id": broker_id, "is_leader": partition.leader == broker_id, "in_isr": broker_id in partition.isr,
-            "in_elr": broker_id in partition.eligible_leader_replicas, "adding": broker_id in partition.adding_replicas,
-            "removing": broker_id in partition.removing_replicas,
-            "directory": partition.directories[index] if index < len(partition.directories) else None,
-            "broker_fenced": None if broker is None else broker.fenced}
-
-
-def feature_level(image: Image, name: str) -> int | None:
-    """A feature_history row's level: a finalized feature's, or (``ZK_MIGRATION_STATE_FEATURE``) Kafka 3.9's ZK
-    migration state's byte; None when the image has none (ZkMigrationState.NONE is the empty image's)."""
-    if name == ZK_MIGRATION_STATE_FEATURE:
-        return None if image.zk_migration_state == ZK_MIGRATION_NONE else image.zk_migration_state
-    return image.features.get(name)
-
-
-def _columns(**kafka_fields: Any) -> dict[str, Any]:
-    """A row's values under Kafka's field names, as the lake's columns (``records.vocabulary.column_name``)."""
-    return {column_name(name): value for name, value in kafka_fields.items()}
-
-
-def config_values(image: Image, key: tuple[int, str, str]) -> dict[str, Any] | None:
-    """A config_history row's values: the key's value in its resource, or None when it has none."""
-    resource_type, resource_name, name = key
-    config = image.configs.get((resource_type, resource_name), {}).get(name)
-    return None if config is None else _columns(
-        resourceType=resource_type, resourceName=resource_name, name=name, value=config.value,
-        valueFingerprint=config.fingerprint)
-
-
-def entity_list(entity: QuotaEntity) -> list[dict[str, Any]]:
-    """A client quota entity as the table's list of structs, sorted by entity type: the order Spark's
-    ``array_sort`` gives (a type is unique in an entity, so the name, null for the default, never decides)."""
-    return [_columns(entityType=entity_type, entityName=entity_name) for entity_type, entity_name in entity]
-
-
-def client_quota_values(image: Image, key: tuple[QuotaEntity, str]) -> dict[str, Any] | None:
-    entity, quota_key = key
-    value = image.client_quotas.get(entity, {}).get(quota_key)
-    return None if value is None else _columns(entity=entity_list(entity), key=quota_key, value=value)
-
-
-def acl_values(acl: Acl) -> dict[str, Any]:
-    return _columns(id=acl.id, resourceType=acl.resource_type, resourceName=acl.resource_name,
-                    patternType=acl.pattern_type, principal=acl.principal, host=acl.host, operation=acl.operation,
-                    permissionType=acl.permission_type)
-
-
-def scram_values(image: Image, key: tuple[str, int]) -> dict[str, Any] | None:
-    credential = image.scram.get(key)
-    return None if credential is None else _columns(
-        name=key[0], mechanism=key[1], iterations=credential.iterations,
-        credentialFingerprint=credential.fingerprint)
-
-
-def delegation_token_values(token: DelegationToken) -> dict[str, Any]:
-    return _columns(tokenId=token.token_id, owner=token.owner, requester=token.requester,
-                    renewers=list(token.renewers), issueTimestamp=token.issue_timestamp,
-                    maxTimestamp=token.max_timestamp, expirationTimestamp=token.expiration_timestamp)
-
-
-def producer_id_values(image: Image) -> dict[str, Any] | None:
-    ids = image.producer_ids
-    return None if ids is None else _columns(nextProducerId=ids.next_producer_id, brokerId=ids.broker_id,
-                                             brokerEpoch=ids.broker_epoch)
-
-
-def partition_invariants(partition: Partition) -> list[str]:
-    problems = []
-    if partition.leader >= 0 and partition.leader not in partition.replicas:
-        problems.append(f"leader {partition.leader} not in replicas {list(partition.replicas)}")
-    if not set(partition.isr) <= set(partition.replicas):
-        problems.append(f"ISR {list(partition.isr)} not a subset of replicas {list(partition.replicas)}")
-    return problems
 
 
 class HistoryBuilder:
@@ -385,13 +283,22 @@ class HistoryBuilder:
 
 
 def reference_histories(entries: Iterable[LogEntry], cluster_id: str,
-                        base_snapshot: tuple[int, Sequence[MetadataRecord]] | None = None,
+                        base_snapshot: BaseSnapshot | None = None, snapshot_epoch: int | None = None
                         ) -> dict[str, list[dict[str, Any]]]:
-    """The history tables of the Spark replay, computed by folding the log record by record."""
+    """The history tables of the Spark replay, computed by folding the log record by record. ``snapshot_epoch``:
+    the base snapshot's epoch, which names it as the cause of the versions it gave (``SnapshotId.cause``), as
+    ``replay.store`` writes them."""
     builder = HistoryBuilder(cluster_id)
     for commit in fold(entries, base_snapshot):
         builder.add(commit)
-    return builder.tables()
+    tables = builder.tables()
+    if base_snapshot is not None and snapshot_epoch is not None:
+        base = SnapshotId(base_snapshot[0], snapshot_epoch)
+        for rows in tables.values():
+            for row in rows:
+                if row.get("cause_offset") == base.image_offset:
+                    row["cause_type"] = base.cause
+    return tables
 
 
 def current_rows(rows: Iterable[dict[str, Any]], offset: int) -> list[dict[str, Any]]:

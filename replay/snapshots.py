@@ -1,70 +1,87 @@
-"""Starting the replay from a snapshot when the stored log no longer starts at offset 0.
+"""Starting the replay from a snapshot: the base ``replay.coverage`` chose for each cluster, as DataFrames.
 
-Kafka deletes log segments a snapshot covers. A ``NNN-EEE.checkpoint`` snapshot with end offset E holds
-the whole metadata image as of offset E-1, and it *replaces* the image: what it does not mention is gone.
-So when a cluster's stored log starts after offset 0, its replay starts from the latest stored snapshot
-whose end offset E is at or after the first stored log offset:
+A ``NNN-EEE.checkpoint`` snapshot with end offset E holds the whole metadata image as of offset E-1, and it
+*replaces* the image: what it does not mention is gone. For a cluster whose history starts from one
+(``replay.coverage.history_coverage``):
 
 - the snapshot's records become base events, all visible at offset E-1 with no append time
   (``valid_from_time_ms`` null), applied in their order inside the snapshot (``seq`` = position);
-- log records with an offset below E are ignored (the snapshot already holds their effect).
+- log records with an offset below E are not folded (the snapshot already holds their effect).
 
-This is the reference fold's ``base_snapshot=(E, records)`` (``replay.reference.fold``). A cluster whose
-log starts at offset 0, or for which no snapshot reaches its first offset, is replayed from its log only.
-Everything is DataFrame operations; only the chosen (cluster, end offset, epoch) triples reach the driver.
+This is the reference fold's ``base_snapshot=(E, records)`` (``replay.reference.fold``). Everything is DataFrame
+operations; only each cluster's runs of offsets and its snapshots' (end offset, epoch) reach the driver.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from replay.coverage import ClusterCoverage, LogRun, SnapshotId, history_coverage, runs_of
 from replay.events import BASE_COLUMNS, STATE_TYPES, secret_fingerprint
 
-
-@dataclass(frozen=True)
-class SnapshotBase:
-    cluster_id: str
-    end_offset: int  # E: the snapshot holds the image as of E - 1
-    epoch: int
+SNAPSHOT_KEY = ("cluster_id", "snapshot_end_offset", "snapshot_epoch")
 
 
 @dataclass(frozen=True)
 class ReplayInput:
-    """What ``replay.engine.replay(log, base)`` takes: the log tail and the base events."""
+    """What ``replay.engine.replay(log, base)`` takes: the log from each cluster's base on, and the base events."""
 
     log: DataFrame
     base: DataFrame | None
-    bases: tuple[SnapshotBase, ...] = ()
 
 
-def choose_bases(first_offsets: dict[str, int], snapshots: DataFrame) -> list[SnapshotBase]:
-    """Per cluster whose stored log starts after offset 0: the latest snapshot (highest end offset, then
-    epoch) with end offset >= the first stored offset. ``first_offsets``: cluster → first log offset."""
-    truncated = {c: first for c, first in first_offsets.items() if first > 0}
-    if not truncated:
-        return []
-    ends = (snapshots.where(F.col("cluster_id").isin(*truncated))
-            .select("cluster_id", "snapshot_end_offset", "snapshot_epoch").distinct().collect())
-    chosen: dict[str, SnapshotBase] = {}
-    for row in ends:
-        cluster, end, epoch = row["cluster_id"], int(row["snapshot_end_offset"]), int(row["snapshot_epoch"])
-        if end < truncated[cluster]:
-            continue
-        best = chosen.get(cluster)
-        if best is None or (end, epoch) > (best.end_offset, best.epoch):
-            chosen[cluster] = SnapshotBase(cluster, end, epoch)
-    return [chosen[c] for c in sorted(chosen)]
+def stored_runs(log: DataFrame) -> dict[str, list[LogRun]]:
+    """Cluster id → the runs of consecutive offsets the log holds. One small aggregate; the offsets of a cluster
+    with a hole (fewer rows than its offset range) are ordered once more to find where."""
+    rows = (log.where(F.col("offset").isNotNull()).groupBy("cluster_id")
+            .agg(F.min("offset").alias("first"), F.max("offset").alias("last"), F.count("offset").alias("rows"))
+            .collect())
+    bounds = {row["cluster_id"]: (int(row["first"]), int(row["last"])) for row in rows}
+    holed = [row["cluster_id"] for row in rows if row["rows"] != row["last"] - row["first"] + 1]
+    gaps: dict[str, list[tuple[int, int]]] = {cluster: [] for cluster in bounds}
+    if holed:
+        previous = F.lag("offset").over(Window.partitionBy("cluster_id").orderBy("offset"))
+        found = (log.where(F.col("cluster_id").isin(*holed)).select("cluster_id", "offset")
+                 .withColumn("previous", previous).where(F.col("offset") > F.col("previous") + 1).collect())
+        for row in found:
+            gaps[row["cluster_id"]].append((int(row["previous"]) + 1, int(row["offset"]) - 1))
+    return {cluster: runs_of(first, last, gaps[cluster]) for cluster, (first, last) in bounds.items()}
 
 
-def snapshot_events(snapshots: DataFrame, bases: list[SnapshotBase]) -> DataFrame:
-    """The chosen snapshots' state records as base events visible at E - 1, in snapshot order."""
+def stored_snapshots(snapshots: DataFrame | None, clusters: list[str]) -> dict[str, list[SnapshotId]]:
+    """Cluster id → the (end offset, epoch) of each snapshot the lake holds."""
+    found: dict[str, list[SnapshotId]] = {cluster: [] for cluster in clusters}
+    if snapshots is None or not clusters:
+        return found
+    for row in snapshots.where(F.col("cluster_id").isin(*clusters)).select(*SNAPSHOT_KEY).distinct().collect():
+        found[row["cluster_id"]].append(SnapshotId(int(row["snapshot_end_offset"]), int(row["snapshot_epoch"])))
+    return found
+
+
+def coverages(log: DataFrame, snapshots: DataFrame | None) -> dict[str, ClusterCoverage]:
+    """Each cluster's history: its base and what it answers (``replay.coverage.history_coverage``)."""
+    runs = stored_runs(log)
+    ids = stored_snapshots(snapshots, sorted(runs))
+    return {cluster: history_coverage(cluster, runs[cluster], ids[cluster]) for cluster in sorted(runs)}
+
+
+def snapshot_rows(snapshots: DataFrame, chosen: Iterable[tuple[str, SnapshotId]], cluster: Column | None = None
+                  ) -> DataFrame:
+    """The records of the ``chosen`` snapshots ((cluster, snapshot) pairs), their ``cluster_id`` replaced by
+    ``cluster`` when given (the checks fold each snapshot as a cluster of its own)."""
     spark = snapshots.sparkSession
-    chosen = spark.createDataFrame([(b.cluster_id, b.end_offset, b.epoch) for b in bases],
-                                   "cluster_id STRING, snapshot_end_offset BIGINT, snapshot_epoch INT")
-    rows = snapshots.join(F.broadcast(chosen), ["cluster_id", "snapshot_end_offset", "snapshot_epoch"])
+    keys = spark.createDataFrame([(c, s.end_offset, s.epoch) for c, s in sorted(chosen)],
+                                 "cluster_id STRING, snapshot_end_offset BIGINT, snapshot_epoch INT")
+    rows = snapshots.join(F.broadcast(keys), list(SNAPSHOT_KEY))
+    return rows if cluster is None else rows.withColumn("cluster_id", cluster)
+
+
+def snapshot_events(rows: DataFrame) -> DataFrame:
+    """Snapshot records as base events visible at their snapshot's E - 1, in snapshot order."""
     at = (F.col("snapshot_end_offset") - 1).cast("long")
     return rows.where(F.col("record_type").isin(*STATE_TYPES) & ~F.coalesce(F.col("control"), F.lit(False))).select(
         "cluster_id", at.alias("offset"), at.alias("visible_offset"), F.lit(None).cast("long").alias("visible_time_ms"),
@@ -72,22 +89,37 @@ def snapshot_events(snapshots: DataFrame, bases: list[SnapshotBase]) -> DataFram
         secret_fingerprint(rows)).select(*BASE_COLUMNS)
 
 
-def log_tail(log: DataFrame, bases: list[SnapshotBase]) -> DataFrame:
-    """``log`` without the records a chosen snapshot covers (offset < E of their cluster)."""
-    if not bases:
-        return log
-    spark = log.sparkSession
-    starts = spark.createDataFrame([(b.cluster_id, b.end_offset) for b in bases], "cluster_id STRING, _start BIGINT")
-    return (log.join(F.broadcast(starts), ["cluster_id"], "left")
-            .where(F.col("_start").isNull() | (F.col("offset") >= F.col("_start"))).drop("_start"))
+def first_folded(covered: Mapping[str, ClusterCoverage]) -> Column:
+    """The row's cluster's first folded log offset, as a literal ``CASE`` (null for a cluster not covered)."""
+    first: Column | None = None
+    for cluster, coverage in sorted(covered.items()):
+        test = F.col("cluster_id") == F.lit(cluster)
+        offset = F.lit(coverage.log_first_offset).cast("long")
+        first = F.when(test, offset) if first is None else first.when(test, offset)
+    return F.lit(None).cast("long") if first is None else first
 
 
-def snapshot_input(log: DataFrame, snapshots: DataFrame | None, first_offsets: dict[str, int]) -> ReplayInput:
-    """The replay input of ``log``: from a snapshot for every cluster whose stored log was truncated."""
-    bases = choose_bases(first_offsets, snapshots) if snapshots is not None else []
-    if not bases:
-        return ReplayInput(log, None)
-    return ReplayInput(log_tail(log, bases), snapshot_events(snapshots, bases), tuple(bases))
+def with_snapshot_causes(history: DataFrame, covered: Mapping[str, ClusterCoverage]) -> DataFrame:
+    """``history`` with the versions a base snapshot gave (caused at its image offset) naming the snapshot as their
+    cause (``SnapshotId.cause``) instead of the record type inside it."""
+    label: Column | None = None
+    for cluster, coverage in sorted(covered.items()):
+        if coverage.base is None:
+            continue
+        given = (F.col("cluster_id") == F.lit(cluster)) & (F.col("cause_offset") == coverage.base.image_offset)
+        cause = F.lit(coverage.base.cause)
+        label = F.when(given, cause) if label is None else label.when(given, cause)
+    return history if label is None else history.withColumn("cause_type", F.coalesce(label, F.col("cause_type")))
+
+
+def snapshot_input(log: DataFrame, snapshots: DataFrame | None, covered: Mapping[str, ClusterCoverage]
+                   ) -> ReplayInput:
+    """The replay input of ``log``: per cluster, the log from its first folded offset and its base's records."""
+    tail = log.where(F.col("offset") >= first_folded(covered))
+    bases = {cluster: c.base for cluster, c in covered.items() if c.base is not None}
+    if not bases or snapshots is None:
+        return ReplayInput(tail, None)
+    return ReplayInput(tail, snapshot_events(snapshot_rows(snapshots, bases.items())))
 
 
 def first_offsets(log: DataFrame) -> dict[str, tuple[int, int]]:
@@ -97,5 +129,6 @@ def first_offsets(log: DataFrame) -> dict[str, tuple[int, int]]:
     return {row["cluster_id"]: (int(row["first"]), int(row["last"])) for row in rows}
 
 
-__all__ = ["ReplayInput", "SnapshotBase", "choose_bases", "first_offsets", "log_tail", "snapshot_events",
-           "snapshot_input"]
+__all__ = ["SNAPSHOT_KEY", "ReplayInput", "coverages", "first_folded", "first_offsets", "snapshot_events",
+           "snapshot_input", "snapshot_rows", "stored_runs", "stored_snapshots",
+           "with_snapshot_causes"]

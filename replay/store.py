@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -27,7 +26,6 @@ from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import ROWS_PER_FILE, Lake
 from lakehouse.spark_settings import (
     SHUFFLE_PARTITIONS,
-    few_partitions,
     file_statistics,
     interpreted,
     planned_ahead,
@@ -44,21 +42,26 @@ from lakehouse.tables import (
     METADATA_LOG,
     REPLAY_ANOMALIES,
     REPLAY_CHECKPOINTS,
-    REPLAY_SCHEMAS,
+    REPLAY_COVERAGE,
     SNAPSHOTS,
     spark_schema,
 )
+from replay.coverage import SnapshotId
+from replay.coverage_table import coverage_notes, write_coverage
 from replay.derived import GROWING_HISTORY, affected_partitions, derived_tables, refreshed_rows, resumed_partitions
 from replay.effective_configs import ConfigsInForce, configs_in_force
 from replay.engine import replay
+from replay.increment_plan import IncrementPlan, incremental_plan
 from replay.incremental import incremental_replay, safe_offsets
 from replay.layout import OPEN, mutable_where, sorted_layout
 from replay.safe_points import SafePoints
-from replay.shapes import lake_shapes
-from replay.snapshots import first_offsets, snapshot_input
+from replay.shapes import RecordShapes, lake_shapes
+from replay.snapshot_checks import SnapshotChecks, snapshot_checks
+from replay.snapshots import coverages, snapshot_input, with_snapshot_causes
 
 ANOMALIES = REPLAY_ANOMALIES
 CHECKPOINTS = REPLAY_CHECKPOINTS
+COVERAGE = REPLAY_COVERAGE
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 # A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
 # log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
@@ -169,10 +172,13 @@ def _keep_other_clusters(spark: SparkSession, lake: Lake, name: str, new: DataFr
     return new.unionByName(current.where(F.col("cluster_id") != cluster_id))
 
 
-def _read_snapshots(spark: SparkSession, lake: Lake, first: dict[str, int]) -> DataFrame | None:
-    if not any(f > 0 for f in first.values()) or not lake.table_exists(SNAPSHOTS):
-        return None
-    return lake.read(spark, SNAPSHOTS)
+def _checked(log: DataFrame, snapshots: DataFrame | None, history: dict[str, DataFrame],
+             checks: dict[str, tuple[SnapshotId, ...]], shapes: RecordShapes, tell: Callable[[str], None]
+             ) -> SnapshotChecks:
+    """The later snapshots checked against the fold's ``history`` (``replay.snapshot_checks``)."""
+    if snapshots is not None and any(checks.values()):
+        tell("checking the later snapshots against the fold")
+    return snapshot_checks(log, snapshots, history, checks, shapes)
 
 
 def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, full: bool = False,
@@ -181,7 +187,7 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
 
     Incremental (``replay.incremental``) when a checkpoint exists, the history tables are the ones it wrote
     and ``metadata_log`` grew since; a full rebuild otherwise or with ``full=True``. A cluster whose stored
-    log no longer starts at offset 0 is replayed from its latest snapshot (``replay.snapshots``). ``progress`` is
+    log no longer starts at offset 0 is replayed from the snapshot it starts at (``replay.coverage``). ``progress`` is
     told each stage (a terminal shows it). A small log is replayed ``interpreted``; all with ``file_statistics``."""
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
@@ -195,31 +201,24 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     log_version = int(lake.delta_table(METADATA_LOG).version())
     notes: list[str] = []
     if not full:
-        plan = _incremental_plan(spark, lake, log_version, cluster_id, notes)
+        plan = incremental_plan(spark, lake, log_version, cluster_id, notes)
         if plan is not None:
             tell("replaying the offsets after the last checkpoint (incremental)")
             return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
     log = lake.read(spark, METADATA_LOG, version=log_version)
     if cluster_id is not None:
         log = log.where(F.col("cluster_id") == cluster_id)
-    bounds = first_offsets(log)
-    if not bounds:
+    snapshots = lake.read(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None
+    covered = coverages(log, snapshots)
+    if not covered:
         if cluster_id is not None:
             raise ReplayError(f"no records of cluster {cluster_id!r} in metadata_log")
         raise ReplayError(f"metadata_log v{log_version} at {lake.root} holds no records")
-    clusters = {c: last for c, (_, last) in bounds.items()}
-    first = {c: f for c, (f, _) in bounds.items()}
-    replay_input = snapshot_input(log, _read_snapshots(spark, lake, first), first)
-    for base in replay_input.bases:
-        notes.append(f"{base.cluster_id}: log starts at offset {first[base.cluster_id]}: replayed from the "
-                     f"snapshot ending at {base.end_offset} (epoch {base.epoch})")
-    for cluster, first_offset in sorted(first.items()):
-        if first_offset > 0 and cluster not in {b.cluster_id for b in replay_input.bases}:
-            notes.append(f"{cluster}: log starts at offset {first_offset} and no stored snapshot reaches it: "
-                         "replayed from there")
+    clusters = {c: coverage.last_offset for c, coverage in covered.items()}
+    replay_input = snapshot_input(log, snapshots, covered)
     safe = safe_offsets(replay_input.log, clusters)
 
-    records = sum(last - first_offset + 1 for first_offset, last in bounds.values())
+    records = sum(max(c.last_offset - c.log_first_offset + 1, 0) for c in covered.values())
     partitions = shuffle_partitions_for(records, int(spark.conf.get(SHUFFLE_PARTITIONS) or 0))
     with spark_conf(spark, SHUFFLE_PARTITIONS, str(partitions)):
         tell("folding the log into states (Spark window functions)")
@@ -227,14 +226,20 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
         # by its checkpoints. An increment keeps adaptive execution (slower without it), its fold interpreted (46 ->
         # 27 s at 1 M, 71 -> 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md).
         with planned_ahead(spark):
-            result = replay(replay_input.log, replay_input.base, lake_shapes(spark, lake))
-            tables = {**result.tables, ANOMALIES: result.anomalies}
+            shapes = lake_shapes(spark, lake)
+            result = replay(replay_input.log, replay_input.base, shapes)
+            history = {name: with_snapshot_causes(df, covered) for name, df in result.tables.items()}
+            checks = _checked(log, snapshots, history, {c: coverage.checks for c, coverage in covered.items()},
+                              shapes, tell)
+            tables = {**history, ANOMALIES: result.anomalies.unionByName(checks.anomalies)}
             if cluster_id is not None:
                 tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
             versions = write_tables(spark, lake, tables, tell, records)
+        versions[COVERAGE] = write_coverage(spark, lake, covered, checks.counts)
+        notes.extend(coverage_notes(covered, checks.counts))
         _write_derived(spark, lake, versions, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
-                   [*tables, *DERIVED_TABLES], notes, started)
+                   [*tables, *DERIVED_TABLES, COVERAGE], notes, started)
 
 
 def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None,
@@ -260,7 +265,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     """The derived tables after an increment: only the affected partitions recomputed (``replay.derived``),
     only the files of mutable rows replaced. ``before``: the versions the increment started from;
     ``checkpoints``: cluster → C of the clusters with new records. The derived tables are the versions the
-    last checkpoint wrote (``_incremental_plan`` checked)."""
+    last checkpoint wrote (``replay.increment_plan.incremental_plan`` checked)."""
     tell(DERIVING)
     cps = SafePoints(checkpoints)
     # every version live after C is in the files the increment wrote (it replaced those of the open versions)
@@ -295,89 +300,34 @@ def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dic
                          anomalies=rows[ANOMALIES], seconds=time.monotonic() - started, mode=mode, notes=notes)
 
 
-@dataclass(frozen=True)
-class _Plan:
-    checkpoints: dict[str, int]  # cluster → safe offset C of its last checkpoint (clusters in scope)
-    derived: bool  # the derived tables are the ones the checkpoint wrote: refreshed, not rebuilt
-    new_log: DataFrame  # records after C
-    new_bounds: dict[str, tuple[int, int]]  # cluster → (first, last) new offset (clusters with new records)
-
-
-def _incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_id: str | None,
-                      notes: list[str]) -> _Plan | None:
-    """What an incremental run reads, or None when it must be a full replay."""
-    names = (*HISTORY_TABLES, ANOMALIES)
-    if not lake.table_exists(CHECKPOINTS) or not all(lake.table_exists(n) for n in names):
-        return None
-    rows = lake.read(spark, CHECKPOINTS).collect()
-    if not rows:
-        return None
-    latest = max(rows, key=lambda r: (r["replayed_at"], r["metadata_log_version"]))
-    if int(latest["metadata_log_version"]) >= log_version:
-        return None  # nothing new: a full replay (as before incremental replays existed)
-    tables = latest["tables"] or {}
-    if any(tables.get(n) != int(lake.delta_table(n).version()) for n in names):
-        notes.append("the history tables changed since the last checkpoint: full replay")
-        return None
-    derived = all(lake.table_exists(n) and tables.get(n) == int(lake.delta_table(n).version())
-                  and set(lake.read(spark, n).columns) == set(REPLAY_SCHEMAS[n].names) for n in DERIVED_TABLES)
-    last: dict[str, Any] = {}
-    for row in sorted(rows, key=lambda r: r["replayed_at"]):
-        last[row["cluster_id"]] = row
-    # clusters present in files added since the checkpointed metadata_log version
-    try:
-        before = set(lake.delta_table(METADATA_LOG, version=int(latest["metadata_log_version"])).file_uris())
-    except Exception:  # an expired version (vacuumed): rebuild
-        notes.append("the checkpointed metadata_log version is gone: full replay")
-        return None
-    table = lake.delta_table(METADATA_LOG, version=log_version)
-    added = [f for f in table.file_uris() if f not in before]
-    seen = {r["cluster_id"] for r in spark.read.parquet(*added)
-            .select("cluster_id").distinct().collect()} if added else set()
-    scope = {cluster_id} if cluster_id is not None else seen | set(last)
-    if cluster_id is not None and cluster_id not in seen and cluster_id not in last:
-        return None  # unknown cluster: the full path reports it
-    if any(c not in last for c in scope):
-        notes.append("a cluster without a checkpoint: full replay")
-        return None
-    checkpoints = {c: int(last[c]["last_offset"]) for c in scope}
-    frames = [lake.read_offsets(spark, METADATA_LOG, c, cp + 1, 2**62, version=log_version)
-              for c, cp in sorted(checkpoints.items()) if c in seen]
-    if not frames:
-        return _Plan(checkpoints, derived, spark.createDataFrame([], spark_schema(METADATA_LOG)), {})
-    new_log = frames[0]
-    for frame in frames[1:]:
-        new_log = new_log.unionByName(frame)
-    new_log = few_partitions(new_log).persist()  # one read per cluster: as many partitions
-    new_bounds = first_offsets(new_log)
-    for cluster, (first, _) in new_bounds.items():
-        if first != checkpoints[cluster] + 1:
-            notes.append(f"{cluster}: offsets {checkpoints[cluster] + 1}..{first - 1} are missing after the "
-                         "checkpoint: full replay")
-            new_log.unpersist()
-            return None
-    return _Plan(checkpoints, derived, new_log, new_bounds)
-
-
-def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _Plan, notes: list[str],
+def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: IncrementPlan, notes: list[str],
                      started: float, tell: Callable[[str], None]) -> ReplaySummary:
     names = (*HISTORY_TABLES, ANOMALIES)
     current = {n: int(lake.delta_table(n).version()) for n in names}
     changed = {c: cp for c, cp in plan.checkpoints.items() if c in plan.new_bounds}
     safe = dict(plan.checkpoints)
     versions = dict(current)
+    counts = dict(plan.checked)
     if changed:
         safe.update(safe_offsets(plan.new_log, {c: last for c, (_, last) in plan.new_bounds.items()}))
         # closed versions never change: the large tables are read and replaced only where they hold open versions
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
         stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
+        shapes = lake_shapes(spark, lake)
         with interpreted(spark, True):  # the fold of a few records (see the full replay's fold)
             result = incremental_replay(spark, plan.new_log, changed, stored, lake.read(
-                spark, ANOMALIES, version=current[ANOMALIES]), lake_shapes(spark, lake))
+                spark, ANOMALIES, version=current[ANOMALIES]), shapes)
+        # the snapshots after C: every version valid after C is in the merged rows
+        new_checks = {c: tuple(s for s in plan.covered[c].checks if s.image_offset > cp) for c, cp in changed.items()}
+        checks = _checked(plan.new_log, lake.read(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None,
+                          result.tables, new_checks, shapes, tell)
+        found = any(differing for _, differing in checks.counts.values())
         # a table whose rows are the stored ones keeps its current version
-        written = {n: df for n, df in {**result.tables, ANOMALIES: result.anomalies}.items()
-                   if n not in result.unchanged}
+        written = {n: df for n, df in {**result.tables, ANOMALIES: result.anomalies.unionByName(checks.anomalies)
+                                       }.items() if n not in result.unchanged or (n == ANOMALIES and found)}
+        counts = {c: (before[0] + checks.counts.get(c, (0, 0))[0], before[1] + checks.counts.get(c, (0, 0))[1])
+                  for c, before in counts.items()}
         new_records = sum(last - first + 1 for first, last in plan.new_bounds.values())
         versions.update(write_tables(spark, lake, written, tell, new_records,
                                      {n: (open_files[n], current[n]) for n in open_files}))
@@ -390,8 +340,10 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: _P
         notes.append("no new records after the checkpoints: tables unchanged")
         versions.update({n: int(lake.delta_table(n).version()) for n in DERIVED_TABLES if lake.table_exists(n)})
     plan.new_log.unpersist()
+    versions[COVERAGE] = write_coverage(spark, lake, plan.covered, counts)
+    notes.extend(coverage_notes(plan.covered, counts))
     clusters = {c: plan.new_bounds[c][1] if c in plan.new_bounds else cp for c, cp in plan.checkpoints.items()}
-    names = (*names, *(n for n in DERIVED_TABLES if n in versions))
+    names = (*names, *(n for n in DERIVED_TABLES if n in versions), COVERAGE)
     return _finish(spark, lake, clusters, safe, log_version, "incremental", versions, list(names), notes, started)
 
 

@@ -51,12 +51,13 @@ from records.kafka_constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPI
 from records.kafka_topic_configs import DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG
 from records.log_dir import classify
 from records.model import LogEntry, MetadataRecord, RawRecord
-from records.redaction import REDACTED, is_sensitive
+from records.redaction import REDACTED, is_sensitive, redact
 from records.sources import read_entries
+from replay.coverage import ClusterCoverage, LogRun, SnapshotId, history_coverage
 from replay.image_query import NO_PRODUCER_ID
 from replay.reference import Image, fold
 from tests.conftest import SUMMARY
-from tests.kafka_cluster import BROKER_IDS, CONTROLLER_ID, KafkaCluster, KafkaUnavailable, wait_for
+from tests.kafka_cluster import BROKER_IDS, CONTROLLER_ID, KafkaCluster, KafkaUnavailable, Node, wait_for
 from tests.referee import (
     KEYS,
     Comparison,
@@ -628,6 +629,43 @@ def without_snapshots(log_dir: Path, target: Path, keep: str | None = None) -> P
     return target
 
 
+def snapshot_ids(log_dir: Path) -> list[SnapshotId]:
+    """Every ``.checkpoint`` of ``log_dir``, by end offset."""
+    files = [f for f in map(classify, log_dir.iterdir()) if f.kind == "snapshot"]
+    return sorted((SnapshotId(f.snapshot_end_offset or 0, f.snapshot_epoch or 0) for f in files),
+                  key=lambda s: (s.end_offset, s.epoch))
+
+
+def coverage_of(cluster_id: str, log_dir: Path) -> ClusterCoverage:
+    """The replay's rule on a node's files: its log (one run: Kafka's log has no holes) from the first segment's
+    base offset to its last offset, and its snapshots."""
+    entries = list(read_entries(log_dir))
+    return history_coverage(cluster_id, [LogRun(entries[0].offset, entries[-1].offset)], snapshot_ids(log_dir))
+
+
+def snapshot_entries(log_dir: Path, snapshot: SnapshotId, key: bytes | None = None) -> list[LogEntry]:
+    """The entries of ``snapshot``; with ``key``, redacted as the lake keeps them (with their secrets' fingerprints,
+    which the reference fold's base keeps)."""
+    return [redact(e, key) if key is not None else e for e in read_entries(log_dir / snapshot.file_name)]
+
+
+def snapshot_records(log_dir: Path, snapshot: SnapshotId) -> list[MetadataRecord]:
+    """The records of ``snapshot``."""
+    return [e.record for e in snapshot_entries(log_dir, snapshot) if isinstance(e.record, MetadataRecord)]
+
+
+def node_layout(node: Node) -> str:
+    """Where the node's log starts: its first segment's base offset and its last offset, its snapshots' end offsets,
+    and what Kafka trimmed (renamed ``*.deleted``, removed a minute later): segments, and snapshots below its log
+    start offset (``KafkaMetadataLog.deleteBeforeSnapshot``; the log start offset is not on disk)."""
+    log_dir = node.metadata_log
+    trimmed = {kind: sorted(int(p.name[:20]) for p in log_dir.glob(f"*.{kind}.deleted"))
+               for kind in ("log", "checkpoint")}
+    return (f"first segment {first_segment_of(log_dir)}, last offset {max(e.offset for e in read_entries(log_dir))}, "
+            f"snapshots ending at {[s.end_offset for s in snapshot_ids(log_dir)]}, trimmed segments "
+            f"{trimmed['log']} and snapshots {trimmed['checkpoint']}")
+
+
 def last_image(entries: list[LogEntry], base: tuple[int, list[MetadataRecord]] | None) -> Image:
     image = Image()
     for commit in fold(entries, base):
@@ -646,17 +684,25 @@ def kafka_image(version: str, log_dir: Path) -> KafkasImage:
 
 
 def test_kafka_fold_is_reference_fold_on_every_node(script: Script, tmp_path: Path) -> None:
+    """(a) on every node's log as Kafka left it (from its latest snapshot, as Kafka's loader starts), from offset 0
+    while it starts there, else also from the base snapshot the replay's rule chooses (``history_coverage``):
+    Kafka's loader given only that ``.checkpoint`` and the reference fold from the same ``(E, records)``."""
     cluster = script.cluster
     compared: list[tuple[str, Comparison, int]] = []
     for node_id, node in cluster.nodes.items():
         log_dir = node.metadata_log
-        variants = [("as left", log_dir)]
+        variants = [("as left", log_dir, latest_snapshot(log_dir))]
         if first_segment_of(log_dir) == 0:
-            variants.append(("from offset 0", without_snapshots(log_dir, tmp_path / f"node-{node_id}")))
-        for label, directory in variants:
+            variants.append(("from offset 0", without_snapshots(log_dir, tmp_path / f"node-{node_id}"), None))
+        else:
+            base = coverage_of(cluster.cluster_id, log_dir).base
+            assert base is not None, f"node {node_id}: {node_layout(node)}: no base snapshot"
+            variants.append((f"from its base snapshot {base.file_name}",
+                             without_snapshots(log_dir, tmp_path / f"node-{node_id}-base", keep=base.file_name),
+                             (base.end_offset, snapshot_records(log_dir, base))))
+        for label, directory, base_snapshot in variants:
             entries = list(read_entries(directory))
-            base = latest_snapshot(directory)
-            comparison, run = compare(cluster.version, directory, entries, base)
+            comparison, run = compare(cluster.version, directory, entries, base_snapshot)
             shown = [f"offset {o}: {p}" for o, problems in list(comparison.mismatches.items())[:5]
                      for p in problems[:3]]
             assert not comparison.mismatches, (
@@ -664,12 +710,14 @@ def test_kafka_fold_is_reference_fold_on_every_node(script: Script, tmp_path: Pa
                 f"{len(comparison.mismatches)} of {comparison.offsets} offsets:\n" + "\n".join(shown))
             assert not run.faults, run.faults[:3]
             assert comparison.offsets == run.end["published"] > 0
-            compared.append((f"node {node_id} {label} (from {base[0] if base else entries[0].offset})", comparison,
-                             entries[-1].offset))
+            if base_snapshot is not None:  # Kafka published first the snapshot's image, then every batch after it
+                assert min(run.changes) == base_snapshot[0] - 1, (label, min(run.changes), base_snapshot[0])
+            start = base_snapshot[0] if base_snapshot else entries[0].offset
+            compared.append((f"node {node_id} {label} (from {start})", comparison, entries[-1].offset))
     # The controller's log is trimmed behind a snapshot once its retention comes round; a broker restarted after
     # that fetches the controller's snapshot and its log starts there. Which logs still start at 0 varies by run.
-    starts = {node_id: first_segment_of(node.metadata_log) for node_id, node in cluster.nodes.items()}
-    script.notes.append(f"first segment offset per node: {starts}")
+    script.notes.append("layout per node: " + "; ".join(f"node {node_id}: {node_layout(node)}"
+                                                       for node_id, node in cluster.nodes.items()))
     TALLY.setdefault(script.version, []).append(
         f"(a) Kafka's fold = reference fold on {len(compared)} logs: "
         f"{sum(c.offsets for _, c, _ in compared)} batch ends, {sum(c.records for _, c, _ in compared)} records; "
@@ -789,6 +837,55 @@ def _replay_node(spark: Any, cluster: KafkaCluster, node_id: int, lake: Path) ->
     return Replayed(state, entries, sum(in_lake.values()), snapshots, took)
 
 
+def _assert_history_from_base(spark: Any, cluster: KafkaCluster, node_id: int, lake: Path,
+                              entries: list[LogEntry]) -> str:
+    """The replay of a node's lake starts from the base snapshot ``history_coverage`` chooses from the node's files:
+    its history tables are the reference fold's from that snapshot, at every offset; the base's versions are caused
+    by the snapshot (its name, at E-1); ``replay_coverage`` names the base, and every later snapshot was checked
+    and none differs; ``state`` at the offset before the history refuses (exit 3)."""
+    from typer.testing import CliRunner
+
+    from kraft_replay.cli import app
+    from lakehouse.fingerprint_key import fingerprint_key
+    from lakehouse.lake import Lake
+    from replay.reference import reference_histories
+    from replay.store import ANOMALIES
+    from tests.replay_tables_support import REFERENCE_TABLES, _assert_same, _lake_tables
+
+    log_dir = cluster.nodes[node_id].metadata_log
+    coverage = coverage_of(cluster.cluster_id, log_dir)
+    base, stored = coverage.base, Lake(lake)
+    later = [s for s in snapshot_ids(log_dir) if base is None or s.end_offset > base.end_offset]
+    assert coverage.checks == tuple(later) and (base is None) == (entries[0].offset == 0), (coverage, later)
+    assert coverage.first_offset == (base.end_offset - 1 if base else 0)
+    rows = [r.asDict(recursive=True) for r in stored.read(spark, "replay_coverage").collect()]
+    assert rows == [coverage.row(len(later), 0)], (rows, coverage)
+    assert rows[0]["base_snapshot"] == (base.file_name.removesuffix(".checkpoint") if base else None)
+
+    key = fingerprint_key(str(lake))
+    want = reference_histories([redact(e, key) for e in entries], cluster.cluster_id,
+                               base_snapshot=(base.end_offset, snapshot_entries(log_dir, base, key)) if base else None,
+                               snapshot_epoch=base.epoch if base else None)
+    got = _lake_tables(spark, stored)
+    _assert_same(got, want, f"node {node_id}'s lake from {base.file_name if base else 'offset 0'}", drop_reason=True,
+                 names=REFERENCE_TABLES)
+    assert not [a for a in got[ANOMALIES] if a["kind"] == "snapshot-differs"]
+    said = "from offset 0"
+    if base is not None:
+        from_snapshot = [(name, r["cause_offset"], r["cause_type"]) for name in REFERENCE_TABLES if name != ANOMALIES
+                         for r in got[name] if r["valid_from_offset"] == base.end_offset - 1]
+        assert len(from_snapshot) > 10 and {(o, t) for _, o, t in from_snapshot} == {
+            (base.end_offset - 1, f"snapshot {base.file_name.removesuffix('.checkpoint')}")}, from_snapshot[:5]
+        said = f"from its base snapshot {base.file_name} ({len(from_snapshot)} versions)"
+    if coverage.first_offset >= 1:
+        before = coverage.first_offset - 1
+        refused = CliRunner().invoke(app, ["state", "--lake", str(lake), "--offset", str(before)])
+        assert refused.exit_code == 3, (refused.exit_code, refused.output)
+        assert f"offset {before} is before this lake's history (" in refused.output, refused.output
+    return (f"history {said}: offsets {coverage.first_offset}..{coverage.last_offset} = the reference fold, "
+            f"{len(later)} later snapshots checked, none differing")
+
+
 @pytest.mark.spark
 def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Script, spark: Any, tmp_path: Path) -> None:
     """(b) and (c) on the controller's log as Kafka left it (trimmed: the replay starts from a snapshot; the lake
@@ -796,6 +893,7 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
     cluster = script.cluster
     replayed = _replay_node(spark, cluster, CONTROLLER_ID, tmp_path / "lake")
     state, entries = replayed.state, replayed.entries
+    from_base = _assert_history_from_base(spark, cluster, CONTROLLER_ID, tmp_path / "lake", entries)
 
     # (c) the live cluster's answers just before it stopped = our state at the last offset
     view = script.view
@@ -828,7 +926,7 @@ def test_ingest_replay_state_is_kafkas_image_and_the_clusters_view(script: Scrip
     TALLY.setdefault(script.version, []).append(
         f"(b) ingest + replay + state = Kafka's image at the last offset: the controller's log ({replayed.records} "
         f"records from offset {entries[0].offset}, {replayed.snapshots} snapshots, {replayed.seconds:.0f} s) at "
-        f"offset {entries[-1].offset}: {parts_count(state)}; "
+        f"offset {entries[-1].offset}: {parts_count(state)}; {from_base}; "
         f"(c) = the cluster's own view: {len(theirs)} partitions (leader, leader epoch, replicas, ISR"
         f"{', ELR' if 'elr' in view else ''}), {len(view['brokers'])} unfenced brokers, "
         f"{len(view['features'])} features, {len(view['configs'])} dynamic configs (describe configs; "
@@ -974,6 +1072,15 @@ def test_ingest_follow_kept_every_record_the_controller_wrote(script: Script, sp
     assert state["offset"] == kafka.offset
     assert_kafkas_image(state, kafka, cluster.version, "the followed lake")
     unclean = _unclean_election(spark, script, script.followed)
+    # a history from offset 0: every snapshot the follower stored is a check of the fold, and Kafka's agree with it
+    followed_lake = Lake(script.followed)
+    (coverage,) = followed_lake.read(spark, "replay_coverage").collect()
+    # (4.x also keeps the bootstrap snapshot 00000000000000000000-0000000000: the image at no offset, not a check)
+    taken = (followed_lake.read(spark, "snapshots").where("snapshot_end_offset > 0")
+             .select("snapshot_end_offset", "snapshot_epoch").distinct().count())
+    assert (coverage["first_offset"], coverage["base_snapshot"], coverage["snapshots_checked"],
+            coverage["snapshots_differing"]) == (0, None, taken, 0), (coverage, taken)
+    assert taken > 0
     # the feature upgrade, as the followed lake's feature_history has it: each upgraded feature's level before, then
     # after (the levels the cluster reported)
     history = Lake(script.followed).read(spark, "feature_history").orderBy("valid_from_offset").collect()
@@ -983,7 +1090,8 @@ def test_ingest_follow_kept_every_record_the_controller_wrote(script: Script, sp
     TALLY.setdefault(script.version, []).append(
         f"ingest --follow of the controller's log: {script.follow_rounds} rounds, {len(offsets)} records (offsets "
         f"0..{offsets[-1]}; the controller's log now starts at {deleted}); its replay = Kafka's image at offset "
-        f"{kafka.offset} ({parts_count(state)}); unclean election audited: {unclean}; features upgraded (level "
+        f"{kafka.offset} ({parts_count(state)}), each of its {taken} snapshots = the fold there; unclean election "
+        f"audited: {unclean}; features upgraded (level "
         f"before, after): {script.upgraded}")
 
 

@@ -16,13 +16,14 @@ import pytest
 
 from lakehouse.jars import KAFKA_VERSIONS
 from records.kafka_json import make_record
-from records.model import LogEntry, MetadataRecord, uuid_from_str
+from records.model import LogEntry, MetadataRecord
 from records.sources import read_entries
 from records.writer import write_segments, write_snapshot
 from replay.reference import Image, image_at, reference_histories
 from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario
 from simulator.output import METADATA_DIR, write_log
 from tests.conftest import SUMMARY
+from tests.image_snapshot_support import image_snapshot_records
 from tests.referee import (
     KEYS,
     Comparison,
@@ -224,70 +225,6 @@ def test_simulated_logs(kafka: str, tmp_path: Path, scenario: str, mv: str, opti
     assert not kafka_run.faults, kafka_run.faults[:3]
 
 
-def _snapshot_records(image: Image) -> list[MetadataRecord]:
-    """The records of a snapshot of ``image``, as a controller writes one (one record per entity)."""
-    def endpoints(items: tuple[tuple[str, str, int, int], ...]) -> list[dict[str, Any]]:
-        return [{"name": n, "host": h, "port": p, "securityProtocol": s} for n, h, p, s in items]
-
-    def features(items: tuple[tuple[str, int, int], ...]) -> list[dict[str, Any]]:
-        return [{"name": n, "minSupportedVersion": lo, "maxSupportedVersion": hi} for n, lo, hi in items]
-
-    records = [make_record("FeatureLevelRecord", 0, name=name, featureLevel=level)
-               for name, level in sorted(image.features.items())]
-    records += [make_record("RegisterBrokerRecord", 3, brokerId=b.broker_id, brokerEpoch=b.broker_epoch,
-                            incarnationId=uuid_from_str(b.incarnation_id), endPoints=endpoints(b.endpoints),
-                            features=features(b.features), rack=b.rack, fenced=b.fenced,
-                            inControlledShutdown=b.in_controlled_shutdown,
-                            isMigratingZkBroker=b.is_migrating_zk_broker,
-                            logDirs=[uuid_from_str(d) for d in b.log_dirs])
-                for _, b in sorted(image.brokers.items())]
-    records += [make_record("RegisterControllerRecord", 0, controllerId=c.controller_id,
-                            incarnationId=uuid_from_str(c.incarnation_id), zkMigrationReady=c.zk_migration_ready,
-                            endPoints=endpoints(c.endpoints), features=features(c.features))
-                for _, c in sorted(image.controllers.items())]
-    for tid, name in sorted(image.topics.items()):
-        records.append(make_record("TopicRecord", 0, name=name, topicId=uuid_from_str(tid)))
-        records += [make_record("PartitionRecord", 2, partitionId=p.partition_id, topicId=uuid_from_str(tid),
-                                replicas=list(p.replicas), isr=list(p.isr),
-                                removingReplicas=list(p.removing_replicas), addingReplicas=list(p.adding_replicas),
-                                leader=p.leader, leaderRecoveryState=p.leader_recovery_state,
-                                leaderEpoch=p.leader_epoch, partitionEpoch=p.partition_epoch,
-                                directories=[uuid_from_str(d) for d in p.directories],
-                                eligibleLeaderReplicas=list(p.eligible_leader_replicas),
-                                lastKnownElr=list(p.last_known_elr))
-                    for _, p in sorted(image.topic_partitions(tid).items())]
-    return records + _image_part_records(image)
-
-
-def _image_part_records(image: Image) -> list[MetadataRecord]:
-    """The snapshot records of the image's other parts (a SCRAM credential's secrets, which the image does not
-    keep, written empty)."""
-    records = [make_record("ConfigRecord", 0, resourceType=rtype, resourceName=rname, name=key, value=value.value)
-               for (rtype, rname), keys in sorted(image.configs.items()) for key, value in sorted(keys.items())]
-    records += [make_record("ClientQuotaRecord", 0, entity=[{"entityType": t, "entityName": n} for t, n in entity],
-                            key=key, value=value, remove=False)
-                for entity, quotas in sorted(image.client_quotas.items(), key=repr)
-                for key, value in sorted(quotas.items())]
-    records += [make_record("AccessControlEntryRecord", 0, id=uuid_from_str(a.id), resourceType=a.resource_type,
-                            resourceName=a.resource_name, patternType=a.pattern_type, principal=a.principal,
-                            host=a.host, operation=a.operation, permissionType=a.permission_type)
-                for _, a in sorted(image.acls.items())]
-    records += [make_record("UserScramCredentialRecord", 0, name=name, mechanism=mechanism, salt=b"", storedKey=b"",
-                            serverKey=b"", iterations=credential.iterations)
-                for (name, mechanism), credential in sorted(image.scram.items())]
-    records += [make_record("DelegationTokenRecord", 0, owner=t.owner, requester=t.requester,
-                            renewers=list(t.renewers), issueTimestamp=t.issue_timestamp, maxTimestamp=t.max_timestamp,
-                            expirationTimestamp=t.expiration_timestamp, tokenId=t.token_id)
-                for _, t in sorted(image.delegation_tokens.items())]
-    if image.producer_ids is not None:
-        ids = image.producer_ids
-        records.append(make_record("ProducerIdsRecord", 0, brokerId=ids.broker_id, brokerEpoch=ids.broker_epoch,
-                                   nextProducerId=ids.next_producer_id))
-    if image.zk_migration_state:
-        records.append(make_record("ZkMigrationStateRecord", 0, zkMigrationState=image.zk_migration_state))
-    return records
-
-
 def test_snapshot_of_every_image_part(kafka: str, tmp_path: Path) -> None:
     """A ``.checkpoint`` holding every image part, then the log after it: Kafka's loader starts from it as our fold
     does from a base snapshot."""
@@ -295,7 +232,7 @@ def test_snapshot_of_every_image_part(kafka: str, tmp_path: Path) -> None:
 
     log = image_parts_log()
     end = 30  # the snapshot holds offsets 0-29; RemoveTopicRecord and the re-created topic follow it
-    records = _snapshot_records(image_at(log, end - 1))
+    records = image_snapshot_records(image_at(log, end - 1))
     log_dir = tmp_path / "parts-snapshot"
     write_segments(log, log_dir, max_batch_records=1)
     write_snapshot(records, log_dir, end_offset=end, epoch=1, last_contained_log_timestamp=1_700_000_000_000)
@@ -324,7 +261,7 @@ def test_snapshot_then_log(kafka: str, tmp_path: Path, mv: str) -> None:
         depth += {"BeginTransactionRecord": 1, "EndTransactionRecord": -1,
                   "AbortTransactionRecord": -1}.get(entry.type_name, 0)
     assert end is not None
-    records = _snapshot_records(image_at(entries, end - 1))
+    records = image_snapshot_records(image_at(entries, end - 1))
     write_snapshot(records, log_dir, end_offset=end, epoch=1, last_contained_log_timestamp=1_700_000_000_000)
     comparison, kafka_run = _check(f"snapshot/random-{mv}", kafka, log_dir, entries, base_snapshot=(end, records))
     assert not kafka_run.faults, kafka_run.faults[:3]

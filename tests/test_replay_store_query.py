@@ -28,7 +28,7 @@ from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from lakehouse.spark import DELTA_SPARK, DELTA_STATS_SKIPPING, lake_engine
 from lakehouse.spark_settings import INTERPRETED, WHOLE_STAGE_CODEGEN, file_statistics
-from lakehouse.tables import DERIVED_TABLES, METADATA_LOG, REPLAY_SCHEMAS, spark_schema
+from lakehouse.tables import DERIVED_TABLES, METADATA_LOG, REPLAY_COVERAGE, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
 from replay import store
 from replay.query import (
@@ -98,14 +98,14 @@ def test_replay_writes_every_table_and_a_checkpoint(spark: SparkSession, replaye
     assert summary.rows["partition_history"] == 108  # 54 partitions x (created, taken offline)
     assert summary.rows["broker_history"] == 5
     assert summary.anomalies == 0
-    assert set(summary.rows) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES}
+    assert set(summary.rows) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES, REPLAY_COVERAGE}
     for name in HISTORY_TABLES:
         assert lake.table_exists(name)
     checkpoint = lake.read(spark, CHECKPOINTS).orderBy("replayed_at").first()
     assert checkpoint is not None
     assert (checkpoint["cluster_id"], checkpoint["last_offset"], checkpoint["metadata_log_version"],
             checkpoint["mode"]) == (CLUSTER, 4928, 0, "full")
-    assert set(checkpoint["tables"]) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES}
+    assert set(checkpoint["tables"]) == {*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES, REPLAY_COVERAGE}
     assert "partition_history" in "\n".join(format_replay_summary(summary))
 
 

@@ -18,9 +18,10 @@ from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_from_str
+from replay.coverage import SnapshotId
 from replay.engine import replay
 from replay.reference import Image, image_at, reference_histories
-from replay.snapshots import first_offsets, snapshot_input
+from replay.snapshots import coverages, snapshot_input, with_snapshot_causes
 from replay.store import ANOMALIES, run_replay
 from simulator import ScenarioOptions, run_scenario
 from tests.replay_tables_support import (
@@ -102,22 +103,24 @@ def test_replay_from_a_snapshot_equals_the_reference_fold(spark: SparkSession, s
     log, snapshots = frames[0], snaps[0]
     for frame, snap in zip(frames[1:], snaps[1:], strict=True):
         log, snapshots = log.unionByName(frame), snapshots.unionByName(snap)
-    bounds = first_offsets(log)
-    replay_input = snapshot_input(log, snapshots, {c: f for c, (f, _) in bounds.items()})
-    assert {b.cluster_id: b.end_offset for b in replay_input.bases} == {
-        c: e for c, (_, e, _) in snapshot_logs.items()}
+    covered = coverages(log, snapshots)
+    assert {c: (cov.base, cov.first_offset, cov.checks) for c, cov in covered.items()} == {
+        c: (SnapshotId(e, 1), e - 1, ()) for c, (_, e, _) in snapshot_logs.items()}
+    replay_input = snapshot_input(log, snapshots, covered)
     result = replay(replay_input.log, replay_input.base)
-    got = {name: _collect(df) for name, df in result.tables.items()}
+    got = {name: _collect(with_snapshot_causes(df, covered)) for name, df in result.tables.items()}
     got[ANOMALIES] = _collect(result.anomalies)
     want: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
     for cluster, (tail, e, records) in snapshot_logs.items():
-        for name, rows in reference_histories(tail, cluster, base_snapshot=(e, records)).items():
+        for name, rows in reference_histories(tail, cluster, base_snapshot=(e, records), snapshot_epoch=1).items():
             want.setdefault(name, []).extend(rows)
     _assert_same(got, want, "replay() from snapshots", drop_reason=True, names=REFERENCE_TABLES)
     # the snapshot's versions start at E-1 with no append time
     first = [r for r in got["partition_history"] if r["cluster_id"] == "snap-recreate"]
     assert min(r["valid_from_offset"] for r in first) == 111
     assert all(r["valid_from_time_ms"] is None for r in first if r["valid_from_offset"] == 111)
+    assert {r["cause_type"] for r in first if r["valid_from_offset"] == 111} == {
+        "snapshot 00000000000000000112-0000000001"}
     assert len(want["partition_history"]) > 100
 
     # the same through the store: metadata_log + snapshots tables in a lake, and an older snapshot
@@ -127,7 +130,9 @@ def test_replay_from_a_snapshot_equals_the_reference_fold(spark: SparkSession, s
     old = _snapshot_frame(spark, "snap-recreate", 50, snapshot_logs["snap-recreate"][2])
     lake.write(snapshots.unionByName(old), "snapshots", "overwrite")
     summary = run_replay(spark, lake)
-    assert summary.mode == "full" and any("snapshot ending at 112" in n for n in summary.notes)
+    assert summary.mode == "full" and any(
+        n.startswith("snap-recreate: history from offset 111: the snapshot 00000000000000000112-0000000001")
+        for n in summary.notes), summary.notes
     _assert_same(_lake_tables(spark, lake), got, "run_replay from snapshots")
 
 
@@ -162,7 +167,7 @@ def test_the_image_parts_start_from_the_snapshot(spark: SparkSession) -> None:
     log = entries_frame(spark, [LogEntry(offset=10 + i, record=r, append_time_ms=2000 + i)
                                 for i, r in enumerate(tail)], "snap-parts")
     snapshots = with_fingerprints(_snapshot_frame(spark, "snap-parts", 10, records), {"snap-parts": {3: "snap-fp"}})
-    replay_input = snapshot_input(log, snapshots, {"snap-parts": 10})
+    replay_input = snapshot_input(log, snapshots, coverages(log, snapshots))
     result = replay(replay_input.log, replay_input.base)
     got = {name: _collect(result.tables[name]) for name in (
         "config_history", "acl_history", "scram_history", "producer_id_history", "client_quota_history",

@@ -13,6 +13,7 @@ from lakehouse.tables import (
     KEYS,
     REPLAY_ANOMALIES,
     REPLAY_CHECKPOINTS,
+    REPLAY_COVERAGE,
     REPLAY_SCHEMAS,
     SCHEMAS,
     SORT_COLUMNS,
@@ -28,7 +29,7 @@ def test_the_log_tables_keys_and_sort_orders_are_their_columns() -> None:
 
 def test_every_replay_table_is_declared_once_with_its_order() -> None:
     assert not set(SCHEMAS) & set(REPLAY_SCHEMAS)
-    assert set(REPLAY_SCHEMAS) == {*HISTORY_KEYS, *DERIVED_ORDER, REPLAY_ANOMALIES, REPLAY_CHECKPOINTS}
+    assert set(REPLAY_SCHEMAS) == {*HISTORY_KEYS, *DERIVED_ORDER, REPLAY_ANOMALIES, REPLAY_CHECKPOINTS, REPLAY_COVERAGE}
     assert tuple(HISTORY_KEYS) == HISTORY_TABLES
     for name, key in HISTORY_KEYS.items():
         assert {*key, "valid_from_offset", "valid_to_offset"} <= set(REPLAY_SCHEMAS[name].names), name

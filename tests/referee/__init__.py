@@ -26,13 +26,12 @@ from records.model import LogEntry, MetadataRecord
 from records.vocabulary import kafka_name
 from replay.image_parts_delta import QuotaEntity
 from replay.query import BROKER_FIELDS, PARTITION_FIELDS, kafka_fields
-from replay.reference import (
-    Image,
+from replay.reference import Image, fold
+from replay.reference_rows import (
     broker_values,
     controller_values,
     delegation_token_values,
     feature_level,
-    fold,
     partition_values,
 )
 from simulator import ScenarioOptions
