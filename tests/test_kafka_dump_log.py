@@ -34,6 +34,7 @@ from records.writer import encode_entries_batch, group_batches, snapshot_file_na
 from replay.reference import image_at
 from simulator import SimulationError, run_scenario
 from tests.conftest import REPO_ROOT, SUMMARY
+from tests.image_snapshot_support import image_snapshot_records
 from tests.referee import RefereeUnavailable, scenario_options
 from tests.referee.dump_log import (
     KafkaBatch,
@@ -165,8 +166,6 @@ def _every_record() -> list[LogEntry]:
 
 def _simulate(root: Path) -> list[Path]:
     """The simulated logs' segments and snapshots."""
-    from tests.test_kafka_referee import _snapshot_records
-
     files: list[Path] = []
     for name, scenario, mv, seed, codec, segment_bytes in SIMULATED:
         try:
@@ -178,7 +177,7 @@ def _simulate(root: Path) -> list[Path]:
         if name in ("random-3.9-zstd", "random-4.0"):
             # a snapshot of the image at a batch boundary in the middle, as a controller writes one
             end = next(e.offset for e in entries if e.offset > len(entries) // 2 and e.offset == e.batch_base_offset)
-            files.append(write_snapshot(_snapshot_records(image_at(entries, end - 1)), root / name, end_offset=end,
+            files.append(write_snapshot(image_snapshot_records(image_at(entries, end - 1)), root / name, end_offset=end,
                                         epoch=3, last_contained_log_timestamp=1_700_000_000_000, compression=codec,
                                         max_batch_records=20))
     files += write_segments(_every_record(), root / "every-record", max_batch_records=5)
