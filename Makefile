@@ -15,6 +15,7 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # The replay's whole measurement (floor, Kafka's own fold, naive re-fold, ours; 1 M, 10 M, 30 M): bench/run_all.sh.
 bench: setup

@@ -4,12 +4,12 @@
 
 Simulates a log (random scenario) once and keeps its ``metadata_log``-shaped rows as one Parquet file under
 ``--out`` (reused by later runs of the same size: the lake's files are Parquet of the same columns). Then, in
-one Spark session, for each path (``replay.shapes.RecordShapes`` with ``avro`` on and off):
+one Spark session, for each path (``replay.core.shapes.RecordShapes`` with ``avro`` on and off):
 
-* ``events``: ``replay.events.visible`` + the local checkpoint the replay takes (each path keeps the payload
+* ``events``: ``replay.core.events.visible`` + the local checkpoint the replay takes (each path keeps the payload
   form it reads: the Avro payload, or payload_json);
 * ``typing``: every state record type typed from those events (``RecordShapes.typed``, what
-  ``replay.events.parsed`` runs), all fields of the struct computed (Spark's ``noop`` sink), summed over types.
+  ``replay.core.events.parsed`` runs), all fields of the struct computed (Spark's ``noop`` sink), summed over types.
 
 The paths alternate for ``--rounds`` rounds (after one warm-up of the Avro path); the table gives each round and
 the median, then the ratio of the two typing times, overall and per round (a shared machine's load changes
@@ -38,8 +38,8 @@ from pyspark.sql import functions as F
 
 from lakehouse.log_rows import LOG_ROW_SCHEMA, ROW_KIND_RECORD, entry_row, to_record_batches
 from lakehouse.spark import SparkOptions, get_spark
-from replay.events import STATE_TYPES, visible
-from replay.shapes import RecordShapes, record_shapes
+from replay.core.events import STATE_TYPES, visible
+from replay.core.shapes import RecordShapes, record_shapes
 from simulator import ScenarioOptions, run_scenario
 
 GENERATOR_VERSION = 1  # bump when what is written changes, so a cached log is rebuilt

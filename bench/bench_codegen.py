@@ -1,5 +1,5 @@
 """A full replay with Spark's generated code and interpreted, at small scales, in one process and one session: the
-measurement behind ``replay.store.INTERPRETED_UP_TO`` (compiling each new plan's Java costs more than it saves on
+measurement behind ``replay.store.runs.INTERPRETED_UP_TO`` (compiling each new plan's Java costs more than it saves on
 a small log).
 
     nice -n 19 .venv/bin/python -m bench.bench_codegen --scales 1000,100000 --out /tmp/kraft-bench-codegen
@@ -21,7 +21,7 @@ from bench.logs import add_log_arguments, simulated_log, sizes_of
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import Lake
 from lakehouse.spark import SparkOptions, get_spark
-from replay import store
+from replay.store import runs as store
 
 CLUSTER = "bench-codegen"
 MODES = {"generated code": -1, "interpreted": 2**62}  # mode → the INTERPRETED_UP_TO that forces it

@@ -3,7 +3,7 @@ stage's time goes, each piece forced on its own (a checkpoint, or a computation 
 
     .venv/bin/python -m bench.bench_derivation --lake /tmp/kraft-bench-growth/10m/lake/delta-spark
 
-The pieces are those of ``replay.derived.derived_tables``, on the lake's latest history tables: nothing is written
+The pieces are those of ``replay.store.derived.derived_tables``, on the lake's latest history tables: nothing is written
 to the lake. Compare two commits by running each in its own process on the same lake.
 """
 
@@ -22,10 +22,10 @@ from bench.clock import timed
 from lakehouse.lake import Lake
 from lakehouse.spark import SparkOptions, get_spark
 from lakehouse.tables import BROKER_HISTORY, CONFIG_HISTORY, HISTORY_TABLES, PARTITION_HISTORY, REPLICA_HISTORY
-from replay.derived import distributed_versions
-from replay.effective_configs import configs_in_force
-from replay.elections import elections, leaderless_periods
-from replay.state_machines import partition_state_history, replica_state_history
+from replay.audit.effective_configs import configs_in_force
+from replay.audit.elections import elections, leaderless_periods
+from replay.audit.state_machines import partition_state_history, replica_state_history
+from replay.store.derived import distributed_versions
 
 Result = TypeVar("Result")
 

@@ -90,7 +90,7 @@ def main() -> None:
                         help=f"Kafka versions whose fold to time, comma-separated (default {','.join(KAFKA_VERSIONS)})")
     parser.add_argument("--heap", default="4g", help="the JVM's -Xmx (default 4g)")
     parser.add_argument("--check", action="store_true",
-                        help="then fold the log with the reference fold (replay.reference, slow) and compare the "
+                        help="then fold the log with the reference fold (replay.reference.fold, slow) and compare the "
                              "final image's counts with Kafka's")
     args = parser.parse_args()
 
@@ -115,7 +115,7 @@ def main() -> None:
 def _check(log_dir: Path, ends: list[dict[str, Any]]) -> None:
     """Kafka's final image against the reference fold's, by its counts (the referee tests compare every field)."""
     from records.sources import read_entries
-    from replay.reference import fold as reference_fold
+    from replay.reference.fold import fold as reference_fold
 
     started = time.perf_counter()
     image = None

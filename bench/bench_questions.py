@@ -3,7 +3,7 @@
 
     .venv/bin/python -m bench.bench_questions --lake /tmp/kraft-bench-growth/10m/lake/delta-spark --rounds 7
 
-Each round asks, in each setting: one partition's history (``replay.query.history``, counted as bench_replay
+Each round asks, in each setting: one partition's history (``replay.query.state.history``, counted as bench_replay
 counted it until 2026-11-28, and collected as it does now), the full-cluster state at a random offset (its
 partitions and brokers counted, as bench_replay times it), and the log's records at 100 random offsets
 (``Lake.read_offsets``). A first round warms up; then the medians, one table row per question.
@@ -25,7 +25,7 @@ from lakehouse.lake import Lake
 from lakehouse.spark import DELTA_STATS_SKIPPING, SparkOptions, get_spark
 from lakehouse.spark_settings import file_statistics
 from lakehouse.tables import METADATA_LOG, TOPIC_HISTORY
-from replay.query import history, resolve_cluster, state_at
+from replay.query.state import history, resolve_cluster, state_at
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ the N into a fresh lake → full replay (timed, stage by stage) → the driver's
 (``bench.floor``: the same columns read, one sort, as many rows written per table, on the same session and lake)
 → ingest the 1 % → incremental replay (timed) → full-cluster state at random offsets (warm, timed) → one
 partition's history (warm: as ``kraft-replay history`` reads it, JVM-free, the median of 5; and Spark's DataFrame
-collected) → the naive alternative: re-folding the log from offset 0 for one query (``replay.reference.image_at``,
+collected) → the naive alternative: re-folding the log from offset 0 for one query (``replay.reference.fold.image_at``,
 streamed from the segments) → ``kraft-replay state --offset N`` and ``kraft-replay history`` as fresh processes
 (process, and where they need one, JVM and session start included; 3 runs each, the median) → with ``--kafka
 4.4.0``, Kafka's own fold of the same N records (``bench.bench_kafka_fold``). Then one summary table per scale
@@ -54,10 +54,10 @@ from lakehouse.lake import Lake
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, ENGINE_ENV, SparkOptions, SparkUnavailableError, get_spark
 from lakehouse.tables import DERIVED_TABLES, PARTITION_HISTORY, TOPIC_HISTORY
 from records.sources import read_entries
-from replay.light_state import light_history
-from replay.query import history, state_at
-from replay.reference import image_at
-from replay.store import ANOMALIES, DERIVING, HISTORY_TABLES, run_replay
+from replay.query.light_state import light_history
+from replay.query.state import history, state_at
+from replay.reference.fold import image_at
+from replay.store.runs import ANOMALIES, DERIVING, HISTORY_TABLES, run_replay
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COLD_RUNS = 3
@@ -74,8 +74,8 @@ class Measured:
     floor: Floor
     incremental_seconds: float
     warm_state_seconds: float
-    history_seconds: float  # JVM-free, as `kraft-replay history` answers (replay.light_state.light_history)
-    spark_history_seconds: float  # replay.query.history collected: the Python API's DataFrame
+    history_seconds: float  # JVM-free, as `kraft-replay history` answers (replay.query.light_state.light_history)
+    spark_history_seconds: float  # replay.query.state.history collected: the Python API's DataFrame
     naive_seconds: float
     cold_state_seconds: float | None  # None: the command failed (its error was printed)
     cold_history_seconds: float | None

@@ -1,7 +1,7 @@
 """The floor of a replay (issue 20): what Spark needs at the least to do the replay's I/O and its one sort, measured
 on the same session and lake, so the replay's time can be read as a multiple of it, stage by stage.
 
-The floor reads the ``metadata_log`` columns the replay reads (``replay.events.LOG_COLUMNS``, the payload columns
+The floor reads the ``metadata_log`` columns the replay reads (``replay.core.events.LOG_COLUMNS``, the payload columns
 of the lake's shapes, ``secret_fingerprint`` where the log has it) of the record types the folds apply, decodes
 the entity key the replay sorts the largest families by (``topicId``/``partitionId`` of Partition(Change)Records,
 typed by the lake's shapes as the replay types them; null for the other records), sorts once by
@@ -26,10 +26,10 @@ from bench.clock import timed
 from lakehouse.lake import ROWS_PER_FILE, Lake
 from lakehouse.spark_settings import spark_conf
 from lakehouse.tables import METADATA_LOG
-from replay.engine import PARTITION_TYPES
-from replay.events import LOG_COLUMNS, STATE_TYPES, secret_fingerprint
-from replay.shapes import lake_shapes
-from replay.store import MAX_RECORDS_CONF, TABLES_APART, WRITING
+from replay.core.events import LOG_COLUMNS, STATE_TYPES, secret_fingerprint
+from replay.core.shapes import lake_shapes
+from replay.fold.engine import PARTITION_TYPES
+from replay.store.runs import MAX_RECORDS_CONF, TABLES_APART, WRITING
 
 KEY_FIELDS = ("topicId", "partitionId")
 SORT_KEY = ("cluster_id", "record_type", "topic_id", "partition_id")

@@ -17,23 +17,22 @@ from typing import Annotated
 import typer
 
 from kraft_replay.plumbing import (
+    AtTimeOption,
+    BrokerConfigOption,
     ClusterOption,
     FormatOption,
     LakeOption,
     MasterOption,
     OutputFormat,
     RemoteOption,
+    StaticOption,
     echo_lines,
-    guarded_query,
+    query_command,
     spark_session,
     table_lines,
     usage_error,
 )
 
-BrokerConfigOption = Annotated[Path | None, typer.Option(
-    "--broker-config", help="The active controller's server.properties (static configs are not in the log)")]
-StaticOption = Annotated[list[str] | None, typer.Option(
-    "--static", help="A static config KEY=VALUE of the controller's server.properties (repeatable)")]
 STATIC_NOTE = ("static server.properties are not in the metadata log: pass them with --broker-config FILE or "
                "--static KEY=VALUE, else the value falls through to Kafka's default")
 
@@ -56,8 +55,8 @@ def static_configs(broker_config: Path | None, pairs: list[str] | None) -> dict[
                 usage_error(f"--broker-config {broker_config} line {number}: expected key=value, not {stripped!r}")
             static[stripped[:separator].strip()] = stripped[separator + 1:].strip()
     for pair in pairs or []:
-        key, separator, value = pair.partition("=")
-        if not separator or not key.strip():
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
             usage_error(f"--static takes KEY=VALUE (e.g. unclean.leader.election.enable=true), not {pair!r}")
         static[key.strip()] = value.strip()
     return static
@@ -69,10 +68,11 @@ CONFIGS_EPILOG = ("Examples:\n\n"
                   "--broker-config /etc/kafka/server.properties --format json")
 
 
+@query_command
 def configs(
     topic: Annotated[str, typer.Option("--topic", help="The topic's name")],
     offset: Annotated[int | None, typer.Option("--offset", min=0, help="The state to ask about")] = None,
-    time: Annotated[str | None, typer.Option("--time", help="…or the state at this ISO-8601 time")] = None,
+    time: AtTimeOption = None,
     broker_config: BrokerConfigOption = None,
     static: StaticOption = None,
     fmt: FormatOption = OutputFormat.table,
@@ -84,30 +84,26 @@ def configs(
     """The topic's unclean.leader.election.enable and min.insync.replicas in force at that offset, as Kafka's
     controller resolves them: the topic's config, the active controller's node config, the cluster default,
     the static server.properties you pass, Kafka's default."""
+    from lakehouse.lake import Lake
+    from records.kafka_topic_configs import KAFKA_VERSION
+    from replay.query.topic_configs import topic_configs_at
 
-    def run() -> None:
-        from lakehouse.lake import Lake
-        from records.kafka_topic_configs import KAFKA_VERSION
-        from replay.effective_configs import topic_configs_at
-
-        if (offset is None) == (time is None):
-            usage_error("give exactly one of --offset N or --time ISO8601")
-        passed = static_configs(broker_config, static)
-        at, answer = topic_configs_at(spark_session(master, remote), Lake(lake), topic, offset, time, cluster_id,
-                                      passed)
-        rows = [row.asDict() for row in answer.collect()]  # one row per key: two
-        if fmt is OutputFormat.json:
-            echo_lines([json.dumps({"offset": at, "topic": topic, "kafkaVersion": KAFKA_VERSION,
-                                    "configs": [{"name": r["name"], "value": r["value"], "source": r["source"]}
-                                                for r in rows],
-                                    "staticConfigsPassed": sorted(passed), "note": STATIC_NOTE})])
-            return
-        lines = [f"topic {topic} as of offset {at}:"]
-        lines += table_lines(("NAME", "VALUE", "SOURCE"), [(r["name"], r["value"], r["source"]) for r in rows])
-        lines += ["", f"(DEFAULT_CONFIG: Kafka {KAFKA_VERSION}'s default; {STATIC_NOTE})"]
-        echo_lines(lines)
-
-    guarded_query(run)
+    if (offset is None) == (time is None):
+        usage_error("give exactly one of --offset N or --time ISO8601")
+    passed = static_configs(broker_config, static)
+    at, answer = topic_configs_at(spark_session(master, remote), Lake(lake), topic, offset, time, cluster_id,
+                                  passed)
+    rows = [row.asDict() for row in answer.collect()]  # one row per key: two
+    if fmt is OutputFormat.json:
+        echo_lines([json.dumps({"offset": at, "topic": topic, "kafkaVersion": KAFKA_VERSION,
+                                "configs": [{"name": r["name"], "value": r["value"], "source": r["source"]}
+                                            for r in rows],
+                                "staticConfigsPassed": sorted(passed), "note": STATIC_NOTE})])
+        return
+    lines = [f"topic {topic} as of offset {at}:"]
+    lines += table_lines(("NAME", "VALUE", "SOURCE"), [(r["name"], r["value"], r["source"]) for r in rows])
+    lines += ["", f"(DEFAULT_CONFIG: Kafka {KAFKA_VERSION}'s default; {STATIC_NOTE})"]
+    echo_lines(lines)
 
 
 CONFIG_COMMANDS: list[tuple[Callable[..., None], str]] = [(configs, CONFIGS_EPILOG)]

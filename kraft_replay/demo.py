@@ -22,7 +22,7 @@ from kraft_replay.report import write_report
 from kraft_replay.summary import summarize
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import Lake
-from replay.store import run_replay
+from replay.store.runs import run_replay
 from simulator import ScenarioOptions, run_scenario, write_log
 
 SCENARIO = "lost-last-isr-unclean"

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # not at start-up: both modules load pyspark
     from lakehouse.ingest import IngestSummary
-    from replay.store import ReplaySummary
+    from replay.store.runs import ReplaySummary
 
 
 def format_ingest_summary(summary: IngestSummary) -> list[str]:

@@ -1,6 +1,6 @@
 """`kraft-replay history`: every version of one partition, with the controller's state-machine transitions beside
-it (``--states``), or of a part of the image (the questions: ``replay.image_sections.part_questions``; the tables:
-``kraft_replay.image_commands``). JVM-free where ``state`` is (``replay.light_state.light_history``,
+it (``--states``), or of a part of the image (the questions: ``replay.query.image_sections.part_questions``; the tables:
+``kraft_replay.image_commands``). JVM-free where ``state`` is (``replay.query.light_state.light_history``,
 ``light_part_history``); ``--states`` asks Spark.
 
 Register through ``kraft_replay.replay_commands.REPLAY_COMMANDS``. Exit codes as the rest of the CLI.
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kraft_replay.image_commands import image_history, part_history_json
+from kraft_replay.image_commands import image_history
 from kraft_replay.plumbing import (
     ClusterOption,
     FormatOption,
@@ -21,18 +21,18 @@ from kraft_replay.plumbing import (
     OutputFormat,
     RemoteOption,
     echo_lines,
-    guarded_query,
+    query_command,
     spark_session,
     table_lines,
     usage_error,
 )
-from kraft_replay.state_commands import json_items, light_path_serves
+from kraft_replay.state_commands import light_path_serves
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakehouse.lake import Lake
-    from replay.image_sections import PartQuestion
+    from replay.query.image_sections import PartQuestion
 
 # --- history -------------------------------------------------------------------------------------
 
@@ -51,6 +51,7 @@ HISTORY_COLUMNS = ("valid_from_offset", "valid_to_offset", "valid_from_time_ms",
                    "topic_id")
 
 
+@query_command
 def history(
     topic: Annotated[str | None, typer.Option("--topic", help="Topic name (every topic id that had it)")] = None,
     partition: Annotated[int | None, typer.Option("--partition", min=0, help="Partition id")] = None,
@@ -81,51 +82,47 @@ def history(
     """Every version of one partition, or of a part of the image (a resource's configs, ACLs, a user, quotas,
     tokens, producer ids): from/to offsets, the record (offset, time, type) that caused it. On a local lake it is
     read without Spark (with --states Spark answers); KRAFT_REPLAY_QUERY_PATH=spark asks Spark instead."""
+    from lakehouse.lake import Lake
+    from replay.query.image_sections import part_questions
+    from replay.query.state import PARTITION_FIELDS, iso_ms, json_items, kafka_fields
+    from replay.query.state import history as partition_history
 
-    def run() -> None:
-        from lakehouse.lake import Lake
-        from replay.image_sections import part_questions
-        from replay.query import PARTITION_FIELDS, iso_ms, kafka_fields
-        from replay.query import history as partition_history
+    asked = [topic is not None or partition is not None, config is not None, acl, user is not None, quota,
+             token, producer_ids]
+    if sum(asked) != 1:
+        usage_error("ask one thing: --topic T --partition N, --config TYPE:NAME, --acl, --user NAME, --quota, "
+                    "--token or --producer-ids")
+    if (principal is not None or resource is not None) and not acl:
+        usage_error("--principal and --resource narrow --acl")
+    light = light_path_serves(lake, master, remote)  # delta-rs reads, no JVM: replay.query.light_state
+    if not asked[0]:
+        part_history(part_questions(config, acl, principal, resource, user, quota, token, producer_ids), fmt,
+                     lake, cluster_id, master, remote, light)
+        return
+    if topic is None or partition is None:
+        usage_error("a partition's history needs both --topic and --partition")
+    fields = (*PARTITION_FIELDS, *kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms",
+                                               "valid_to_time_ms", "cause_offset", "cause_type"))
+    if light:
+        from lakehouse.light_reader import resolve_lake_root
+        from replay.query.light_state import kafka_json_items, light_history, table_rows
 
-        asked = [topic is not None or partition is not None, config is not None, acl, user is not None, quota,
-                 token, producer_ids]
-        if sum(asked) != 1:
-            usage_error("ask one thing: --topic T --partition N, --config TYPE:NAME, --acl, --user NAME, --quota, "
-                        "--token or --producer-ids")
-        if (principal is not None or resource is not None) and not acl:
-            usage_error("--principal and --resource narrow --acl")
-        light = light_path_serves(lake, master, remote)  # delta-rs reads, no JVM: replay.light_state
-        if not asked[0]:
-            part_history(part_questions(config, acl, principal, resource, user, quota, token, producer_ids), fmt,
-                         lake, cluster_id, master, remote, light)
-            return
-        if topic is None or partition is None:
-            usage_error("a partition's history needs both --topic and --partition")
-        fields = (*PARTITION_FIELDS, *kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms",
-                                                   "valid_to_time_ms", "cause_offset", "cause_type"))
-        if light:
-            from lakehouse.light_reader import resolve_lake_root
-            from replay.light_state import kafka_json_items, light_history, table_rows
-
-            found = light_history(resolve_lake_root(lake), topic, partition, cluster_id,
-                                  None if fmt is OutputFormat.json else HISTORY_COLUMNS)
-        else:
-            versions = partition_history(spark_session(master, remote), Lake(lake), topic, partition, cluster_id)
-        if fmt is OutputFormat.json:
-            echo_lines(kafka_json_items(found, fields) if light else json_items(versions, fields))
-            return
-        rows = [[iso_ms(r[column]) if column == "valid_from_time_ms" else r[column] for column in HISTORY_COLUMNS]
-                for r in (table_rows(found) if light else versions.toLocalIterator())]
-        if not rows:
-            usage_error(f"no partition {topic}-{partition} in partition_history")
-        echo_lines([f"{topic}-{partition}: {len(rows)} version(s); TO empty = still current",
-                    *table_lines(HISTORY_HEADERS, rows, right=[True, True, False, True, False, True, True, True,
-                                                               False, False, False, False])])
-        if states:
-            echo_lines(transition_lines(spark_session(master, remote), Lake(lake), topic, partition, cluster_id))
-
-    guarded_query(run)
+        found = light_history(resolve_lake_root(lake), topic, partition, cluster_id,
+                              None if fmt is OutputFormat.json else HISTORY_COLUMNS)
+    else:
+        versions = partition_history(spark_session(master, remote), Lake(lake), topic, partition, cluster_id)
+    if fmt is OutputFormat.json:
+        echo_lines(kafka_json_items(found, fields) if light else json_items(versions, fields))
+        return
+    rows = [[iso_ms(r[column]) if column == "valid_from_time_ms" else r[column] for column in HISTORY_COLUMNS]
+            for r in (table_rows(found) if light else versions.toLocalIterator())]
+    if not rows:
+        usage_error(f"no partition {topic}-{partition} in partition_history")
+    echo_lines([f"{topic}-{partition}: {len(rows)} version(s); TO empty = still current",
+                *table_lines(HISTORY_HEADERS, rows, right=[True, True, False, True, False, True, True, True,
+                                                           False, False, False, False])])
+    if states:
+        echo_lines(transition_lines(spark_session(master, remote), Lake(lake), topic, partition, cluster_id))
 
 
 def part_history(questions: list[PartQuestion], fmt: OutputFormat, lake: str | None, cluster_id: str | None,
@@ -135,8 +132,8 @@ def part_history(questions: list[PartQuestion], fmt: OutputFormat, lake: str | N
         import pyarrow as pa
 
         from lakehouse.light_reader import resolve_lake_root
-        from replay.image_sections import part_history_fields
-        from replay.light_state import kafka_json_items, light_part_history, table_rows
+        from replay.query.image_sections import part_history_fields
+        from replay.query.light_state import kafka_json_items, light_part_history, table_rows
 
         root = resolve_lake_root(lake)
         found = {q.section: light_part_history(root, q.section, q.where, cluster_id) for q in questions}
@@ -145,7 +142,8 @@ def part_history(questions: list[PartQuestion], fmt: OutputFormat, lake: str | N
             part_history_fields(section)))
         return
     from lakehouse.lake import Lake
-    from replay.image_query import part_history as versions_of
+    from replay.query.image import part_history as versions_of
+    from replay.query.image import part_history_json
 
     spark, at = spark_session(master, remote), Lake(lake)
     versions = {q.section: versions_of(spark, at, q.section, q.where, cluster_id) for q in questions}
@@ -158,8 +156,8 @@ TRANSITION_HEADERS = ("OFFSET", "TIME (UTC)", "MACHINE", "BROKER", "FROM", "TO",
 
 def transition_lines(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster_id: str | None
                      ) -> list[str]:
-    from replay.controller_states import transitions
-    from replay.query import iso_ms
+    from replay.query.controller_states import transitions
+    from replay.query.state import iso_ms
 
     both = transitions(spark, lake, topic, partition, cluster_id)
     rows = [[r["valid_from_offset"], iso_ms(r["valid_from_time_ms"]), r["machine"], r["broker_id"],

@@ -1,7 +1,7 @@
 """The rest of Kafka's image in `state`, `history` and the `changes` command: features, controllers, configs,
 client quotas, ACLs, SCRAM credentials, delegation tokens and producer ids.
 
-The questions are ``replay.image_query`` and ``replay.changes``; this module formats them: Kafka's JSON names
+The questions are ``replay.query.image`` and ``replay.query.changes``; this module formats them: Kafka's JSON names
 for tools, Kafka's enum names (``records.kafka_constants``: TOPIC, ALLOW, WRITE, LITERAL, SCRAM-SHA-256…) in the
 tables for people. No secret is in the lake: a redacted config value reads ``(redacted)``; a secret's
 fingerprint (not the secret) shows which versions hold the same one.
@@ -23,7 +23,7 @@ from kraft_replay.plumbing import (
     OutputFormat,
     RemoteOption,
     echo_lines,
-    guarded_query,
+    query_command,
     spark_session,
     table_lines,
     usage_error,
@@ -39,11 +39,10 @@ from records.kafka_constants import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
 
-    from replay.image_sections import PartQuestion
+    from replay.query.image_sections import PartQuestion
 
-# state's sections, in output order: the ones it always had, then the rest of the image (replay.image_query.PARTS)
+# state's sections, in output order: the ones it always had, then the rest of the image (replay.query.image.PARTS)
 CLUSTER_SECTIONS = ("brokers", "topics", "partitions")
 IMAGE_SECTIONS = ("features", "controllers", "configs", "clientQuotas", "acls", "scramCredentials",
                   "delegationTokens", "producerIds")
@@ -75,7 +74,7 @@ def config_resource(resource_type: int | None, resource_name: str | None) -> str
 
 
 def quota_entity(entity: list[Any] | None) -> str:
-    from replay.image_sections import DEFAULT_ENTITY
+    from replay.query.image_sections import DEFAULT_ENTITY
 
     return ",".join(f"{e['entity_type']}={DEFAULT_ENTITY if e['entity_name'] is None else e['entity_name']}"
                     for e in entity or [])
@@ -86,7 +85,7 @@ def _fingerprint(value: str | None) -> str:
 
 
 def _iso(epoch_ms: int | None) -> str:
-    from replay.query_rules import iso_ms
+    from replay.query.rules import iso_ms
 
     return iso_ms(epoch_ms)
 
@@ -120,7 +119,7 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], Callable[[Any], list[Any]]]] = {
 def image_table_lines(rows: Callable[[str], Iterable[Any]], sections: tuple[str, ...]) -> list[str]:
     """The image's parts among ``sections`` as tables, each under ``name (count)`` (``rows``: a part's rows,
     sorted, Spark's or plain mappings)."""
-    from replay.image_sections import NO_PRODUCER_ID
+    from replay.query.image_sections import NO_PRODUCER_ID
 
     lines: list[str] = []
     for section in sections:
@@ -144,7 +143,7 @@ def image_json_sections(rows: Callable[[str], Iterable[Any]],
                         sections: tuple[str, ...]) -> dict[str, Iterator[str] | str]:
     """The image's parts among ``sections`` in Kafka's JSON names (``producerIds`` an object, the rest lists):
     ``json_items`` writes a part's rows, ``rows`` gives the producer ids' one row."""
-    from replay.image_sections import PARTS, next_producer_id_of
+    from replay.query.image_sections import PARTS, next_producer_id_of
 
     out: dict[str, Iterator[str] | str] = {}
     for section in sections:
@@ -167,16 +166,6 @@ def part_history_lines(section: str, versions: Iterable[Any], title: str) -> lis
              r["cause_type"], *cells(r)] for r in versions]
     lines = [f"{title}: {len(rows)} version(s); TO empty = still current"]
     return lines + list(table_lines((*PART_HISTORY_HEAD, *headers), rows)) if rows else lines
-
-
-def part_history_json(section: str, versions: DataFrame) -> Iterator[str]:
-    """One JSON object per version (``replay.image_sections.part_history_fields``), as Spark writes it."""
-    from pyspark.sql import functions as F
-
-    from kraft_replay.state_commands import json_items
-    from replay.image_sections import part_history_fields
-
-    return json_items(versions.withColumn("part", F.lit(section)), part_history_fields(section))
 
 
 def image_history(questions: list[PartQuestion], fmt: OutputFormat, rows: Callable[[str], Iterable[Any]],
@@ -214,6 +203,7 @@ def change_line(row: Any) -> str:
     return f"offset {row['offset']} {_iso(row['time_ms'])} {what} {old} {ARROW} {new}{record}"
 
 
+@query_command
 def changes(
     since: Annotated[str | None, typer.Option(
         "--from", help="The first offset, or an ISO-8601 time (naive = UTC), to list changes from (inclusive)")]
@@ -231,23 +221,19 @@ def changes(
 ) -> None:
     """Every change to the image between two offsets or times: what, old value → new value, offset, time and
     record type. Who made it is not in the log."""
+    from lakehouse.lake import Lake
+    from replay.query.changes import CHANGE_FIELDS, PARTS, bound, change_log
 
-    def run() -> None:
-        from lakehouse.lake import Lake
-        from replay.changes import CHANGE_FIELDS, PARTS, bound, change_log
-
-        from_offset, from_time = bound(since)
-        to_offset, to_time = bound(until)
-        parts = PARTS if part is None else tuple(p.strip() for p in part.split(",") if p.strip())
-        log = change_log(spark_session(master, remote), Lake(lake), cluster_id, from_offset, to_offset, from_time,
-                         to_time, parts)
-        if fmt is OutputFormat.json:  # by Python: the log's `entity` is a label, not a quota's entity list
-            echo_lines(json.dumps({name: row[column] for column, name in CHANGE_FIELDS}, ensure_ascii=False)
-                       for row in log.toLocalIterator())
-            return
-        echo_lines(change_line(row) for row in log.toLocalIterator())
-
-    guarded_query(run)
+    from_offset, from_time = bound(since)
+    to_offset, to_time = bound(until)
+    parts = PARTS if part is None else tuple(p.strip() for p in part.split(",") if p.strip())
+    log = change_log(spark_session(master, remote), Lake(lake), cluster_id, from_offset, to_offset, from_time,
+                     to_time, parts)
+    if fmt is OutputFormat.json:  # by Python: the log's `entity` is a label, not a quota's entity list
+        echo_lines(json.dumps({name: row[column] for column, name in CHANGE_FIELDS}, ensure_ascii=False)
+                   for row in log.toLocalIterator())
+        return
+    echo_lines(change_line(row) for row in log.toLocalIterator())
 
 
 IMAGE_COMMANDS: list[tuple[Callable[..., None], str]] = [(changes, CHANGES_EPILOG)]

@@ -12,16 +12,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kraft_replay.config_commands import STATIC_NOTE, BrokerConfigOption, StaticOption, static_configs
+from kraft_replay.config_commands import STATIC_NOTE, static_configs
 from kraft_replay.plumbing import (
+    AtTimeOption,
+    BrokerConfigOption,
     ClusterOption,
     FormatOption,
     LakeOption,
     MasterOption,
     OutputFormat,
     RemoteOption,
+    StaticOption,
     echo_lines,
-    guarded_query,
+    query_command,
     spark_session,
     table_lines,
     usage_error,
@@ -44,7 +47,7 @@ def _json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _ms(value: int | None) -> str:
-    from replay.query import iso_ms
+    from replay.query.state import iso_ms
 
     return iso_ms(value) if value is not None else ""
 
@@ -74,6 +77,7 @@ DEVIATION = ("topic_name", "partition_id", "offset", "election_type", "previous_
              "expected_leader", "deviation", "topic_id")
 
 
+@query_command
 def incidents(
     from_offset: Annotated[int | None, typer.Option("--from", min=0, help="First offset (default: 0)")] = None,
     to_offset: Annotated[int | None, typer.Option("--to", min=0, help="Last offset (default: end of log)")] = None,
@@ -85,50 +89,46 @@ def incidents(
 ) -> None:
     """Offline periods (no leader; where each began and ended, and which broker caused it), unclean
     elections, invalid state-machine transitions and elections that break Kafka's rule."""
+    from lakehouse.lake import Lake
+    from replay.query.incidents import incidents as find
 
-    def run() -> None:
-        from lakehouse.lake import Lake
-        from replay.incidents import incidents as find
-
-        found = find(spark_session(master, remote), Lake(lake), from_offset, to_offset, cluster_id)
-        offline, unclean = _rows(found.offline, OFFLINE), _rows(found.unclean, UNCLEAN)
-        invalid, deviations = _rows(found.invalid, INVALID), _rows(found.deviations, DEVIATION)
-        if fmt is OutputFormat.json:
-            echo_lines([json.dumps({
-                "clusterId": found.cluster_id, "fromOffset": found.from_offset, "toOffset": found.to_offset,
-                "offlinePeriods": _json(offline), "uncleanElections": _json(unclean),
-                "invalidTransitions": _json(invalid), "electionDeviations": _json(deviations)}, default=str)])
-            return
-        span = f"offsets {found.from_offset}..{'end' if found.to_offset is None else found.to_offset}"
-        lines = [f"cluster {found.cluster_id}, {span}", "",
-                 f"offline periods ({len(offline)}): partitions without a leader"]
-        lines += table_lines(
-            ("PARTITION", "FROM", "TO", "STARTED (UTC)", "LASTED", "LOST LEADER", "CAUSE", "ENDED BY"),
-            [(f"{r['topic_name']}-{r['partition_id']}", r["valid_from_offset"], r["valid_to_offset"],
-              _ms(r["valid_from_time_ms"]), _duration(r["duration_ms"]), r["previous_leader"],
-              f"broker {r['cause_broker']} {r['cause']} at {r['cause_offset']} ({r['cause_type']})"
-              if r["cause"] else r["reason"],
-              f"{r['ended_by']} ({r['new_leader']})" if r["new_leader"] is not None else r["ended_by"] or "")
-             for r in offline], right=[False, True, True, False, True, True, False, False])
-        lines += ["", f"unclean elections ({len(unclean)}): leader not in the previous ISR, possible data loss"]
-        lines += table_lines(
-            ("PARTITION", "OFFSET", "TIME (UTC)", "NEW LEADER", "PREVIOUS ISR", "L.EPOCH", "RECOVERY", "CONFIG"),
-            [(f"{r['topic_name']}-{r['partition_id']}", r["offset"], _ms(r["time_ms"]), r["leader"],
-              r["previous_isr"], r["leader_epoch"], r["leader_recovery_state"],
-              r["unclean_verdict"] or "configs not replayed") for r in unclean])
-        lines += ["", f"invalid state transitions ({len(invalid)})"]
-        lines += table_lines(
-            ("MACHINE", "PARTITION", "BROKER", "FROM", "TO", "OFFSET", "CAUSE"),
-            [(r["machine"], f"{r['topic_name']}-{r['partition_id']}", r["broker_id"], r["previous_state"],
-              r["state"], r["valid_from_offset"], f"{r['cause_type']}: {r['reason']}") for r in invalid])
-        lines += ["", f"elections that break Kafka's rule ({len(deviations)})"]
-        lines += table_lines(
-            ("PARTITION", "OFFSET", "TYPE", "LEADER", "EXPECTED", "WHY"),
-            [(f"{r['topic_name']}-{r['partition_id']}", r["offset"], r["election_type"],
-              f"{r['previous_leader']}→{r['leader']}", r["expected_leader"], r["deviation"]) for r in deviations])
-        echo_lines(lines)
-
-    guarded_query(run)
+    found = find(spark_session(master, remote), Lake(lake), from_offset, to_offset, cluster_id)
+    offline, unclean = _rows(found.offline, OFFLINE), _rows(found.unclean, UNCLEAN)
+    invalid, deviations = _rows(found.invalid, INVALID), _rows(found.deviations, DEVIATION)
+    if fmt is OutputFormat.json:
+        echo_lines([json.dumps({
+            "clusterId": found.cluster_id, "fromOffset": found.from_offset, "toOffset": found.to_offset,
+            "offlinePeriods": _json(offline), "uncleanElections": _json(unclean),
+            "invalidTransitions": _json(invalid), "electionDeviations": _json(deviations)}, default=str)])
+        return
+    span = f"offsets {found.from_offset}..{'end' if found.to_offset is None else found.to_offset}"
+    lines = [f"cluster {found.cluster_id}, {span}", "",
+             f"offline periods ({len(offline)}): partitions without a leader"]
+    lines += table_lines(
+        ("PARTITION", "FROM", "TO", "STARTED (UTC)", "LASTED", "LOST LEADER", "CAUSE", "ENDED BY"),
+        [(f"{r['topic_name']}-{r['partition_id']}", r["valid_from_offset"], r["valid_to_offset"],
+          _ms(r["valid_from_time_ms"]), _duration(r["duration_ms"]), r["previous_leader"],
+          f"broker {r['cause_broker']} {r['cause']} at {r['cause_offset']} ({r['cause_type']})"
+          if r["cause"] else r["reason"],
+          f"{r['ended_by']} ({r['new_leader']})" if r["new_leader"] is not None else r["ended_by"] or "")
+         for r in offline], right=[False, True, True, False, True, True, False, False])
+    lines += ["", f"unclean elections ({len(unclean)}): leader not in the previous ISR, possible data loss"]
+    lines += table_lines(
+        ("PARTITION", "OFFSET", "TIME (UTC)", "NEW LEADER", "PREVIOUS ISR", "L.EPOCH", "RECOVERY", "CONFIG"),
+        [(f"{r['topic_name']}-{r['partition_id']}", r["offset"], _ms(r["time_ms"]), r["leader"],
+          r["previous_isr"], r["leader_epoch"], r["leader_recovery_state"],
+          r["unclean_verdict"] or "configs not replayed") for r in unclean])
+    lines += ["", f"invalid state transitions ({len(invalid)})"]
+    lines += table_lines(
+        ("MACHINE", "PARTITION", "BROKER", "FROM", "TO", "OFFSET", "CAUSE"),
+        [(r["machine"], f"{r['topic_name']}-{r['partition_id']}", r["broker_id"], r["previous_state"],
+          r["state"], r["valid_from_offset"], f"{r['cause_type']}: {r['reason']}") for r in invalid])
+    lines += ["", f"elections that break Kafka's rule ({len(deviations)})"]
+    lines += table_lines(
+        ("PARTITION", "OFFSET", "TYPE", "LEADER", "EXPECTED", "WHY"),
+        [(f"{r['topic_name']}-{r['partition_id']}", r["offset"], r["election_type"],
+          f"{r['previous_leader']}→{r['leader']}", r["expected_leader"], r["deviation"]) for r in deviations])
+    echo_lines(lines)
 
 
 # --- whatif --------------------------------------------------------------------------------------
@@ -150,10 +150,11 @@ def _broker_list(text: str) -> list[int]:
     return brokers
 
 
+@query_command
 def whatif(
     fail_brokers: Annotated[str, typer.Option("--fail-brokers", help="Broker ids that fail, e.g. 3,5")],
     offset: Annotated[int | None, typer.Option("--offset", min=0, help="The state to start from")] = None,
-    time: Annotated[str | None, typer.Option("--time", help="…or the state at this ISO-8601 time")] = None,
+    time: AtTimeOption = None,
     unclean: Annotated[bool | None, typer.Option(
         "--unclean/--no-unclean", help="Allow (or forbid) unclean leader election everywhere, whatever each "
                                        "topic's unclean.leader.election.enable in the log says")] = None,
@@ -168,49 +169,43 @@ def whatif(
 ) -> None:
     """If these brokers failed at that offset: which partitions lose their leader, whom Kafka would elect,
     which go offline or need an unclean election, and the offline and under-replicated counts after."""
+    from lakehouse.lake import Lake
+    from replay.query.incidents import what_if_at
 
-    def run() -> None:
-        from pyspark.sql import functions as F
-
-        from lakehouse.lake import Lake
-        from replay.incidents import what_if_at
-
-        brokers = _broker_list(fail_brokers)
-        if (offset is None) == (time is None):
-            usage_error("give exactly one of --offset N or --time ISO8601")
-        at, answer = what_if_at(spark_session(master, remote), Lake(lake), brokers, offset, time, unclean, cluster_id,
-                                static_configs(broker_config, static))
-        shown = answer.partitions if show_all else answer.partitions.where(F.col("outcome") != "unaffected")
-        rows = _rows(shown, WHATIF_COLUMNS)
-        if fmt is OutputFormat.json:
-            echo_lines([json.dumps({"offset": at, "failedBrokers": sorted(set(brokers)), "unclean": unclean,
-                                     "configsFromLog": answer.configs_known,
-                                     "summary": {kafka_name(key): count for key, count in answer.summary.items()},
-                                     "partitions": _json(rows)})])
-            return
-        answered = answer.summary
-        rule = ("unclean election allowed (--unclean)" if unclean
-                else "clean elections only (--no-unclean)" if unclean is not None
-                else "each topic's unclean.leader.election.enable as of the offset" if answer.configs_known
-                else "no config_history in the lake: Kafka's defaults, clean elections only")
-        lines = [f"as of offset {at}, if broker(s) {', '.join(map(str, sorted(set(brokers))))} failed ({rule}):",
-                 f"  {answered['affected']} of {answered['partitions']} partitions affected; "
-                 f"{answered['leaders_lost']} lose their "
-                 f"leader: {answered['clean_elections']} elect a new leader from the ISR, "
-                 f"{answered['unclean_elections']} "
-                 f"need an unclean election",
-                 f"  offline partitions: {answered['offline_before']} → {answered['offline_after']}; under-replicated: "
-                 f"{answered['under_replicated_before']} → {answered['under_replicated_after']}", ""]
-        lines += table_lines(("PARTITION", "REPLICAS", "LEADER", "ISR", "→ LEADER", "→ ISR", "OUTCOME", "UNCLEAN OK",
-                              "MIN ISR"),
-                             [(f"{r['topic_name']}-{r['partition_id']}", r["replicas"], r["leader"], r["isr"],
-                               r["leader_after"], r["isr_after"], r["outcome"], r["unclean_allowed"],
-                               r["min_insync_replicas"]) for r in rows])
-        if unclean is None:
-            lines += ["", f"({STATIC_NOTE})"]
-        echo_lines(lines)
-
-    guarded_query(run)
+    brokers = _broker_list(fail_brokers)
+    if (offset is None) == (time is None):
+        usage_error("give exactly one of --offset N or --time ISO8601")
+    at, answer = what_if_at(spark_session(master, remote), Lake(lake), brokers, offset, time, unclean, cluster_id,
+                            static_configs(broker_config, static))
+    shown = answer.partitions if show_all else answer.affected()
+    rows = _rows(shown, WHATIF_COLUMNS)
+    if fmt is OutputFormat.json:
+        echo_lines([json.dumps({"offset": at, "failedBrokers": sorted(set(brokers)), "unclean": unclean,
+                                 "configsFromLog": answer.configs_known,
+                                 "summary": {kafka_name(key): count for key, count in answer.summary.items()},
+                                 "partitions": _json(rows)})])
+        return
+    answered = answer.summary
+    rule = ("unclean election allowed (--unclean)" if unclean
+            else "clean elections only (--no-unclean)" if unclean is not None
+            else "each topic's unclean.leader.election.enable as of the offset" if answer.configs_known
+            else "no config_history in the lake: Kafka's defaults, clean elections only")
+    lines = [f"as of offset {at}, if broker(s) {', '.join(map(str, sorted(set(brokers))))} failed ({rule}):",
+             f"  {answered['affected']} of {answered['partitions']} partitions affected; "
+             f"{answered['leaders_lost']} lose their "
+             f"leader: {answered['clean_elections']} elect a new leader from the ISR, "
+             f"{answered['unclean_elections']} "
+             f"need an unclean election",
+             f"  offline partitions: {answered['offline_before']} → {answered['offline_after']}; under-replicated: "
+             f"{answered['under_replicated_before']} → {answered['under_replicated_after']}", ""]
+    lines += table_lines(("PARTITION", "REPLICAS", "LEADER", "ISR", "→ LEADER", "→ ISR", "OUTCOME", "UNCLEAN OK",
+                          "MIN ISR"),
+                         [(f"{r['topic_name']}-{r['partition_id']}", r["replicas"], r["leader"], r["isr"],
+                           r["leader_after"], r["isr_after"], r["outcome"], r["unclean_allowed"],
+                           r["min_insync_replicas"]) for r in rows])
+    if unclean is None:
+        lines += ["", f"({STATIC_NOTE})"]
+    echo_lines(lines)
 
 
 INCIDENT_COMMANDS: list[tuple[Callable[..., None], str]] = [(incidents, INCIDENTS_EPILOG), (whatif, WHATIF_EPILOG)]

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from kraft_replay.plumbing import SkipCorruptOption, SourceClusterOption, guarded
+from kraft_replay.plumbing import KeepSecretsOption, SkipCorruptOption, SourceClusterOption, guarded_command
 from records.avro_codec import schema_id, schema_text, write_container
 from records.avro_schema import ENVELOPE_NAME, record_schema, schema_json
 from records.definitions import by_json_type_name, definitions
@@ -22,12 +22,9 @@ from records.errors import RecordsError
 from records.jsonl import entry_to_line
 from records.kafka_json import dumps_compact, record_to_json
 from records.model import LogEntry
-from records.redaction import REDACTED, redact
+from records.redaction import redact
 from records.sources import FORMATS, ReadOptions, ReadReport, read_entries
 
-KeepSecretsOption = Annotated[bool, typer.Option(
-    "--keep-secrets", help=f"Write sensitive config values and SCRAM salts and keys as they are in the log, not "
-                           f"{REDACTED} (as Kafka's RecordRedactor prints them). A warning goes to stderr.")]
 SECRETS_WARNING = ("warning: --keep-secrets: the output holds secrets from the log (sensitive config values, SCRAM "
                    "salts and keys); keep it as safe as the log itself")
 
@@ -82,6 +79,7 @@ def _table_lines(entries: Iterator[LogEntry]) -> Iterator[str]:
              "  kraft-replay dump /var/lib/kafka/data/__cluster_metadata-0\n\n"
              "  kraft-replay dump 00000000000000000000.log --format table | less\n\n"
              "  kraft-replay dump dump-log-output.txt > log.jsonl")
+@guarded_command
 def dump(
     source: Annotated[Path, typer.Argument(help="A segment, snapshot, __cluster_metadata-0 or data "
                                                 "directory, kafka-dump-log text, JSON lines or Avro file.")],
@@ -94,26 +92,23 @@ def dump(
     keep_secrets: KeepSecretsOption = False,
 ) -> None:
     """Print every record of SOURCE, one Kafka-JSON line per record (offset included); secrets read (redacted)."""
-
-    def run() -> None:
-        report = ReadReport()
-        entries = _readable(read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id),
-                                         report, fmt=input_format), keep_secrets)
-        lines = _table_lines(entries) if fmt is DumpFormat.table else map(entry_to_line, entries)
-        out = sys.stdout
-        for line in lines:
-            out.write(line)
-            out.write("\n")
-        out.flush()
-        for note in report.notes:
-            typer.secho(f"note: {note}", err=True, fg=typer.colors.YELLOW)
-
-    guarded(run)
+    report = ReadReport()
+    entries = _readable(read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id),
+                                     report, fmt=input_format), keep_secrets)
+    lines = _table_lines(entries) if fmt is DumpFormat.table else map(entry_to_line, entries)
+    out = sys.stdout
+    for line in lines:
+        out.write(line)
+        out.write("\n")
+    out.flush()
+    for note in report.notes:
+        typer.secho(f"note: {note}", err=True, fg=typer.colors.YELLOW)
 
 
 @_command(epilog="Examples:\n\n"
              "  kraft-replay export /var/lib/kafka/data/__cluster_metadata-0 --out metadata.avro\n\n"
              "  kraft-replay dump metadata.avro --format table")
+@guarded_command
 def export(
     source: Annotated[Path, typer.Argument(help="Any input `dump` reads.")],
     out: Annotated[Path, typer.Option(help="The Avro object container file to write.")],
@@ -125,19 +120,15 @@ def export(
 ) -> None:
     """Write every record of SOURCE to an Avro container file (schema MetadataLogEntry) for bulk import; secrets
     read (redacted)."""
-
-    def run() -> None:
-        report = ReadReport()
-        entries = _readable(read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id),
-                                         report), keep_secrets)
-        partial = out.with_name(out.name + ".partial")
-        count = write_container(partial, entries, codec=codec)
-        partial.replace(out)  # never leave a half-written file under the final name
-        for note in report.notes:
-            typer.secho(f"note: {note}", err=True, fg=typer.colors.YELLOW)
-        typer.echo(f"wrote {count} records to {out}")
-
-    guarded(run)
+    report = ReadReport()
+    entries = _readable(read_entries(source, ReadOptions(skip_corrupt=skip_corrupt, cluster_id=cluster_id),
+                                     report), keep_secrets)
+    partial = out.with_name(out.name + ".partial")
+    count = write_container(partial, entries, codec=codec)
+    partial.replace(out)  # never leave a half-written file under the final name
+    for note in report.notes:
+        typer.secho(f"note: {note}", err=True, fg=typer.colors.YELLOW)
+    typer.echo(f"wrote {count} records to {out}")
 
 
 def _resolve_type(name: str) -> str:
@@ -154,6 +145,7 @@ def _resolve_type(name: str) -> str:
 @_command(epilog="Examples:\n\n  kraft-replay schemas\n\n"
              "  kraft-replay schemas PartitionChangeRecord\n\n"
              "  kraft-replay schemas PARTITION_RECORD --version 0\n\n  kraft-replay schemas envelope")
+@guarded_command
 def schemas(
     record_type: Annotated[str | None, typer.Argument(
         help="Kafka class name (PartitionChangeRecord), dump name (PARTITION_CHANGE_RECORD) or "
@@ -162,24 +154,19 @@ def schemas(
         help="Print the shape of one Kafka version instead of the merged schema.")] = None,
 ) -> None:
     """Print the Avro schema of a record type, or list all types with their schema ids."""
-
-    def run() -> None:
-        if record_type is None:
-            typer.echo(f"{'TYPE':<34} {'DUMP NAME':<36} {'API KEY':>7} {'VERSIONS':<8} SCHEMA ID")
-            for message in sorted(definitions().values(), key=lambda m: (m.api_key is None,
-                                                                          m.api_key or 0, m.name)):
-                key = str(message.api_key) if message.api_key is not None else f"ctl {message.control_type}"
-                typer.echo(f"{message.name:<34} {message.json_type_name:<36} {key:>7} "
-                           f"{message.valid_versions!s:<8} {schema_id(message.name)}")
-            return
-        name = _resolve_type(record_type)
-        if version is None:
-            typer.echo(schema_text(name), nl=False)
-            return
-        message = definitions().get(name)
-        if message is None or version not in message.valid_versions:
-            known = message.valid_versions if message else "none"
-            raise RecordsError(f"{name} has no version {version} (versions {known})")
-        typer.echo(schema_json(record_schema(message, version)), nl=False)
-
-    guarded(run)
+    if record_type is None:
+        typer.echo(f"{'TYPE':<34} {'DUMP NAME':<36} {'API KEY':>7} {'VERSIONS':<8} SCHEMA ID")
+        for definition in sorted(definitions().values(), key=lambda m: (m.api_key is None, m.api_key or 0, m.name)):
+            key = str(definition.api_key) if definition.api_key is not None else f"ctl {definition.control_type}"
+            typer.echo(f"{definition.name:<34} {definition.json_type_name:<36} {key:>7} "
+                       f"{definition.valid_versions!s:<8} {schema_id(definition.name)}")
+        return
+    name = _resolve_type(record_type)
+    if version is None:
+        typer.echo(schema_text(name), nl=False)
+        return
+    message = definitions().get(name)
+    if message is None or version not in message.valid_versions:
+        known = message.valid_versions if message else "none"
+        raise RecordsError(f"{name} has no version {version} (versions {known})")
+    typer.echo(schema_json(record_schema(message, version)), nl=False)

@@ -1,6 +1,6 @@
 """The report's pictures: a partition's timeline, the cluster's health, the brokers' fencing lanes (PNG).
 
-Plain data in (the small series of ``replay.health``), a matplotlib ``Figure`` out. Figures are made with the
+Plain data in (the small series of ``replay.audit.health``), a matplotlib ``Figure`` out. Figures are made with the
 object-oriented API and saved through the Agg canvas, never through ``pyplot``: no GUI backend is needed, no
 global figure state leaks between calls, and a notebook can display the returned figures as they are.
 Offsets run along the x axis (the log's own clock); the top axis labels the same positions with the records'
@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from replay.health import (
+from replay.audit.health import (
     BROKER_STATES,
     FENCED,
     SHUTTING_DOWN,

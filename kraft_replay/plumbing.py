@@ -1,5 +1,6 @@
-"""What every command shares: exit codes, the options (each declared once, with one help text), ``guarded``,
-the Spark session, and the output helpers. Command modules import from here, never from ``kraft_replay.cli``
+"""What every command shares: exit codes, the options (each declared once, with one help text), ``guarded``
+and the command decorators that run a body under it (``@guarded_command``, ``@query_command``), the Spark
+session, and the output helpers. Command modules import from here, never from ``kraft_replay.cli``
 (which only assembles the app) nor each other's private names.
 
 Exit codes: 0 success, 1 unexpected failure, 2 bad usage, 3 bad input (the message names the file, line or
@@ -8,6 +9,7 @@ byte, and offset). Errors never print a traceback unless ``KRAFT_REPLAY_DEBUG=1`
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -15,11 +17,13 @@ import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
 from records.errors import RecordsError
+from records.redaction import REDACTED
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,6 +33,7 @@ EXIT_USAGE = 2
 EXIT_BAD_INPUT = 3
 
 Returned = TypeVar("Returned")
+Parameters = ParamSpec("Parameters")
 
 # --- options -------------------------------------------------------------------------------------
 
@@ -51,6 +56,16 @@ SkipCorruptOption = Annotated[bool, typer.Option(
     "--skip-corrupt", help="Skip damaged batches (each one is listed) instead of stopping.")]
 IngestSkipCorruptOption = Annotated[bool, typer.Option(
     "--skip-corrupt", help="Skip damaged batches (each one is recorded in ingest_rejects) instead of stopping")]
+# dump and export: what they write of a secret.
+KeepSecretsOption = Annotated[bool, typer.Option(
+    "--keep-secrets", help=f"Write sensitive config values and SCRAM salts and keys as they are in the log, not "
+                           f"{REDACTED} (as Kafka's RecordRedactor prints them). A warning goes to stderr.")]
+# configs and whatif: the state at a time instead of at an --offset, and the static configs not in the log.
+AtTimeOption = Annotated[str | None, typer.Option("--time", help="…or the state at this ISO-8601 time")]
+BrokerConfigOption = Annotated[Path | None, typer.Option(
+    "--broker-config", help="The active controller's server.properties (static configs are not in the log)")]
+StaticOption = Annotated[list[str] | None, typer.Option(
+    "--static", help="A static config KEY=VALUE of the controller's server.properties (repeatable)")]
 
 
 class OutputFormat(StrEnum):
@@ -103,8 +118,8 @@ def _lake_usage_errors() -> tuple[type[Exception], ...]:
     from pyspark.errors import AnalysisException
 
     from lakehouse.lake import LakeError
-    from replay.query import QueryError
-    from replay.store import ReplayError
+    from replay.query.state import QueryError
+    from replay.store.runs import ReplayError
 
     return QueryError, ReplayError, LakeError, AnalysisException
 
@@ -117,7 +132,7 @@ def guarded_query(body: Callable[[], None]) -> None:
     code = [EXIT_USAGE]
 
     def wrapped() -> None:
-        from replay.query_rules import OutsideHistory
+        from replay.query.rules import OutsideHistory
 
         try:
             body()
@@ -141,9 +156,30 @@ def guarded_query(body: Callable[[], None]) -> None:
         raise fail(problem[0], code[0])
 
 
+def guarded_command(command: Callable[Parameters, None]) -> Callable[Parameters, None]:
+    """Decorate a command (under ``@app.command(...)``) to run its body under ``guarded``."""
+    return _run_under(guarded, command)
+
+
+def query_command(command: Callable[Parameters, None]) -> Callable[Parameters, None]:
+    """Decorate a command that asks the lake (under ``@app.command(...)``) to run its body under ``guarded_query``."""
+    return _run_under(guarded_query, command)
+
+
+def _run_under(guard: Callable[[Callable[[], None]], None],
+               command: Callable[Parameters, None]) -> Callable[Parameters, None]:
+    """``command`` run by ``guard``; ``functools.wraps`` keeps its name, help and signature (typer reads them)."""
+
+    @functools.wraps(command)
+    def run(*args: Parameters.args, **kwargs: Parameters.kwargs) -> None:
+        guard(functools.partial(command, *args, **kwargs))
+
+    return run
+
+
 def usage_error(message: str) -> NoReturn:
     """Refuse the question as asked (exit 2 under ``guarded_query``)."""
-    from replay.query import QueryError
+    from replay.query.state import QueryError
 
     raise QueryError(message)
 

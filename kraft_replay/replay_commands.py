@@ -32,7 +32,7 @@ from kraft_replay.plumbing import (
     RemoteOption,
     cell,
     echo_lines,
-    guarded_query,
+    query_command,
     spark_session,
     table_lines,
 )
@@ -48,6 +48,7 @@ REPLAY_EPILOG = ("Examples:\n\n"
                  "  kraft-replay replay --full --cluster-id q1w2e3r4t5y6u7i8o9p0")
 
 
+@query_command
 def replay(
     lake: LakeOption = None,
     full: Annotated[bool, typer.Option("--full", help="Rebuild every history table from the start of the log "
@@ -59,18 +60,14 @@ def replay(
     quiet: QuietOption = False,
 ) -> None:
     """Replay the stored metadata_log into the history tables (partition_history, broker_history, …)."""
+    from lakehouse.lake import Lake
+    from replay.store.runs import run_replay
 
-    def run() -> None:
-        from lakehouse.lake import Lake
-        from replay.store import run_replay
-
-        with stage_progress(quiet) as stages:
-            stages("starting Spark")
-            spark = stages.attach(spark_session(master, remote))
-            summary = run_replay(spark, Lake(lake), cluster_id, full=full, progress=stages)
-        echo_lines(format_replay_summary(summary))
-
-    guarded_query(run)
+    with stage_progress(quiet) as stages:
+        stages("starting Spark")
+        spark = stages.attach(spark_session(master, remote))
+        summary = run_replay(spark, Lake(lake), cluster_id, full=full, progress=stages)
+    echo_lines(format_replay_summary(summary))
 
 
 # --- diff ----------------------------------------------------------------------------------------
@@ -90,6 +87,7 @@ def _changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str
                     for k in after if before.get(k) != after.get(k))
 
 
+@query_command
 def diff(
     from_offset: Annotated[int, typer.Option("--from", min=0, help="The earlier offset")],
     to_offset: Annotated[int, typer.Option("--to", min=0, help="The later offset")],
@@ -102,24 +100,20 @@ def diff(
     """What changed between two offsets: brokers, topics, partitions, features, controllers, configs, client
     quotas, ACLs, SCRAM credentials (a new secret shows as a new fingerprint), delegation tokens and producer ids
     added, removed or changed."""
+    from lakehouse.lake import Lake
+    from replay.query.image import image_diff as state_diff
 
-    def run() -> None:
-        from lakehouse.lake import Lake
-        from replay.image_query import image_diff as state_diff
-
-        changes = state_diff(spark_session(master, remote), Lake(lake), from_offset, to_offset, cluster_id)
-        rows = [(r["entity"], r["key"], r["change"], json.loads(r["before"]) if r["before"] else None,
-                 json.loads(r["after"]) if r["after"] else None) for r in changes.toLocalIterator()]
-        if fmt is OutputFormat.json:
-            echo_lines(json.dumps({"entity": e, "key": k, "change": c, "before": b, "after": a},
-                                   separators=(",", ":")) for e, k, c, b, a in rows)
-            return
-        lines = [f"{len(rows)} change(s) from offset {from_offset} to {to_offset}"]
-        lines += table_lines(("ENTITY", "KEY", "CHANGE", "DETAILS"),
-                             [(e, k, c, _changes(b, a)) for e, k, c, b, a in rows])
-        echo_lines(lines)
-
-    guarded_query(run)
+    changes = state_diff(spark_session(master, remote), Lake(lake), from_offset, to_offset, cluster_id)
+    rows = [(r["entity"], r["key"], r["change"], json.loads(r["before"]) if r["before"] else None,
+             json.loads(r["after"]) if r["after"] else None) for r in changes.toLocalIterator()]
+    if fmt is OutputFormat.json:
+        echo_lines(json.dumps({"entity": e, "key": k, "change": c, "before": b, "after": a},
+                               separators=(",", ":")) for e, k, c, b, a in rows)
+        return
+    lines = [f"{len(rows)} change(s) from offset {from_offset} to {to_offset}"]
+    lines += table_lines(("ENTITY", "KEY", "CHANGE", "DETAILS"),
+                         [(e, k, c, _changes(b, a)) for e, k, c, b, a in rows])
+    echo_lines(lines)
 
 
 # --- sql -----------------------------------------------------------------------------------------
@@ -134,6 +128,7 @@ SQL_EPILOG = ("Every lake table is a view: metadata_log, partition_history, brok
               "valid_from_offset <= 4925 AND (valid_to_offset IS NULL OR valid_to_offset > 4925)\" --format json")
 
 
+@query_command
 def sql(
     query: Annotated[str, typer.Argument(help="A Spark SQL query over the lake's tables")],
     fmt: FormatOption = OutputFormat.table,
@@ -145,38 +140,30 @@ def sql(
     remote: RemoteOption = None,
 ) -> None:
     """Run Spark SQL over the lake (every table registered as a view); print a table or JSON lines."""
+    from lakehouse.lake import Lake
+    from replay.query.views import json_lines, register_views
 
-    def run() -> None:
-        from pyspark.sql import functions as F
-
-        from lakehouse.lake import Lake
-        from replay.query import register_views
-
-        spark = spark_session(master, remote)
-        register_views(spark, Lake(lake), cluster_id)
-        result = spark.sql(query)
-        limited = result.limit(limit + 1) if limit else result
-        more = False
-        if fmt is OutputFormat.json:
-            texts = limited.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in result.columns]),
-                                             {"ignoreNullFields": "false"}).alias("j"))
-            for count, row in enumerate(texts.toLocalIterator()):
-                if limit and count == limit:
-                    more = True
-                    break
-                sys.stdout.write(row["j"] + "\n")
-            sys.stdout.flush()
-        else:
-            rows = limited.collect()
-            more = bool(limit) and len(rows) > limit
-            rows = rows[:limit] if limit else rows
-            plain = [["true" if v is True else "false" if v is False else v for v in r] for r in rows]
-            echo_lines([*table_lines(result.columns, plain), f"({len(rows)} row(s))"])
-        if more:
-            typer.secho(f"note: only the first {limit} rows (raise --limit, or 0 for all)", err=True,
-                        fg=typer.colors.YELLOW)
-
-    guarded_query(run)
+    spark = spark_session(master, remote)
+    register_views(spark, Lake(lake), cluster_id)
+    result = spark.sql(query)
+    limited = result.limit(limit + 1) if limit else result
+    more = False
+    if fmt is OutputFormat.json:
+        for count, line in enumerate(json_lines(limited)):
+            if limit and count == limit:
+                more = True
+                break
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    else:
+        rows = limited.collect()
+        more = bool(limit) and len(rows) > limit
+        rows = rows[:limit] if limit else rows
+        plain = [["true" if v is True else "false" if v is False else v for v in r] for r in rows]
+        echo_lines([*table_lines(result.columns, plain), f"({len(rows)} row(s))"])
+    if more:
+        typer.secho(f"note: only the first {limit} rows (raise --limit, or 0 for all)", err=True,
+                    fg=typer.colors.YELLOW)
 
 
 REPLAY_COMMANDS: list[tuple[Callable[..., None], str]] = [

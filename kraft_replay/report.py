@@ -1,7 +1,7 @@
 """`kraft-replay report`: the plots of a replayed cluster, and one HTML page that holds them all.
 
 The page embeds its images (``data:`` URIs), so ``index.html`` alone can be mailed or attached to an incident
-ticket; the PNG files sit beside it for slides. The series come from ``replay.health`` (Spark aggregates over
+ticket; the PNG files sit beside it for slides. The series come from ``replay.audit.health`` (Spark aggregates over
 the history tables), the text from ``kraft_replay.summary``.
 """
 
@@ -15,13 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from kraft_replay.plots import broker_fencing_figure, cluster_health_figure, partition_timeline_figure, save_png
 from kraft_replay.summary import Summary, summarize
 from lakehouse.lake import Lake
 from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY
-from replay.health import (
+from replay.audit.health import (
     broker_spans,
     busiest_partition,
     collect_broker_spans,
@@ -31,8 +30,8 @@ from replay.health import (
     health_window,
     partition_timeline,
 )
-from replay.log_offsets import append_times, offset_bounds
-from replay.query import QueryError, history_table, iso_ms, resolve_cluster
+from replay.query.log_offsets import append_times, offset_bounds
+from replay.query.state import QueryError, history_table, iso_ms, resolve_cluster
 
 PLOTS = ("partition_timeline", "cluster_health", "broker_fencing")
 Progress = Callable[[str], None]
@@ -91,9 +90,9 @@ def write_report(spark: SparkSession, lake: Lake, out: Path, *, cluster_id: str 
     images: dict[str, Path] = {}
 
     tell(f"plotting the timeline of {topic}-{partition}")
-    points = collect_timeline(partition_timeline(partitions, topic, partition), start, end)
-    if not points and not partitions.where((F.col("topic_name") == topic) & (F.col("partition_id") == partition)
-                                           ).limit(1).collect():
+    timeline = partition_timeline(partitions, topic, partition)
+    points = collect_timeline(timeline, start, end)
+    if not points and timeline.isEmpty():
         raise QueryError(f"no partition {topic}-{partition} in partition_history of cluster {cluster}: "
                          "`kraft-replay state --offset N` lists the partitions")
     images["partition_timeline"] = save_png(partition_timeline_figure(

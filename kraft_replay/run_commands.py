@@ -28,8 +28,8 @@ from kraft_replay.plumbing import (
     QuietOption,
     RemoteOption,
     SourceClusterOption,
-    guarded,
-    guarded_query,
+    guarded_command,
+    query_command,
     spark_session,
 )
 from kraft_replay.progress import stage_progress
@@ -57,6 +57,7 @@ def run_name(source: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "cluster"
 
 
+@query_command
 def run(
     source: Annotated[Path, typer.Argument(
         exists=True, help="A Kafka data directory, its __cluster_metadata-0 directory, or any input `ingest` "
@@ -75,61 +76,58 @@ def run(
     quiet: QuietOption = False,
 ) -> None:
     """Ingest, replay and explain your own cluster's metadata log: offline partitions, fences, elections."""
+    from kraft_replay.report import write_report
+    from kraft_replay.summary import summarize
+    from lakehouse.ingest import IngestOptions, ingest, plan_source
+    from lakehouse.lake import Lake
+    from replay.store.checkpoints import replayed_version
+    from replay.store.runs import run_replay
 
-    def body() -> None:
-        from kraft_replay.report import write_report
-        from kraft_replay.summary import summarize
-        from lakehouse.ingest import IngestOptions, ingest, plan_source
-        from lakehouse.lake import Lake
-        from replay.checkpoints import replayed_version
-        from replay.store import run_replay
-
-        plan = plan_source(source, cluster_id)  # a wrong path fails here, before Spark starts
-        root = (out if out is not None else RUN_ROOT / run_name(source)).resolve()
-        target = Lake(lake if lake is not None else root / "lake")
-        echo: Callable[[str], None] = typer.echo
-        with stage_progress(quiet) as stages:
-            stages("starting Spark")
-            spark = stages.attach(spark_session(master, remote))
-            echo(f"1/4 ingesting {source} into the Delta lake at {target.root}")
-            ingested = ingest(spark, target, source, IngestOptions(cluster_id=cluster_id, skip_corrupt=skip_corrupt),
-                              plan=plan, progress=stages)
-            echo(f"    {ingested.records_added:,} records added, {ingested.records_skipped:,} already present"
-                 + (f", {ingested.conflicts:,} conflicts" if ingested.conflicts else ""))
-            for note in ingested.notes:
-                echo(f"    note: {note}")
-            cluster = ingested.cluster_ids[0] if len(ingested.cluster_ids) == 1 else cluster_id
-            echo("2/4 replaying with Spark")
-            up_to_date = replayed_version(spark, target) if not ingested.records_added else None
-            if up_to_date is None:
-                replayed = run_replay(spark, target, progress=stages)
-                echo("\n".join(f"    {line}" for line in format_replay_summary(replayed)))
-                last_offset = replayed.last_offset
-            else:
-                echo(f"    up to date: metadata_log v{up_to_date} is already replayed (`kraft-replay replay --full` "
-                     "rebuilds it)")
-                last_offset = 0
-            echo("3/4 what happened")
-            stages("summarizing what happened")
-            told = summarize(spark, target, cluster)
-            echo("\n".join(told.lines))
-            written = None
-            if report:
-                echo(f"4/4 writing the report (plots and one HTML page) to {root / 'report'}")
-                written = write_report(spark, target, root / "report", cluster_id=cluster, summary=told,
-                                       progress=stages)
-                for note in written.notes:
-                    echo(f"    {note}")
-            else:
-                echo("4/4 report skipped (--no-report)")
-        where = f"Everything is under {root}: the lake in {target.root}"
-        echo(where + (f", the report in {written.html}." if written is not None else "."))
-        offset = told.focus[2] if told.focus else last_offset
-        echo(f"Try: kraft-replay state --lake {target.root} --offset {offset}")
-
-    guarded_query(body)
+    plan = plan_source(source, cluster_id)  # a wrong path fails here, before Spark starts
+    root = (out if out is not None else RUN_ROOT / run_name(source)).resolve()
+    target = Lake(lake if lake is not None else root / "lake")
+    echo: Callable[[str], None] = typer.echo
+    with stage_progress(quiet) as stages:
+        stages("starting Spark")
+        spark = stages.attach(spark_session(master, remote))
+        echo(f"1/4 ingesting {source} into the Delta lake at {target.root}")
+        ingested = ingest(spark, target, source, IngestOptions(cluster_id=cluster_id, skip_corrupt=skip_corrupt),
+                          plan=plan, progress=stages)
+        echo(f"    {ingested.records_added:,} records added, {ingested.records_skipped:,} already present"
+             + (f", {ingested.conflicts:,} conflicts" if ingested.conflicts else ""))
+        for note in ingested.notes:
+            echo(f"    note: {note}")
+        cluster = ingested.cluster_ids[0] if len(ingested.cluster_ids) == 1 else cluster_id
+        echo("2/4 replaying with Spark")
+        up_to_date = replayed_version(spark, target) if not ingested.records_added else None
+        if up_to_date is None:
+            replayed = run_replay(spark, target, progress=stages)
+            echo("\n".join(f"    {line}" for line in format_replay_summary(replayed)))
+            last_offset = replayed.last_offset
+        else:
+            echo(f"    up to date: metadata_log v{up_to_date} is already replayed (`kraft-replay replay --full` "
+                 "rebuilds it)")
+            last_offset = 0
+        echo("3/4 what happened")
+        stages("summarizing what happened")
+        told = summarize(spark, target, cluster)
+        echo("\n".join(told.lines))
+        written = None
+        if report:
+            echo(f"4/4 writing the report (plots and one HTML page) to {root / 'report'}")
+            written = write_report(spark, target, root / "report", cluster_id=cluster, summary=told,
+                                   progress=stages)
+            for note in written.notes:
+                echo(f"    {note}")
+        else:
+            echo("4/4 report skipped (--no-report)")
+    where = f"Everything is under {root}: the lake in {target.root}"
+    echo(where + (f", the report in {written.html}." if written is not None else "."))
+    offset = told.focus[2] if told.focus else last_offset
+    echo(f"Try: kraft-replay state --lake {target.root} --offset {offset}")
 
 
+@query_command
 def report(
     out: Annotated[Path, typer.Option("--out", help="Folder for the PNG plots and index.html (created)")],
     lake: LakeOption = None,
@@ -146,25 +144,22 @@ def report(
     quiet: QuietOption = False,
 ) -> None:
     """Plot a replayed lake: a partition's timeline, cluster health, broker fencing; all in one HTML page."""
+    from kraft_replay.report import write_report
+    from lakehouse.lake import Lake
 
-    def body() -> None:
-        from kraft_replay.report import write_report
-        from lakehouse.lake import Lake
-
-        with stage_progress(quiet) as stages:
-            stages("starting Spark")
-            spark = stages.attach(spark_session(master, remote))
-            written = write_report(spark, Lake(lake), out, cluster_id=cluster_id, from_offset=from_offset,
-                                   to_offset=to_offset, topic=topic, partition=partition, progress=stages)
-        typer.echo("\n".join(written.lines()))
-
-    guarded_query(body)
+    with stage_progress(quiet) as stages:
+        stages("starting Spark")
+        spark = stages.attach(spark_session(master, remote))
+        written = write_report(spark, Lake(lake), out, cluster_id=cluster_id, from_offset=from_offset,
+                               to_offset=to_offset, topic=topic, partition=partition, progress=stages)
+    typer.echo("\n".join(written.lines()))
 
 
 DEMO_EPILOG = ("Examples:\n\n  kraft-replay demo\n\n  kraft-replay demo --out /tmp/demo --master local[2]\n\n"
                "  kraft-replay demo --quiet > demo.txt")
 
 
+@guarded_command
 def demo(
     out: Annotated[Path, typer.Option(help="Folder for everything the demo makes (log, lake, report).")]
     = Path("kraft-demo"),
@@ -173,16 +168,12 @@ def demo(
     quiet: QuietOption = False,
 ) -> None:
     """The main job: simulate an incident, ingest it into a local Delta lake, replay it, explain it, plot it."""
+    from kraft_replay.demo import run_demo
 
-    def body() -> None:
-        from kraft_replay.demo import run_demo
-
-        with stage_progress(quiet) as stages:
-            stages("starting Spark")
-            spark = stages.attach(spark_session(master, remote))
-            run_demo(spark, out, typer.echo, progress=stages)
-
-    guarded(body)
+    with stage_progress(quiet) as stages:
+        stages("starting Spark")
+        spark = stages.attach(spark_session(master, remote))
+        run_demo(spark, out, typer.echo, progress=stages)
 
 
 RUN_COMMANDS: list[tuple[Callable[..., None], str]] = [(run, RUN_EPILOG), (report, REPORT_EPILOG)]

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from kraft_replay.plumbing import guarded
+from kraft_replay.plumbing import guarded_command
 from records.batch import Compression
 from records.errors import RecordsError
 from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario, write_log
@@ -42,6 +42,7 @@ class SimCompression(StrEnum):
     zstd = "zstd"
 
 
+@guarded_command
 def simulate(
     out: Annotated[Path, typer.Option(help="Output directory: meta.properties + __cluster_metadata-0/ "
                                            "(segments) or metadata.jsonl (jsonl).")],
@@ -67,36 +68,32 @@ def simulate(
                                       )] = False,
 ) -> None:
     """Simulate a KRaft controller and write its metadata log, with Kafka's records and batches."""
-
-    def run() -> None:
-        if scenario not in SCENARIOS:
-            raise RecordsError(f"unknown scenario {scenario!r} (expected one of {', '.join(SCENARIOS)})")
-        try:
-            MetadataVersion.parse(metadata_version)
-        except ValueError as exc:
-            raise RecordsError(str(exc)) from None
-        options = ScenarioOptions(brokers=brokers, topics=topics, partitions_per_topic=partitions_per_topic,
-                                  replication_factor=replication_factor, events=events, seed=seed,
-                                  metadata_version=metadata_version, unclean=unclean, elr=elr)
-        started = time.perf_counter()
-        try:
-            sim_run = run_scenario(scenario, options)
-            count, paths = write_log(sim_run.entries(), out, str(format), cluster_id=sim_run.sim.cluster_id,
-                                     node_id=sim_run.sim.config.controller_ids[0],
-                                     compression=Compression[compression.name.upper()])
-        except SimulationError as exc:
-            raise RecordsError(f"simulation: {exc}") from None
-        elapsed = time.perf_counter() - started
-        facts = sim_run.facts
-        typer.echo(f"Wrote {count} records ({scenario}, seed {seed}, metadata.version "
-                   f"{facts.metadata_version}, "
-                   f"cluster {sim_run.sim.cluster_id}) to {out} in {elapsed:.1f}s")
-        typer.echo(f"  fenced {len(facts.fenced)}, leaderless {len(facts.leaderless)}, unclean elections "
-                   f"{len(facts.unclean_elections)}, failovers {len(facts.failovers)}, aborted transactions "
-                   f"{len(facts.aborted_transactions)}, files {len(paths)}")
-        offsets = [(name.removesuffix("_offset"), value) for name, value in facts.key.items()
-                   if name.endswith("_offset")]
-        if offsets:  # where the scenario's story happened, for the questions to ask of the log
-            typer.echo("  offsets: " + ", ".join(f"{name} {value}" for name, value in offsets))
-
-    guarded(run)
+    if scenario not in SCENARIOS:
+        raise RecordsError(f"unknown scenario {scenario!r} (expected one of {', '.join(SCENARIOS)})")
+    try:
+        MetadataVersion.parse(metadata_version)
+    except ValueError as exc:
+        raise RecordsError(str(exc)) from None
+    options = ScenarioOptions(brokers=brokers, topics=topics, partitions_per_topic=partitions_per_topic,
+                              replication_factor=replication_factor, events=events, seed=seed,
+                              metadata_version=metadata_version, unclean=unclean, elr=elr)
+    started = time.perf_counter()
+    try:
+        sim_run = run_scenario(scenario, options)
+        count, paths = write_log(sim_run.entries(), out, str(format), cluster_id=sim_run.sim.cluster_id,
+                                 node_id=sim_run.sim.config.controller_ids[0],
+                                 compression=Compression[compression.name.upper()])
+    except SimulationError as exc:
+        raise RecordsError(f"simulation: {exc}") from None
+    elapsed = time.perf_counter() - started
+    facts = sim_run.facts
+    typer.echo(f"Wrote {count} records ({scenario}, seed {seed}, metadata.version "
+               f"{facts.metadata_version}, "
+               f"cluster {sim_run.sim.cluster_id}) to {out} in {elapsed:.1f}s")
+    typer.echo(f"  fenced {len(facts.fenced)}, leaderless {len(facts.leaderless)}, unclean elections "
+               f"{len(facts.unclean_elections)}, failovers {len(facts.failovers)}, aborted transactions "
+               f"{len(facts.aborted_transactions)}, files {len(paths)}")
+    offsets = [(name.removesuffix("_offset"), value) for name, value in facts.key.items()
+               if name.endswith("_offset")]
+    if offsets:  # where the scenario's story happened, for the questions to ask of the log
+        typer.echo("  offsets: " + ", ".join(f"{name} {value}" for name, value in offsets))

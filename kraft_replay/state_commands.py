@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -32,7 +32,7 @@ from kraft_replay.plumbing import (
     OutputFormat,
     RemoteOption,
     echo_lines,
-    guarded_query,
+    query_command,
     spark_session,
     table_lines,
     usage_error,
@@ -42,12 +42,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from lakehouse.lake import Lake
+    from replay.query.rules import NamedRow
 
 
-def appended_note(has_log: bool, record: Mapping[str, Any] | None) -> str:
+def appended_note(has_log: bool, record: NamedRow | None) -> str:
     """`appended 2026-…Z` for an offset of the log (``record``: its row of ``metadata_log``), or a note that it
     lies beyond the log's end; nothing when the lake keeps no log."""
-    from replay.query_rules import iso_ms
+    from replay.query.rules import iso_ms
 
     if not has_log:
         return ""
@@ -114,9 +115,10 @@ def light_path_serves(lake: str | None, master: str | None, remote: str | None) 
 def _light_answer(lake: str | None, offset: int | None, time: str | None, batch_aligned: bool,
                   sections: tuple[str, ...], cluster_id: str | None, topic: str | None, partition: int | None,
                   fmt: OutputFormat) -> StateAnswer:
-    """The answer of ``replay.light_state``: delta-rs reads, no JVM (a table: only the partition columns shown)."""
+    """The answer of ``replay.query.light_state``: delta-rs reads, no JVM (a table: only the partition columns
+    shown)."""
     from lakehouse.light_reader import resolve_lake_root
-    from replay.light_state import kafka_json_items, light_state
+    from replay.query.light_state import kafka_json_items, light_state
 
     columns = {"partitions": PARTITION_COLUMNS} if fmt is OutputFormat.table else {}
     found = light_state(resolve_lake_root(lake), offset, sections, cluster_id, topic, partition, columns, time,
@@ -127,15 +129,13 @@ def _light_answer(lake: str | None, offset: int | None, time: str | None, batch_
 
 def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, time: str | None, batch_aligned: bool,
                   cluster_id: str | None, topic: str | None, partition: int | None, states: bool) -> StateAnswer:
-    """The answer of ``replay.query.state_at`` and ``replay.image_query.image_at``: lazy DataFrames."""
-    from pyspark.sql import functions as F
-
+    """The answer of ``replay.query.state.state_at`` and ``replay.query.image.image_at``: lazy DataFrames."""
     from lakehouse.lake import Lake
     from lakehouse.tables import METADATA_LOG
-    from replay.image_query import image_at
-    from replay.log_offsets import record_at
-    from replay.query import state_at
-    from replay.query_rules import narrowed_sql
+    from replay.query.image import image_at
+    from replay.query.log_offsets import record_at
+    from replay.query.rules import narrowed_sql
+    from replay.query.state import json_items, state_at
 
     target = Lake(lake)
     snapshot = state_at(spark, target, offset=offset, time=time, cluster_id=cluster_id, batch_aligned=batch_aligned)
@@ -153,7 +153,7 @@ def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, tim
             frames.update(image_at(spark, target, cluster, snapshot.offset))
             where = narrowed_sql("configs", topic, partition)
             if where is not None:
-                frames["configs"] = frames["configs"].where(F.expr(where))
+                frames["configs"] = frames["configs"].where(where)
         return frames[section]
 
     return StateAnswer(
@@ -165,7 +165,7 @@ def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, tim
 
 def state_lines(answer: StateAnswer, sections: tuple[str, ...], fmt: OutputFormat, brokers: bool) -> Iterator[str]:
     """What `state` prints of ``answer``, whichever path gave it: one formatter for both."""
-    from replay.query_rules import BROKER_FIELDS, PARTITION_FIELDS, TOPIC_FIELDS
+    from replay.query.rules import BROKER_FIELDS, PARTITION_FIELDS, TOPIC_FIELDS
 
     if fmt is OutputFormat.json:
         fields = {"brokers": BROKER_FIELDS, "topics": TOPIC_FIELDS, "partitions": PARTITION_FIELDS}
@@ -196,14 +196,6 @@ def state_lines(answer: StateAnswer, sections: tuple[str, ...], fmt: OutputForma
     yield from lines
 
 
-def json_items(df: DataFrame, fields: tuple[tuple[str, str], ...]) -> Iterator[str]:
-    """Each row as Kafka JSON text, computed by Spark, streamed in the DataFrame's (sorted) order."""
-    from replay.query import kafka_json
-
-    for row in df.select(kafka_json(fields).alias("j")).toLocalIterator():
-        yield row["j"]
-
-
 def state_json_lines(cluster_id: str, offset: int, sections: dict[str, Iterator[str] | str]) -> Iterator[str]:
     """One JSON object ``{"clusterId", "offset", "brokers": […], "topics": […], "partitions": […], …}``,
     written as it streams: one item per line (a section given as text is one JSON value: ``producerIds``)."""
@@ -229,6 +221,7 @@ def state_json_lines(cluster_id: str, offset: int, sections: dict[str, Iterator[
     yield "}"
 
 
+@query_command
 def state(
     offset: Annotated[int | None, typer.Option("--offset", min=0, help="The log offset to look at")] = None,
     time: Annotated[str | None, typer.Option(
@@ -257,24 +250,20 @@ def state(
     rest of Kafka's image: features, controllers, configs, client quotas, ACLs, SCRAM credentials (never their
     secrets), delegation tokens, producer ids. On a local lake it is read without Spark (the same Delta tables, the
     same answer; with --states Spark answers); KRAFT_REPLAY_QUERY_PATH=spark asks Spark instead."""
-
-    def run() -> None:
-        if (offset is None) == (time is None):
-            usage_error("give exactly one of --offset N or --time ISO8601")
-        if brokers and section is not None:
-            usage_error("give --brokers or --section, not both")
-        sections = parse_sections(section)
-        if section is None and (topic is not None or partition is not None):
-            sections = TOPIC_SECTIONS
-        shown = CLUSTER_SECTIONS[:1] if brokers else sections
-        if not states and light_path_serves(lake, master, remote):
-            answer = _light_answer(lake, offset, time, batch_aligned, shown, cluster_id, topic, partition, fmt)
-        else:
-            answer = _spark_answer(spark_session(master, remote), lake, offset, time, batch_aligned, cluster_id,
-                                   topic, partition, states)
-        echo_lines(state_lines(answer, shown, fmt, brokers))
-
-    guarded_query(run)
+    if (offset is None) == (time is None):
+        usage_error("give exactly one of --offset N or --time ISO8601")
+    if brokers and section is not None:
+        usage_error("give --brokers or --section, not both")
+    sections = parse_sections(section)
+    if section is None and (topic is not None or partition is not None):
+        sections = TOPIC_SECTIONS
+    shown = CLUSTER_SECTIONS[:1] if brokers else sections
+    if not states and light_path_serves(lake, master, remote):
+        answer = _light_answer(lake, offset, time, batch_aligned, shown, cluster_id, topic, partition, fmt)
+    else:
+        answer = _spark_answer(spark_session(master, remote), lake, offset, time, batch_aligned, cluster_id,
+                               topic, partition, states)
+    echo_lines(state_lines(answer, shown, fmt, brokers))
 
 
 # --- state machines ------------------------------------------------------------------------------
@@ -284,7 +273,7 @@ STATE_HEADERS = ("PARTITION", "BROKER", "STATE", "SINCE", "FROM STATE", "CAUSE")
 
 def state_machine_lines(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
                         partition: int | None) -> list[str]:
-    from replay.controller_states import machine_states_at
+    from replay.query.controller_states import machine_states_at
 
     partitions, replicas = machine_states_at(spark, lake, cluster, offset, topic, partition)
     rows = [[f"{r['topic_name']}-{r['partition_id']}", "", r["state"], r["valid_from_offset"],
@@ -296,8 +285,8 @@ def state_machine_lines(spark: SparkSession, lake: Lake, cluster: str, offset: i
 
 def state_machine_json(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
                        partition: int | None) -> dict[str, Iterator[str]]:
-    from replay.controller_states import machine_states_at
-    from replay.query import MACHINE_STATE_NAMES, kafka_fields
+    from replay.query.controller_states import machine_states_at
+    from replay.query.state import MACHINE_STATE_NAMES, json_items, kafka_fields
 
     partitions, replicas = machine_states_at(spark, lake, cluster, offset, topic, partition)
     common = kafka_fields("topic_id", "topic_name", "partition_id")

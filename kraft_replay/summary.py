@@ -3,7 +3,7 @@
 Brokers fenced and put into controlled shutdown, partitions that went offline (when, until when, which leader
 they lost and the broker event behind it, from the replay's election audit), unclean elections, elections
 against Kafka's rule, the worst moments of the cluster's health, and one partition before and during
-its incident. Every list is a Spark query of ``replay.incidents`` (the ones ``kraft-replay incidents`` asks);
+its incident. Every list is a Spark query of ``replay.query.incidents`` (the ones ``kraft-replay incidents`` asks);
 only the lines shown reach the driver, so a log with thousands of incidents prints the first ``limit`` of
 each kind and how many more there are.
 """
@@ -17,10 +17,10 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from lakehouse.lake import Lake
 from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY
-from replay.health import health_series, peaks
-from replay.incidents import controlled_shutdowns, election_deviations, fences, offline_periods, unclean_elections
-from replay.query import history_table, iso_ms, resolve_cluster, state_at
-from replay.query_rules import OutsideHistory
+from replay.audit.health import health_series, peaks
+from replay.query.incidents import controlled_shutdowns, election_deviations, fences, offline_periods, unclean_elections
+from replay.query.rules import OutsideHistory
+from replay.query.state import history_table, iso_ms, resolve_cluster, state_at
 
 DEFAULT_LIMIT = 10
 
@@ -71,7 +71,7 @@ def summarize(spark: SparkSession, lake: Lake, cluster_id: str | None = None, li
         return (f"{row['topic_name']}-{row['partition_id']}: from offset {row['valid_from_offset']} "
                 f"({iso_ms(row['valid_from_time_ms'])}) {until}; {row['reason']}")
 
-    # The election audit written by the replay (replay/elections.py): periods with the broker event behind each.
+    # The election audit written by the replay (replay/audit/elections.py): periods with the broker event behind each.
     offline = _section(lines, "partitions offline (no leader)", offline_periods(spark, lake, cluster), offline_line,
                        limit)
     _section(lines, "unclean elections (leader not in the previous ISR: possible data loss)",

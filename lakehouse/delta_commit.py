@@ -17,7 +17,7 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -81,7 +81,9 @@ def commit_spark_parquet(
         delta_schema = Schema.from_arrow(arrow_schema)
         create_table_with_add_actions(root, delta_schema, actions, commit_properties=commit)
         return _committed_version(root, staging, since=-1)
-    existing.create_write_transaction(actions, mode=mode, schema=arrow_schema, commit_properties=commit)
+    # deltalake only reads the actions, but types them as an (invariant) list of adds and removes
+    existing.create_write_transaction(cast("list[AddAction | RemoveAction]", actions), mode=mode, schema=arrow_schema,
+                                      commit_properties=commit)
     return _committed_version(root, staging, since=existing.version())
 
 

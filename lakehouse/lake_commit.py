@@ -73,7 +73,7 @@ class LakeCommits(LakeRoot):
 
         A plain write, for state tables computed elsewhere (the replay's): no deduplication. ``split_by``:
         a boolean column (not stored) whose true and false rows go to separate files (delta-rs: directories;
-        delta-spark: the writing tasks keep them apart, see ``replay.layout``). ``change_data_feed``: Delta's
+        delta-spark: the writing tasks keep them apart, see ``replay.store.layout``). ``change_data_feed``: Delta's
         Change Data Feed on (delta-spark), so ``table_changes`` answers what each replay changed.
         """
         spark = self.delta_spark(df.sparkSession)

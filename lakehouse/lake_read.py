@@ -97,7 +97,7 @@ class LakeReads(LakeRoot):
                          ) -> DataFrame:
         """The rows of a table version that a later ``replace_files`` replaces: delta-rs, the rows of ``files``;
         delta-spark, the rows matching ``where`` (SQL; None: every row). The caller keeps the two the same set
-        (``replay.layout`` writes the rows matching ``where`` to files of their own)."""
+        (``replay.store.layout`` writes the rows matching ``where`` to files of their own)."""
         if self.delta_spark(spark) is not None:
             rows = self.read(spark, name, version=version)
             return rows.where(where) if where is not None else rows

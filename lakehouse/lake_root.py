@@ -93,8 +93,10 @@ class LakeRoot:
         for name in names:
             qualified = f"`{database}`.`{name}`"
             location = self.path(name)
-            if spark.catalog.tableExists(name, database):
-                current = str(spark.sql(f"DESCRIBE DETAIL {qualified}").first()["location"])
+            if spark.catalog.tableExists(qualified):  # one qualified name (dbName= is deprecated)
+                detail = spark.sql(f"DESCRIBE DETAIL {qualified}").first()
+                assert detail is not None  # DESCRIBE DETAIL of a table is one row
+                current = str(detail["location"])
                 if current.removeprefix("file:").rstrip("/") == location.removeprefix("file:").rstrip("/"):
                     continue
                 spark.sql(f"DROP TABLE {qualified}")

@@ -4,7 +4,7 @@ A fresh command that only looks a few rows up (``kraft-replay state --offset N``
 starting a JVM and loading Delta snapshots in it; this reads the same tables, the same Delta snapshot (the
 table's latest version), with the row filter given as SQL text pushed down to DataFusion, whose file
 statistics skip the Parquet files that cannot match. It knows where tables are, not what the rows mean: the
-caller (``replay.light_state``) brings the predicate. Nothing here imports pyspark (that alone costs seconds).
+caller (``replay.query.light_state``) brings the predicate. Nothing here imports pyspark (that alone costs seconds).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _without_views(kind: pa.DataType) -> pa.DataType:
 
 
 # DataFusion reads a table's strings as views (Utf8View): a ``CAST(... AS STRING)`` in a predicate makes one too,
-# so that a literal struct compares with the table's (``replay.image_sections.quota_user_sql``), as in Spark.
+# so that a literal struct compares with the table's (``replay.query.image_sections.quota_user_sql``), as in Spark.
 _SESSION = {"datafusion.sql_parser.map_string_types_to_utf8view": "true"}
 
 

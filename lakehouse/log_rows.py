@@ -3,7 +3,7 @@
 Each row keeps the record twice: the Avro payload (exact, decodable by any Delta reader with
 fastavro and the ``avro_schemas`` table; the replay reads it with spark-avro's ``from_avro``) and
 Kafka's JSON form of its data, which Spark parses natively with ``from_json`` where spark-avro is
-not there (``replay.shapes``) — per-row Python UDFs are not an option on the replay's hot path.
+not there (``replay.core.shapes``) — per-row Python UDFs are not an option on the replay's hot path.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ _JVM_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
 def local_driver_memory() -> str:
     """The local driver's heap: ``$KRAFT_REPLAY_DRIVER_MEMORY``, else 2 GiB. In ``local[*]`` the driver JVM is
     also the executor; a full replay sorts in more partitions as the log grows
-    (``replay.store.shuffle_partitions_for``), so 2 GiB replays 10 M records."""
+    (``replay.store.runs.shuffle_partitions_for``), so 2 GiB replays 10 M records."""
     value = os.environ.get(DRIVER_MEMORY_ENV, "").strip()
     if not value:
         return DEFAULT_DRIVER_MEMORY
@@ -53,7 +53,7 @@ MIN_JAVA_MAJOR = 17
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # Delta's data skipping: a Spark job over a table's file statistics before each query that filters it. The
-# replay's tables are a few files each, sorted for Parquet's own page statistics (replay.layout): a question pays
+# replay's tables are a few files each, sorted for Parquet's own page statistics (replay.store.layout): a question pays
 # the job (about 0.1 s a table read) and gains little. Off in sessions started here; on in ``file_statistics``.
 DELTA_STATS_SKIPPING = "spark.databricks.delta.stats.skipping"
 KRYO_SERIALIZER = "org.apache.spark.serializer.KryoSerializer"

@@ -11,7 +11,7 @@ Connect. The files must be readable at the same path from the executors (local d
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +95,7 @@ def slice_boundaries(path: str, split_bytes: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def _plan(batches: Iterator[pa.RecordBatch], split_bytes: int) -> Iterator[pa.RecordBatch]:
+def _plan(batches: Iterable[pa.RecordBatch], split_bytes: int) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for row in batch.to_pylist():
             ranges = slice_boundaries(row["path"], split_bytes)
@@ -128,7 +128,7 @@ def decode_slice(path: str, start: int, end: int, is_last: bool, cluster_id: str
                                  f"{issue.kind}: {issue.message}"), cluster_id)
 
 
-def _decode(batches: Iterator[pa.RecordBatch], skip_corrupt: bool,
+def _decode(batches: Iterable[pa.RecordBatch], skip_corrupt: bool,
             fingerprint_key: bytes | None) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for row in batch.to_pylist():

@@ -2,7 +2,7 @@
 once, in Arrow (delta-rs), and derived for Spark.
 
 The log tables (`SCHEMAS`) are written by the ingest to exactly these schemas. The replay's tables
-(`REPLAY_SCHEMAS`) are written by ``replay.store`` from the DataFrames the replay builds;
+(`REPLAY_SCHEMAS`) are written by ``replay.store.runs`` from the DataFrames the replay builds;
 ``tests/test_replay_store_query.py`` checks that what it writes is exactly what is declared here.
 
 Every column is nullable: Spark reads Parquet back as nullable, and the commit layer refuses appends whose
@@ -168,7 +168,7 @@ DERIVED_TABLES: tuple[str, ...] = tuple(DERIVED_ORDER)
 ANOMALY_ORDER = ("cluster_id", "offset", "record_type", "kind", "reason")
 
 _INTS = pa.list_(pa.int32())
-# [valid_from_offset, valid_to_offset) of a version, its times and the record that started it (replay.history)
+# [valid_from_offset, valid_to_offset) of a version, its times and the record that started it (replay.core.history)
 _INTERVAL = [("valid_from_offset", pa.int64()), ("valid_to_offset", pa.int64()), ("valid_from_time_ms", pa.int64()),
              ("valid_to_time_ms", pa.int64()), ("cause_offset", pa.int64()), ("cause_type", pa.string())]
 _ENDPOINTS = pa.list_(pa.struct([("name", pa.string()), ("host", pa.string()), ("port", pa.int32()),
@@ -237,7 +237,7 @@ REPLAY_SCHEMAS: dict[str, pa.Schema] = {
         ("previous_isr", _INTS), ("isr", _INTS), ("replicas", _INTS), ("leader_recovery_state", pa.int32()),
         ("lost_leader_cause", pa.string()), ("lost_leader_cause_offset", pa.int64()),
         ("lost_leader_cause_type", pa.string()), ("expected_leader", pa.int32()), ("deviation", pa.string()),
-        # the configs in force at the offset as the controller resolved them (replay.effective_configs), with
+        # the configs in force at the offset as the controller resolved them (replay.audit.effective_configs), with
         # their ConfigEntry.ConfigSource; null when the lake has no config_history
         ("unclean_leader_election_enable", pa.bool_()), ("unclean_leader_election_enable_source", pa.string()),
         ("min_insync_replicas", pa.int32()), ("min_insync_replicas_source", pa.string()),
@@ -258,7 +258,7 @@ REPLAY_SCHEMAS: dict[str, pa.Schema] = {
         ("replayed_at", _UTC),
         ("tables", pa.map_(pa.string(), pa.int64())),  # table → Delta version written
     ]),
-    # Which offsets each cluster's history answers, and from which base (replay.coverage): one row per cluster.
+    # Which offsets each cluster's history answers, and from which base (replay.core.coverage): one row per cluster.
     REPLAY_COVERAGE: pa.schema([
         ("cluster_id", pa.string()),
         ("first_offset", pa.int64()),  # the first offset answered (the base snapshot's image offset, or the log's)

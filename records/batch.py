@@ -176,10 +176,10 @@ def iter_decoded(
     while True:
         try:
             frame = next(frames, None)
-        except CorruptBatchError as error:  # an impossible length: nothing after it can be found
+        except CorruptBatchError as corrupt:  # an impossible length: nothing after it can be found
             if not skip_corrupt:
                 raise
-            report("stopped-corrupt", error)
+            report("stopped-corrupt", corrupt)
             return
         if frame is None:
             break
@@ -220,7 +220,12 @@ def _cut_short(
     report("stopped-corrupt", error)
 
 
-def check_batch(buf: bytes, off: int, length: int) -> tuple[tuple[int, ...], bytes, int, int]:
+# The header fields after the length, as HEADER_AFTER_LENGTH unpacks them: partition leader epoch, magic, CRC,
+# attributes, last offset delta, base timestamp, max timestamp, producer id, producer epoch, base sequence, count.
+_BatchHeader = tuple[int, int, int, int, int, int, int, int, int, int, int]
+
+
+def check_batch(buf: bytes, off: int, length: int) -> tuple[_BatchHeader, bytes, int, int]:
     """Validate the header and CRC of the batch at ``buf[off:off + 12 + length]`` and decompress its
     records: (the header fields after the length, the records' buffer, their start and end in it)."""
     header = HEADER_AFTER_LENGTH.unpack_from(buf, off + LOG_OVERHEAD)

@@ -161,6 +161,7 @@ def discover(path: str | Path) -> LogLayout:
                                "(NNNNNNNNNNNNNNNNNNNN-NNNNNNNNNN.checkpoint, bootstrap.checkpoint)")
         return layout
     given_data_dir = (path / METADATA_PARTITION).is_dir()
+    data_dir: Path | None
     if given_data_dir:
         data_dir, metadata_dir = path, path / METADATA_PARTITION
     else:

@@ -11,9 +11,12 @@ import base64
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from records.definitions import MessageDef, by_api_key, by_control_type, definitions
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def uuid_to_str(raw: bytes) -> str:
@@ -34,7 +37,7 @@ def uuid_from_str(text: str) -> bytes:
     return raw
 
 
-_T = TypeVar("_T")
+_T = TypeVar("_T", bound="DataclassInstance")
 
 
 def unfrozen_twin(cls: type[_T]) -> type[_T]:
@@ -49,7 +52,7 @@ def unfrozen_twin(cls: type[_T]) -> type[_T]:
         f"_{cls.__name__}Twin",
         [(f.name, f.type, field(default=f.default) if f.default is not dataclasses.MISSING
           else field(default_factory=f.default_factory) if f.default_factory is not dataclasses.MISSING
-          else field()) for f in dataclasses.fields(cls)],  # type: ignore[arg-type]
+          else field()) for f in dataclasses.fields(cls)],
         slots=True, eq=False, repr=False)
     probe = twin(*(None for f in dataclasses.fields(cls)
                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING))

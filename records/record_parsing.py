@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, overload
 
 from records.framing import MalformedBatch
 from records.model import LogEntry, LogEntryTwin, MetadataRecord, MetadataRecordTwin, unfrozen_twin
@@ -75,6 +75,16 @@ def _zigzag_table() -> tuple[int, ...]:
 
 
 _ZIGZAG = _zigzag_table()
+
+
+@overload
+def parse_records(buf: bytes, cursor: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                  position: int, entries: None = None) -> tuple[BatchRecord, ...]: ...
+
+
+@overload
+def parse_records(buf: bytes, cursor: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                  position: int, entries: EntryContext) -> list[LogEntry]: ...
 
 
 def parse_records(buf: bytes, cursor: int, end: int, count: int, base_offset: int, base_timestamp: int,
@@ -212,14 +222,14 @@ def parse_records(buf: bytes, cursor: int, end: int, count: int, base_offset: in
             else:
                 data = reader(value)
         if data is not None:
-            decoded = new(record_twin)
+            decoded: Any = new(record_twin)  # mutable (a twin) until its class is set below
             decoded.type_name = name
             decoded.version = version
             decoded.data = data
             decoded.__class__ = record_frozen
         else:
             decoded, mode, notes = checked(value)
-        entry = new(entry_twin)
+        entry: Any = new(entry_twin)  # mutable (a twin) until its class is set below
         entry.offset = base_offset + offset_delta
         entry.record = decoded
         entry.batch_base_offset = base_offset

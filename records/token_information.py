@@ -1,6 +1,6 @@
 """One delegation token as Kafka holds it (``TokenInformation``, which ``DelegationTokenData`` wraps): the one
-definition that the simulated controller (``simulator``) and the reference fold (``replay.image_parts_delta``) both
-keep their tokens in, here because ``records`` is the layer both may import."""
+definition that the simulated controller (``simulator``) and the reference fold (``replay.reference.image_parts_delta``)
+both keep their tokens in, here because ``records`` is the layer both may import."""
 
 from __future__ import annotations
 

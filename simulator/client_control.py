@@ -4,9 +4,16 @@ changes in :mod:`simulator.replay`."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from records.kafka_constants import CLIENT_QUOTA_CLIENT_ID, CLIENT_QUOTA_USER, PRODUCER_ID_BLOCK_SIZE
 from simulator.facts import ImageChange
 from simulator.model import SimulationError, record
+
+if TYPE_CHECKING:
+    from records.model import MetadataRecord
+    from simulator.facts import ScenarioFacts
+    from simulator.model import Broker
 
 # ClientQuotaControlManager builds the record's entity list from a HashMap(3) of entity types: Java iterates it in
 # bucket order, "client-id" (bucket 0) before "user" (bucket 1)
@@ -32,6 +39,15 @@ def quota_entity(user: str | None = None, client_id: str | None = None, *, defau
 
 class ClientControlManagers:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: client quotas and producer-id blocks."""
+
+    if TYPE_CHECKING:  # what it uses of the controller it is mixed into (for type checkers only)
+        client_quotas: dict[QuotaEntity, dict[str, float]]
+        facts: ScenarioFacts
+        next_producer_id: int
+
+        def _broker(self, broker_id: int) -> Broker: ...
+        def _commit(self, records: list[MetadataRecord], marks: dict[int, str] | None = None) -> int: ...
+        def _latency(self) -> None: ...
 
     def alter_client_quota(self, entity: QuotaEntity, key: str, value: float | None) -> int:
         """AlterClientQuotas for one key of one entity: a ClientQuotaRecord when the value changes, ``remove`` when

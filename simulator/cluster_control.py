@@ -3,14 +3,47 @@ missed heartbeat, unfencing, controlled shutdown and unregistration, each with t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from records.kafka_constants import FENCE, IN_CONTROLLED_SHUTDOWN, NO_LEADER, NONE, UNFENCE
 from records.model import MetadataRecord, uuid_to_str
 from simulator.facts import BrokerFenced, BrokerRegistered, BrokerUnfenced, BrokerUnregistered, ControlledShutdown
 from simulator.model import Broker, SimulationError, record
 
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Iterable
+
+    from simulator.facts import ScenarioFacts
+    from simulator.model import SimConfig
+    from simulator.versions import MetadataVersion
+
 
 class ClusterControlManager:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: the brokers' lifecycle."""
+
+    if TYPE_CHECKING:  # what it uses of the controller it is mixed into (for type checkers only)
+        active: set[int]
+        brokers: dict[int, Broker]
+        config: SimConfig
+        controller_incarnations: dict[int, bytes]
+        facts: ScenarioFacts
+        isr_index: dict[int, set[int]]
+        leaderless: set[int]
+        mv: MetadataVersion
+        next_offset: int
+        rng: random.Random
+
+        def _commit(self, records: list[MetadataRecord], marks: dict[int, str] | None = None) -> int: ...
+        def _generate_leader_and_isr_updates(self, broker_to_remove: int, broker_to_add: int, keys: Iterable[int],
+                                             records: list[MetadataRecord], marks: dict[int, str]) -> None: ...
+        def _latency(self) -> None: ...
+        def _set_broker_state(self, broker_id: int, fenced: bool | None,
+                              in_controlled_shutdown: bool | None) -> None: ...
+        def _uuid(self) -> bytes: ...
+        def catch_up(self, broker_id: int, limit: int | None = None) -> int: ...
+        def preferred_election(self, brokers: Iterable[int] | None = None) -> int: ...
+        def tick(self, ms: int) -> None: ...
 
     def _broker(self, broker_id: int) -> Broker:
         """The registered broker, or the refusal Kafka gives for an unknown broker id."""

@@ -4,9 +4,15 @@ configs, and the two configs the controller's own rules read (``min.insync.repli
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from records.model import MetadataRecord
 from simulator.facts import ImageChange
 from simulator.model import RESOURCE_BROKER, RESOURCE_TOPIC, SimulationError, Topic, record
+
+if TYPE_CHECKING:
+    from simulator.facts import ScenarioFacts
+    from simulator.model import Broker
 
 UNCLEAN_KEY = "unclean.leader.election.enable"
 MIN_ISR_KEY = "min.insync.replicas"
@@ -14,6 +20,16 @@ MIN_ISR_KEY = "min.insync.replicas"
 
 class ConfigurationControlManager:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: configs and the values its rules read."""
+
+    if TYPE_CHECKING:  # what it uses of the controller it is mixed into (for type checkers only)
+        cluster_configs: dict[str, str]
+        elr: bool
+        facts: ScenarioFacts
+
+        def _broker(self, broker_id: int) -> Broker: ...
+        def _commit(self, records: list[MetadataRecord], marks: dict[int, str] | None = None) -> int: ...
+        def _latency(self) -> None: ...
+        def _topic(self, name: str) -> Topic: ...
 
     def set_topic_config(self, name: str, key: str, value: str | None) -> int:
         """IncrementalAlterConfigs on a topic: SET (``value``) or DELETE (None). Returns the ConfigRecord's offset."""

@@ -4,15 +4,27 @@ ELR and reassignment rules; each step is named after the Kafka method it follows
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from records.kafka_constants import NO_LEADER, NO_LEADER_CHANGE, NO_RECOVERY_STATE_CHANGE
 from records.model import MetadataRecord
 from simulator.model import RECOVERING, UNASSIGNED_DIR_ID, Election, Partition
 
+if TYPE_CHECKING:
+    from simulator.model import Broker, Topic
+    from simulator.versions import MetadataVersion
+
 
 class PartitionChangeBuilder:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: deciding partition changes."""
+
+    if TYPE_CHECKING:  # what it uses of the controller it is mixed into (for type checkers only)
+        _partition_change_version: int
+        brokers: dict[int, Broker]
+        elr: bool
+        mv: MetadataVersion
+
+        def _min_isr(self, topic: Topic) -> int: ...
 
     def _dir_of(self, broker_id: int) -> bytes:
         """The broker's log directory (``DefaultDirProvider``); UNASSIGNED for a broker not registered."""
@@ -63,6 +75,7 @@ class PartitionChangeBuilder:
         unclean = False
 
         def is_valid_new_leader(replica: int) -> bool:
+            assert target_isr is not None  # set above when None; mypy does not narrow it inside this closure
             return ((replica in target_isr or (not target_isr and replica in target_elr))
                     and is_acceptable_leader(replica))
 

@@ -157,12 +157,12 @@ def random_mix(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
                 sim.recover(partition.topic.name, partition.partition_id)
         elif op == "config" and sim.topics:
             name = rng.choice(sorted(sim.topics))
-            key = rng.choice(sorted(TOPIC_CONFIGS))
+            config_key = rng.choice(sorted(TOPIC_CONFIGS))
             configs = sim.topics[name].configs
-            delete = key in configs and rng.random() < 0.3
-            value = None if delete else TOPIC_CONFIGS[key](rng)
-            if value is None or configs.get(key) != value:
-                sim.set_topic_config(name, key, value)
+            delete = config_key in configs and rng.random() < 0.3
+            value = None if delete else TOPIC_CONFIGS[config_key](rng)
+            if value is None or configs.get(config_key) != value:
+                sim.set_topic_config(name, config_key, value)
         elif op in FAMILY_OPS:
             FAMILY_OPS[op](sim, rng)
         elif op == "unclean" and sim.leaderless:

@@ -5,7 +5,7 @@ from the log it wrote."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from records.kafka_constants import (
     FENCING_AS_BOOLEAN,
@@ -13,6 +13,7 @@ from records.kafka_constants import (
     NO_LEADER,
     NO_LEADER_CHANGE,
     NO_RECOVERY_STATE_CHANGE,
+    NONE,
 )
 from records.model import MetadataRecord
 from records.token_information import DelegationToken
@@ -30,14 +31,41 @@ from simulator.model import (
 )
 from simulator.security_control import AccessControlEntry
 
+if TYPE_CHECKING:
+    from simulator.client_control import QuotaEntity
+    from simulator.facts import ScenarioFacts
+
 
 class ControllerReplay:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: applying a written record to the state."""
+
+    if TYPE_CHECKING:  # the controller state it changes (for type checkers only)
+        _by_id: dict[bytes, Topic]
+        acls: dict[bytes, AccessControlEntry]
+        active: set[int]
+        broker_configs: dict[str, dict[str, str]]
+        brokers: dict[int, Broker]
+        client_quotas: dict[QuotaEntity, dict[str, float]]
+        cluster_configs: dict[str, str]
+        delegation_tokens: dict[str, DelegationToken]
+        facts: ScenarioFacts
+        imbalanced: set[int]
+        isr_index: dict[int, set[int]]
+        leaderless: set[int]
+        next_partition_key: int
+        next_producer_id: int
+        partitions: dict[int, Partition]
+        reassigning: set[int]
+        recovering: set[int]
+        replica_index: dict[int, set[int]]
+        scram_credentials: dict[tuple[str, int], int]
+        topics: dict[str, Topic]
 
     def _replay(self, metadata_record: MetadataRecord, offset: int, mark: str | None) -> None:
         """Apply one committed record; ``mark`` names the incident the caller knows it to be (facts only)."""
         kind = metadata_record.type_name
         data = metadata_record.data
+        topic: Topic | None  # a ConfigRecord's topic may be unknown
         if kind == "PartitionChangeRecord":
             self._replay_change(data, offset, mark)
         elif kind == "PartitionRecord":
@@ -46,7 +74,7 @@ class ControllerReplay:
             self._replay_register(data)
         elif kind == "BrokerRegistrationChangeRecord":
             self._set_broker_state(data["brokerId"], FENCING_AS_BOOLEAN.get(data["fenced"]),
-                                   IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN.get(data.get("inControlledShutdown")))
+                                   IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN.get(data.get("inControlledShutdown", NONE)))
         elif kind == "FenceBrokerRecord":
             self._set_broker_state(data["id"], True, None)
         elif kind == "UnfenceBrokerRecord":

@@ -4,16 +4,57 @@ partition placement, AlterPartition, reassignments and leader elections."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from records.kafka_constants import NO_LEADER
 from records.model import MetadataRecord, uuid_to_str
 from simulator.facts import Reassignment, TopicChange
 from simulator.model import RECOVERED, RECOVERING, RESOURCE_TOPIC, Election, Partition, SimulationError, Topic, record
 
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Callable
+
+    from simulator.facts import ScenarioFacts
+    from simulator.model import Broker
+    from simulator.versions import MetadataVersion
+
 
 class ReplicationControlManager:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: topics and their partitions."""
+
+    if TYPE_CHECKING:  # what it uses of the controller it is mixed into (for type checkers only)
+        active: set[int]
+        brokers: dict[int, Broker]
+        elr: bool
+        facts: ScenarioFacts
+        imbalanced: set[int]
+        mv: MetadataVersion
+        partitions: dict[int, Partition]
+        replica_index: dict[int, set[int]]
+        rng: random.Random
+        topics: dict[str, Topic]
+
+        def _broker(self, broker_id: int) -> Broker: ...
+        def _commit(self, records: list[MetadataRecord], marks: dict[int, str] | None = None) -> int: ...
+        def _commit_large(self, name: str, records: list[MetadataRecord], *,
+                          abort_after_batches: int | None = None) -> int: ...
+        def _commit_non_atomic(self, records: list[MetadataRecord], marks: dict[int, str] | None = None) -> None: ...
+        def _config_records(self, resource_type: int, resource_name: str, key: str,
+                            value: str | None) -> list[MetadataRecord]: ...
+        def _dir_of(self, broker_id: int) -> bytes: ...
+        def _latency(self) -> None: ...
+        def _unclean_enabled(self, topic: Topic) -> bool: ...
+        def _uuid(self) -> bytes: ...
+        def build_partition_change(self, partition: Partition, is_acceptable_leader: Callable[[int], bool], *,
+                                   target_isr: list[int] | None = None, target_replicas: list[int] | None = None,
+                                   target_removing: list[int] | None = None,
+                                   target_adding: list[int] | None = None,
+                                   election: Election = Election.ONLINE,
+                                   target_leader_recovery_state: int | None = None,
+                                   ) -> tuple[MetadataRecord | None, bool]: ...
+        def controller_failover(self, election_ms: int = 2000) -> int: ...
+        def is_active(self, broker_id: int) -> bool: ...
 
     def _place(self, count: int, replication_factor: int) -> list[list[int]]:
         """Rack-aware assignment over the usable (active) brokers: replicas of a partition span distinct

@@ -10,12 +10,19 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from records.kafka_constants import PATTERN_LITERAL, PATTERN_PREFIXED, SCRAM_SHA_256, SCRAM_SHA_512
 from records.model import MetadataRecord, uuid_to_str
 from records.token_information import DelegationToken
 from simulator.facts import ImageChange
 from simulator.model import SimulationError, record
+
+if TYPE_CHECKING:
+    import random
+
+    from simulator.facts import ScenarioFacts
+    from simulator.versions import MetadataVersion
 
 # ScramMechanism.type() -> the hash Kafka's ScramFormatter uses, and its minimum iterations (ScramMechanism)
 SCRAM_HASHES = {SCRAM_SHA_256: "sha256", SCRAM_SHA_512: "sha512"}
@@ -56,6 +63,19 @@ def token_record(token: DelegationToken) -> MetadataRecord:
 
 class SecurityControlManagers:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: ACLs, SCRAM users, delegation tokens."""
+
+    if TYPE_CHECKING:  # what it uses of the controller it is mixed into (for type checkers only)
+        acls: dict[bytes, AccessControlEntry]
+        delegation_tokens: dict[str, DelegationToken]
+        facts: ScenarioFacts
+        mv: MetadataVersion
+        now: int
+        rng: random.Random
+        scram_credentials: dict[tuple[str, int], int]
+
+        def _commit(self, records: list[MetadataRecord], marks: dict[int, str] | None = None) -> int: ...
+        def _latency(self) -> None: ...
+        def _uuid(self) -> bytes: ...
 
     # ------------------------------------------------------------------ ACLs (AclControlManager)
 

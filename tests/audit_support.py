@@ -1,5 +1,5 @@
-"""Stories for the audit by the configs in force (replay/effective_configs.py, replay/election_configs.py, the
-what-if): each a cluster of ONE lake, its log replayed (``config_history`` too: the election audit reads it).
+"""Stories for the audit by the configs in force (replay/audit/effective_configs.py, replay/audit/election_configs.py,
+the what-if): each a cluster of ONE lake, its log replayed (``config_history`` too: the election audit reads it).
 tests/conftest.py builds the lake once per run (``audit_lake``) for test_effective_configs.py,
 test_election_configs.py and test_whatif.py.
 
@@ -25,7 +25,7 @@ from lakehouse.log_rows import entries_frame
 from records.kafka_constants import CONFIG_RESOURCE_BROKER
 from records.kafka_topic_configs import MIN_IN_SYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE
 from records.model import LogEntry
-from replay.store import run_replay
+from replay.store.runs import run_replay
 from simulator import ControllerSimulator
 from simulator.controller import SimConfig
 

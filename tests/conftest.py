@@ -113,6 +113,14 @@ def state_machine_lake(spark: SparkSession, stories: dict[str, Any], tmp_path_fa
 
 
 @pytest.fixture(scope="session")
+def lake(state_machine_lake: Lake) -> Lake:
+    """The lake a test gets when it asks for ``lake``: the stories' (the state machines, the election audit,
+    incidents, what-if and the controller's states all read it). A module with a lake of its own defines its own
+    ``lake``, which wins over this one."""
+    return state_machine_lake
+
+
+@pytest.fixture(scope="session")
 def increments(spark: SparkSession, stories: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
                ) -> dict[str, Any]:
     """The stories replayed in three increments into a lake of their own, and what each increment left."""

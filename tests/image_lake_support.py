@@ -29,7 +29,7 @@ from lakehouse.tables import (
     SCRAM_HISTORY,
 )
 from records.model import LogEntry, MetadataRecord, uuid_to_str
-from replay.store import run_replay
+from replay.store.runs import run_replay
 from simulator import ControllerSimulator
 from simulator.controller import SimConfig
 from simulator.model import record

@@ -19,7 +19,7 @@ from lakehouse.log_rows import entries_frame
 from lakehouse.tables import SECRET_FINGERPRINT
 from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_to_str
-from replay.engine import replay
+from replay.fold.engine import replay
 from tests.reference_fold_support import T1, T2, entries, marker, topic
 
 TOPIC, BROKER = 2, 4  # ConfigResource.Type ids

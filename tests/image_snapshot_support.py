@@ -7,7 +7,7 @@ from typing import Any
 
 from records.kafka_json import make_record
 from records.model import MetadataRecord, uuid_from_str
-from replay.metadata_delta import Image
+from replay.reference.image import Image
 
 
 def image_snapshot_records(image: Image) -> list[MetadataRecord]:

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import Lake
-from replay.store import run_replay
+from replay.store.runs import run_replay
 from simulator import ScenarioOptions, run_scenario, write_log
 
 OPTIONS = ScenarioOptions(seed=7, brokers=5, topics=3, partitions_per_topic=4, replication_factor=2, unclean=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_to_str
-from replay.reference import reference_histories
+from replay.reference.fold import reference_histories
 
 T1, T2 = bytes(range(1, 17)), bytes(range(101, 117))
 T1S, T2S = uuid_to_str(T1), uuid_to_str(T2)
@@ -80,7 +80,7 @@ def elr_clears_log() -> list[LogEntry]:
 
 
 
-# --- The image's other parts (replay.image_parts_delta) ------------------------------------------------------
+# --- The image's other parts (replay.reference.image_parts_delta) -----------------------------------------------------
 
 ACL1, ACL2, ACL3 = b"\xa1" * 16, b"\xa2" * 16, b"\xa3" * 16
 ACL1S, ACL2S, ACL3S = uuid_to_str(ACL1), uuid_to_str(ACL2), uuid_to_str(ACL3)

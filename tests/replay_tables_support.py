@@ -12,9 +12,9 @@ from lakehouse.lake import Lake
 from lakehouse.tables import DERIVED_TABLES
 from records.model import LogEntry
 from records.redaction import redact
-from replay.engine import TABLE_KEYS
-from replay.reference import TABLES as REFERENCE_FOLD_TABLES
-from replay.store import ANOMALIES
+from replay.fold.engine import TABLE_KEYS
+from replay.reference.fold import TABLES as REFERENCE_FOLD_TABLES
+from replay.store.runs import ANOMALIES
 from tests.table_rows import sorted_rows
 
 TABLES = (*TABLE_KEYS, ANOMALIES)
@@ -34,11 +34,10 @@ def _collect(df: DataFrame) -> list[dict[str, Any]]:
 
 
 def _assert_same(got: dict[str, list[dict[str, Any]]], want: dict[str, list[dict[str, Any]]], what: str,
-                 drop_reason: bool = False, names: tuple[str, ...] = TABLES) -> None:
+                 names: tuple[str, ...] = TABLES) -> None:
     for name in names:
-        drop = ("reason",) if drop_reason and name == ANOMALIES else ()
         assert len(got[name]) == len(want[name]), f"{what}: {name}: {len(got[name])} vs {len(want[name])} rows"
-        assert sorted_rows(got[name], drop) == sorted_rows(want[name], drop), f"{what}: {name} differs"
+        assert sorted_rows(got[name]) == sorted_rows(want[name]), f"{what}: {name} differs"
 
 
 def _lake_tables(spark: SparkSession, lake: Lake) -> dict[str, list[dict[str, Any]]]:

@@ -15,8 +15,8 @@ from pyspark.sql import SparkSession
 from lakehouse.log_rows import entries_frame
 from records.model import LogEntry
 from records.sources import read_entries
-from replay.engine import replay
-from replay.reference import reference_histories
+from replay.fold.engine import replay
+from replay.reference.fold import reference_histories
 from simulator import ScenarioOptions, run_scenario
 from tests.replay_tables_support import as_ingested
 

@@ -22,9 +22,9 @@ from pyspark.sql import functions as F
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from records.model import LogEntry
-from replay.layout import mutable_where
-from replay.query import as_of
-from replay.store import run_replay
+from replay.query.state import as_of
+from replay.store.layout import mutable_where
+from replay.store.runs import run_replay
 from simulator import ControllerSimulator, ScenarioOptions, run_scenario
 from simulator.controller import SimConfig
 from simulator.facts import ScenarioFacts

@@ -1,4 +1,4 @@
-"""replay/acls.py: ACLs as Kafka's AclsDelta replays them, on the hand-built log ``acls`` of
+"""replay/fold/acls.py: ACLs as Kafka's AclsDelta replays them, on the hand-built log ``acls`` of
 tests/image_parts_support.py (session fixture ``image_parts``)."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from bench.logs import simulated_log, sizes_of
 from lakehouse.ingest import ingest
 from lakehouse.lake import Lake
 from lakehouse.tables import METADATA_LOG, PARTITION_HISTORY, REPLAY_ANOMALIES, REPLICA_HISTORY, TOPIC_HISTORY
-from replay.events import STATE_TYPES
+from replay.core.events import STATE_TYPES
 
 
 @pytest.fixture(scope="module")

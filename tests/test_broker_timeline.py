@@ -6,7 +6,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from replay.broker_timeline import (
+from replay.audit.health import BROKER_STATE_LABELS
+from replay.core.broker_timeline import (
     ACTIVE,
     BROKER_STATES,
     CONTROLLED_SHUTDOWN,
@@ -17,7 +18,6 @@ from replay.broker_timeline import (
     is_active,
     is_unfenced,
 )
-from replay.health import BROKER_STATE_LABELS
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""replay/brokers.py: the ZK migration state as Kafka 3.9's FeaturesDelta keeps it, on the hand-built log
+"""replay/fold/brokers.py: the ZK migration state as Kafka 3.9's FeaturesDelta keeps it, on the hand-built log
 ``zk-migration`` of tests/image_parts_support.py (session fixture ``image_parts``). (Brokers, controllers and
 finalized features: tests/test_replay_vs_reference.py.)"""
 

@@ -1,4 +1,4 @@
-"""replay/changes.py: the change log of every part, between offsets or times, on the lake of
+"""replay/query/changes.py: the change log of every part, between offsets or times, on the lake of
 tests/image_lake_support.py (built once per run)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse.lake import Lake
-from replay.changes import CHANGE_COLUMNS, PARTS, all_changes, bound, change_log
-from replay.query import QueryError, iso_ms
+from replay.query.changes import CHANGE_COLUMNS, PARTS, all_changes, bound, change_log
+from replay.query.state import QueryError, iso_ms
 from tests.image_lake_support import ACL_READ, ACL_WRITE, CLUSTER, ImageLog
 
 pytestmark = pytest.mark.spark

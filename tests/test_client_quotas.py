@@ -1,4 +1,4 @@
-"""replay/client_quotas.py: client quotas as Kafka's ClientQuotasDelta replays them, on the hand-built log
+"""replay/fold/client_quotas.py: client quotas as Kafka's ClientQuotasDelta replays them, on the hand-built log
 ``quotas`` of tests/image_parts_support.py (session fixture ``image_parts``)."""
 
 from __future__ import annotations

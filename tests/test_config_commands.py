@@ -12,7 +12,7 @@ import pytest
 from kraft_replay.config_commands import static_configs
 from lakehouse.lake import Lake
 from records.kafka_topic_configs import KAFKA_VERSION, MIN_IN_SYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE
-from replay.query import QueryError
+from replay.query.state import QueryError
 from tests.audit_support import AuditStory
 
 UNCLEAN, MIN_ISR = UNCLEAN_LEADER_ELECTION_ENABLE, MIN_IN_SYNC_REPLICAS

@@ -1,5 +1,5 @@
-"""replay/configurations.py: configs as Kafka's ConfigurationsDelta replays them, on the hand-built log ``configs`` of
-tests/image_parts_support.py (one Spark replay per run: the session fixture ``image_parts``)."""
+"""replay/fold/configurations.py: configs as Kafka's ConfigurationsDelta replays them, on the hand-built log ``configs``
+of tests/image_parts_support.py (one Spark replay per run: the session fixture ``image_parts``)."""
 
 from __future__ import annotations
 

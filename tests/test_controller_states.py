@@ -1,4 +1,4 @@
-"""replay/controller_states.py: the controller's states at an offset and one partition's transitions, through
+"""replay/query/controller_states.py: the controller's states at an offset and one partition's transitions, through
 ``state --states`` and ``history --states``, on the stories of tests/state_machines_support.py (one lake per run)."""
 
 from __future__ import annotations
@@ -14,12 +14,6 @@ from tests.state_machines_support import (
 )
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def lake(state_machine_lake: Lake) -> Lake:
-    """The stories' lake (tests/state_machines_support.py), replayed once per run (tests/conftest.py)."""
-    return state_machine_lake
 
 
 def test_cli_state_and_history_show_the_controller_states(lake: Lake, stories: dict[str, Story]) -> None:

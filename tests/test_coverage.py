@@ -1,4 +1,4 @@
-"""replay/coverage.py (and its table, its checks): a log that starts after a snapshot, as long-running clusters
+"""replay/core/coverage.py (and its table, its checks): a log that starts after a snapshot, as long-running clusters
 have it, answered at every stored offset from the right base.
 
 Layouts are laid out as Kafka leaves them (segment files named by their base offset, ``NNN-EEE.checkpoint``
@@ -35,12 +35,12 @@ from records.kafka_constants import BEGIN, END
 from records.model import LogEntry, MetadataRecord, uuid_to_str
 from records.sources import read_entries
 from records.writer import write_meta_properties, write_segments, write_snapshot
-from replay.coverage import ClusterCoverage, LogRun, SnapshotId, history_coverage
-from replay.query import state_at
-from replay.query_rules import OutsideHistory
-from replay.reference import image_at, reference_histories
-from replay.snapshot_checks import CHECK_KIND
-from replay.store import ANOMALIES, run_replay
+from replay.core.coverage import ClusterCoverage, LogRun, SnapshotId, history_coverage
+from replay.query.rules import OutsideHistory
+from replay.query.state import state_at
+from replay.reference.fold import image_at, reference_histories
+from replay.store.runs import ANOMALIES, run_replay
+from replay.store.snapshot_checks import CHECK_KIND
 from simulator import ScenarioOptions, run_scenario
 from tests.image_snapshot_support import image_snapshot_records
 from tests.replay_tables_support import REFERENCE_TABLES, _assert_same, _by_cluster, _lake_tables, as_ingested
@@ -198,7 +198,7 @@ def test_a_log_that_starts_after_a_snapshot_then_its_archived_copy(spark: SparkS
 
     # every stored offset: the reference fold from the same base; its values name the snapshot as their cause
     got = lake_tables(spark, lake)
-    _assert_same(got, reference(simulated, lake, (current, base)), "from the base snapshot", drop_reason=True,
+    _assert_same(got, reference(simulated, lake, (current, base)), "from the base snapshot",
                  names=REFERENCE_TABLES)
     assert {r["cause_type"] for r in got["broker_history"] if r["valid_from_offset"] == start - 1} == {
         f"snapshot {base.stem}"}

@@ -1,4 +1,4 @@
-"""replay/delegation_tokens.py: delegation tokens as Kafka's DelegationTokenDelta replays them, on the hand-built
+"""replay/fold/delegation_tokens.py: delegation tokens as Kafka's DelegationTokenDelta replays them, on the hand-built
 log ``tokens`` of tests/image_parts_support.py (session fixture ``image_parts``)."""
 
 from __future__ import annotations

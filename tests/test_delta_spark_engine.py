@@ -27,9 +27,9 @@ from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import DATABASE, Lake, writer_id
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, has_delta_spark
 from lakehouse.tables import DERIVED_TABLES, METADATA_LOG
-from replay.engine import TABLE_KEYS
-from replay.query import register_views
-from replay.store import ANOMALIES, run_replay
+from replay.fold.engine import TABLE_KEYS
+from replay.query.views import register_views
+from replay.store.runs import ANOMALIES, run_replay
 from tests.table_rows import sorted_rows
 from tests.test_lake_support import CLUSTER, simulated, write_jsonl_file
 

@@ -1,4 +1,4 @@
-"""replay/derived.py: incremental replays refresh the derived tables (state machines, election audit) as a full
+"""replay/store/derived.py: incremental replays refresh the derived tables (state machines, election audit) as a full
 replay builds them, on the stories of tests/state_machines_support.py replayed in three increments (the session
 fixture ``increments`` of tests/conftest.py) and compared with the stories' full replay (``state_machine_lake``)."""
 
@@ -18,12 +18,6 @@ from tests.state_machines_support import (
 )
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def lake(state_machine_lake: Lake) -> Lake:
-    """The stories' lake (tests/state_machines_support.py), replayed once per run (tests/conftest.py)."""
-    return state_machine_lake
 
 
 def test_incremental_replays_refresh_the_derived_tables_as_a_full_replay_builds_them(

@@ -1,4 +1,4 @@
-"""replay/effective_configs.py: a topic config in force at an offset and where it came from, in Kafka's order
+"""replay/audit/effective_configs.py: a topic config in force at an offset and where it came from, in Kafka's order
 (topic → the active controller's node → cluster default → static server.properties → Kafka's default), on
 hand-built ``config_history`` versions, and ``topic_configs_at`` on the audit stories' lake."""
 
@@ -16,14 +16,14 @@ from records.kafka_constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPI
 from records.kafka_json import make_record
 from records.kafka_topic_configs import MIN_IN_SYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE
 from records.model import LogEntry
-from replay.effective_configs import (
+from replay.audit.effective_configs import (
     active_controllers,
     effective_min_isr,
-    topic_configs_at,
     unclean_allowed,
     with_effective_configs,
 )
-from replay.query import QueryError
+from replay.query.state import QueryError
+from replay.query.topic_configs import topic_configs_at
 from tests.audit_support import AuditStory
 
 pytestmark = pytest.mark.spark

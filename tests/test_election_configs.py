@@ -1,4 +1,4 @@
-"""replay/election_configs.py: the election audit judged by the configs in force — an unclean election allowed
+"""replay/audit/election_configs.py: the election audit judged by the configs in force — an unclean election allowed
 by the topic's config, the cluster default or the active controller's node config, or by none (a deviation: an
 admin election or a static config), and the ELR checked against the effective min.insync.replicas (2 vs 1) — on
 the stories of tests/audit_support.py (one lake per run)."""
@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from records.kafka_topic_configs import KAFKA_VERSION
-from replay.election_configs import NOT_ALLOWED
+from replay.audit.election_configs import NOT_ALLOWED
 from tests.audit_support import AuditStory, table
 
 pytestmark = pytest.mark.spark

@@ -7,14 +7,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from records.kafka_constants import NO_LEADER
-from replay.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, FENCED
-from replay.election_rule import (
+from replay.audit.election_rule import (
     elect_any_leader,
     first_candidate,
     is_acceptable_leader,
     is_valid_new_leader,
     was_unclean,
 )
+from replay.core.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, FENCED
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""replay/elections.py: the election audit (every leader change classified and checked against Kafka's rule) and
+"""replay/audit/elections.py: the election audit (every leader change classified and checked against Kafka's rule) and
 the leaderless periods with their cause, on the stories of tests/state_machines_support.py (one lake per run)."""
 
 from __future__ import annotations
@@ -16,12 +16,6 @@ from tests.state_machines_support import (
 )
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def lake(state_machine_lake: Lake) -> Lake:
-    """The stories' lake (tests/state_machines_support.py), replayed once per run (tests/conftest.py)."""
-    return state_machine_lake
 
 
 def test_rf1_offline_periods_are_attributed_to_the_fences(spark: SparkSession, lake: Lake,

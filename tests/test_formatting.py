@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kraft_replay.formatting import format_ingest_summary, format_replay_summary
 from lakehouse.ingest import IngestSummary
-from replay.store import ReplaySummary
+from replay.store.runs import ReplaySummary
 
 
 def test_ingest_summary_lines() -> None:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from kraft_replay.cli import app
 from kraft_replay.plots import COLORS, broker_fencing_figure, cluster_health_figure, save_png
 from kraft_replay.report import write_report
-from replay.health import (
+from replay.audit.health import (
     BrokerSpan,
     HealthPoint,
     broker_spans,
@@ -28,7 +28,7 @@ from replay.health import (
     partition_timeline,
     peaks,
 )
-from replay.query import QueryError
+from replay.query.state import QueryError
 from tests.incident_lake import IncidentLake, incident_lake
 
 runner = CliRunner()

@@ -11,7 +11,7 @@ import pytest
 
 from kraft_replay.image_commands import ALL_SECTIONS, change_line, parse_sections
 from lakehouse.lake import Lake
-from replay.query import QueryError, iso_ms
+from replay.query.state import QueryError, iso_ms
 from tests.image_lake_support import ACL_READ, ACL_WRITE, CLUSTER, DAY_MS, FINGERPRINTS, ISSUED_MS, WEEK_MS, ImageLog
 
 pytestmark = pytest.mark.spark

@@ -1,21 +1,23 @@
-"""The rules of the image's other parts (replay/image_parts_delta.py) as the reference fold applies them, record
-by record: Kafka's ConfigurationsDelta, ClientQuotasDelta, AclsDelta, ScramDelta, DelegationTokenDelta,
+"""The rules of the image's other parts (replay/reference/image_parts_delta.py) as the reference fold applies them,
+record by record: Kafka's ConfigurationsDelta, ClientQuotasDelta, AclsDelta, ScramDelta, DelegationTokenDelta,
 ProducerIdsDelta and 3.9's ZkMigrationStateRecord. tests/test_kafka_referee.py folds the same log with Kafka."""
 
 from __future__ import annotations
 
 from records.model import LogEntry
-from replay.image_parts_delta import (
+from replay.reference.fold import image_at, reference_histories
+from replay.reference.image import Changes
+from replay.reference.image_parts_delta import (
     Acl,
     ConfigValue,
     DelegationToken,
     ProducerIds,
+    Refused,
     ScramCredential,
     kafka_principal,
     zk_migration_state_of,
 )
-from replay.metadata_delta import Changes, MetadataDelta, Refused
-from replay.reference import image_at, reference_histories
+from replay.reference.metadata_delta import MetadataDelta
 from tests.reference_fold_support import (
     ACL1,
     ACL1S,

@@ -1,4 +1,4 @@
-"""replay/image_query.py: every part of the image as of an offset, a part's history, the diff of every part, on
+"""replay/query/image.py: every part of the image as of an offset, a part's history, the diff of every part, on
 the lake of tests/image_lake_support.py (built once per run)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse.lake import Lake
-from replay.image_query import (
+from replay.query.image import (
     NO_PRODUCER_ID,
     PARTS,
     acl_history,
@@ -23,7 +23,7 @@ from replay.image_query import (
     part_history,
     user_history,
 )
-from replay.query import QueryError, kafka_json
+from replay.query.state import QueryError, kafka_json
 from tests.image_lake_support import (
     ACL_READ,
     ACL_WRITE,

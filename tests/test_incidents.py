@@ -1,4 +1,4 @@
-"""replay/incidents.py: the incident questions over the derived tables, through ``kraft-replay incidents``, on the
+"""replay/query/incidents.py: the incident questions over the derived tables, through ``kraft-replay incidents``, on the
 stories of tests/state_machines_support.py (one lake per run)."""
 
 from __future__ import annotations
@@ -14,12 +14,6 @@ from tests.state_machines_support import (
 )
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def lake(state_machine_lake: Lake) -> Lake:
-    """The stories' lake (tests/state_machines_support.py), replayed once per run (tests/conftest.py)."""
-    return state_machine_lake
 
 
 def test_cli_incidents_json_and_table(lake: Lake, stories: dict[str, Story]) -> None:

@@ -53,9 +53,9 @@ from records.log_dir import classify
 from records.model import LogEntry, MetadataRecord, RawRecord
 from records.redaction import REDACTED, is_sensitive, redact
 from records.sources import read_entries
-from replay.coverage import ClusterCoverage, LogRun, SnapshotId, history_coverage
-from replay.image_query import NO_PRODUCER_ID
-from replay.reference import Image, fold
+from replay.core.coverage import ClusterCoverage, LogRun, SnapshotId, history_coverage
+from replay.query.image import NO_PRODUCER_ID
+from replay.reference.fold import Image, fold
 from tests.conftest import SUMMARY
 from tests.kafka_cluster import BROKER_IDS, CONTROLLER_ID, KafkaCluster, KafkaUnavailable, Node, wait_for
 from tests.referee import (
@@ -848,8 +848,8 @@ def _assert_history_from_base(spark: Any, cluster: KafkaCluster, node_id: int, l
     from kraft_replay.cli import app
     from lakehouse.fingerprint_key import fingerprint_key
     from lakehouse.lake import Lake
-    from replay.reference import reference_histories
-    from replay.store import ANOMALIES
+    from replay.reference.fold import reference_histories
+    from replay.store.runs import ANOMALIES
     from tests.replay_tables_support import REFERENCE_TABLES, _assert_same, _lake_tables
 
     log_dir = cluster.nodes[node_id].metadata_log
@@ -867,7 +867,7 @@ def _assert_history_from_base(spark: Any, cluster: KafkaCluster, node_id: int, l
                                base_snapshot=(base.end_offset, snapshot_entries(log_dir, base, key)) if base else None,
                                snapshot_epoch=base.epoch if base else None)
     got = _lake_tables(spark, stored)
-    _assert_same(got, want, f"node {node_id}'s lake from {base.file_name if base else 'offset 0'}", drop_reason=True,
+    _assert_same(got, want, f"node {node_id}'s lake from {base.file_name if base else 'offset 0'}",
                  names=REFERENCE_TABLES)
     assert not [a for a in got[ANOMALIES] if a["kind"] == "snapshot-differs"]
     said = "from offset 0"

@@ -31,7 +31,7 @@ from records.kafka_json import dumps_compact, make_record, record_to_json
 from records.model import LogEntry, uuid_from_str
 from records.sources import read_entries
 from records.writer import encode_entries_batch, group_batches, snapshot_file_name, write_segments, write_snapshot
-from replay.reference import image_at
+from replay.reference.fold import image_at
 from simulator import SimulationError, run_scenario
 from tests.conftest import REPO_ROOT, SUMMARY
 from tests.image_snapshot_support import image_snapshot_records

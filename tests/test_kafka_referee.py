@@ -19,7 +19,7 @@ from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord
 from records.sources import read_entries
 from records.writer import write_segments, write_snapshot
-from replay.reference import Image, image_at, reference_histories
+from replay.reference.fold import Image, image_at, reference_histories
 from simulator import SCENARIOS, ScenarioOptions, SimulationError, run_scenario
 from simulator.output import METADATA_DIR, write_log
 from tests.conftest import SUMMARY
@@ -331,7 +331,7 @@ def replayed_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     ingested and replayed by Spark into a lake: (log directory, lake root)."""
     from lakehouse.lake import Lake
     from lakehouse.log_rows import entries_frame
-    from replay.store import run_replay
+    from replay.store.runs import run_replay
 
     spark = request.getfixturevalue("spark")
     root = tmp_path_factory.mktemp("referee-lake")
@@ -387,7 +387,7 @@ def test_fold_to_the_end_as_the_benchmark_runs_it(kafka: str, tmp_path: Path) ->
     import os
     import subprocess
 
-    from replay.reference import fold
+    from replay.reference.fold import fold
     from tests.referee import kafka_classpath
 
     run = run_scenario("random", scenario_options("3.9", 11, events=300))

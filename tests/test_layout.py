@@ -1,4 +1,4 @@
-"""The replay's file layout (replay/layout.py): topic ranges written by their own tasks, open versions apart."""
+"""The replay's file layout (replay/store/layout.py): topic ranges written by their own tasks, open versions apart."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from lakehouse.lake import Lake, LakeError
 from lakehouse.log_rows import entries_frame
 from lakehouse.spark import DELTA_RS, DELTA_SPARK
 from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
-from replay.derived import refreshed_rows
-from replay.layout import _ALPHABET, AS_OF_SORTED, RANGED_TABLES, TOPIC_RANGES, task_keys
-from replay.safe_points import SafePoints
-from replay.store import run_replay
+from replay.core.safe_points import SafePoints
+from replay.store.derived import refreshed_rows
+from replay.store.layout import _ALPHABET, AS_OF_SORTED, RANGED_TABLES, TOPIC_RANGES, task_keys
+from replay.store.runs import run_replay
 from simulator import ScenarioOptions, run_scenario
 
 

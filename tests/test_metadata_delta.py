@@ -1,5 +1,5 @@
-"""Kafka's ``MetadataDelta.replay`` of one record (``replay/metadata_delta.py``): each rule on a hand-built log
-(a PartitionChangeRecord's merge, ClearElr, directories defaulting, refused fences and changes, invariants) and
+"""Kafka's ``MetadataDelta.replay`` of one record (``replay/reference/metadata_delta.py``): each rule on a hand-built
+log (a PartitionChangeRecord's merge, ClearElr, directories defaulting, refused fences and changes, invariants) and
 the rule functions called directly with concrete values. Fold-level behaviour (transactions, snapshots, whole
 logs, simulator scenarios) is tests/test_reference_fold.py."""
 
@@ -10,14 +10,12 @@ import pytest
 from records.kafka_constants import LENGTHS, MIGRATING_DIR
 from records.kafka_json import make_record
 from records.model import LogEntry, uuid_to_str
-from replay.metadata_delta import (
-    Anomaly,
-    Broker,
-    Changes,
-    Image,
+from replay.core.refusals import PARTITION_CHANGE_DIRECTORIES_MISMATCH
+from replay.reference.fold import image_at, reference_histories
+from replay.reference.image import Anomaly, Broker, Changes, Image, Partition
+from replay.reference.image_parts_delta import Refused
+from replay.reference.metadata_delta import (
     MetadataDelta,
-    Partition,
-    Refused,
     clear_elr,
     default_to_migrating,
     get_broker_or_throw,
@@ -25,7 +23,6 @@ from replay.metadata_delta import (
     merge,
     partition_registration,
 )
-from replay.reference import image_at, reference_histories
 from tests.bad_inputs_support import (
     BROKER_VERSIONS,
     CLUSTER,
@@ -104,7 +101,8 @@ def test_clear_elr_empties_elr_and_last_known_elr_where_there_are() -> None:
             for r in part_rows(h, T2S, 0)] == [(4, [], 0, "PartitionRecord"), (5, [2, 3], 1, "PartitionChangeRecord"),
                                                (9, [], 2, "ClearElrRecord"), (10, [3], 3, "PartitionChangeRecord"),
                                                (15, [], 4, "ClearElrRecord")]
-    assert [(a["offset"], a["reason"]) for a in anomalies(h, "refused")] == [(8, "ELR clear of an unknown topic nope")]
+    assert [(a["offset"], a["reason"]) for a in anomalies(h, "refused")] == [
+        (8, "ClearElrRecord of unknown topic nope")]
     in_elr = [(r["valid_from_offset"], r["in_elr"]) for r in h["replica_history"]
               if r["topic_id"] == T2S and r["broker_id"] == 2]
     assert in_elr == [(4, False), (5, True), (9, False)]
@@ -176,9 +174,10 @@ def test_refusals() -> None:
         (4, "RemoveTopicRecord"), (5, "FenceBrokerRecord"), (7, "UnfenceBrokerRecord"),
         (8, "BrokerRegistrationChangeRecord"), (9, "BrokerRegistrationChangeRecord")]
     reasons = [a["reason"] for a in refused]
-    assert "unknown topic" in reasons[0] and "unknown partition" in reasons[1] and "unknown topic" in reasons[2]
+    assert "unknown topic" in reasons[0] and "unknown partition" in reasons[1] and "unknown partition" in reasons[2]
     assert "unknown topic" in reasons[3] and "unknown broker 7" in reasons[4]
-    assert "stale epoch 9 vs current 10" in reasons[5] and "stale epoch 3 vs current 10" in reasons[6]
+    assert "stale broker epoch 9 for broker 1 (current epoch 10)" in reasons[5]
+    assert "stale broker epoch 3 for broker 1 (current epoch 10)" in reasons[6]
     assert "unknown broker 2" in reasons[7]
     assert not h["partition_history"]
     assert [r["fenced"] for r in h["broker_history"]] == [True]  # nothing refused was applied
@@ -317,14 +316,14 @@ def test_merge_leader_recovery_state_no_change_keeps_and_a_value_sets() -> None:
 
 
 def test_merge_refuses_an_unknown_topic_or_partition() -> None:
-    with pytest.raises(Refused, match=f"^change of a partition of an unknown topic {T2S}$"):
+    with pytest.raises(Refused, match=f"^PartitionChangeRecord of unknown partition {T2S}-0$"):
         merge(image_with_partition(), change(T2))
-    with pytest.raises(Refused, match=f"^change of an unknown partition {T1S}:5$"):
+    with pytest.raises(Refused, match=f"^PartitionChangeRecord of unknown partition {T1S}-5$"):
         merge(image_with_partition(), change(pid=5))
 
 
 def test_merge_refuses_directories_of_another_length_than_the_replicas() -> None:
-    with pytest.raises(Refused, match=r"^2 directories for 3 replicas$"):
+    with pytest.raises(Refused, match=f"^PartitionChangeRecord of {T1S}-0: {LENGTHS}$"):
         merge(image_with_partition(), change(replicas=[1, 2, 3], directories=[D1, D2]))
 
 
@@ -335,19 +334,20 @@ def test_partition_registration_of_a_live_topic() -> None:
         T1S, 0, (4, 5), 5)
     assert registration.directories == (uuid_to_str(D1), uuid_to_str(D2))
     assert (registration.eligible_leader_replicas, registration.last_known_elr) == ((), ())
-    with pytest.raises(Refused, match=f"^partition of an unknown topic {T2S}$"):
+    with pytest.raises(Refused, match=rf"^PartitionRecord of unknown topic id {T2S} \(partition 0\)$"):
         partition_registration(image, partition(T2))
-    with pytest.raises(Refused, match=r"^1 directories for 2 replicas$"):
+    with pytest.raises(Refused, match=f"^PartitionRecord of {T1S}-0: {LENGTHS}$"):
         partition_registration(image, partition(replicas=(4, 5), directories=[D3]))
 
 
 def test_default_to_migrating() -> None:
-    assert default_to_migrating((), (1, 2)) == (MIGRATING_DIR, MIGRATING_DIR)
-    assert default_to_migrating((MIGRATING_DIR,), (1, 2, 3)) == (MIGRATING_DIR,) * 3
+    refusal = PARTITION_CHANGE_DIRECTORIES_MISMATCH.format(topic_id=T1S, partition_id=0)
+    assert default_to_migrating((), (1, 2), refusal) == (MIGRATING_DIR, MIGRATING_DIR)
+    assert default_to_migrating((MIGRATING_DIR,), (1, 2, 3), refusal) == (MIGRATING_DIR,) * 3
     explicit = (uuid_to_str(D1), uuid_to_str(D2))
-    assert default_to_migrating(explicit, (1, 2)) == explicit
-    with pytest.raises(Refused, match=f"^{LENGTHS}$"):
-        default_to_migrating(explicit, (1, 2, 3))
+    assert default_to_migrating(explicit, (1, 2), refusal) == explicit
+    with pytest.raises(Refused, match=f"^PartitionChangeRecord of {T1S}-0: {LENGTHS}$"):
+        default_to_migrating(explicit, (1, 2, 3), refusal)
 
 
 def test_clear_elr_direct() -> None:
@@ -357,17 +357,17 @@ def test_clear_elr_direct() -> None:
     assert (cleared.eligible_leader_replicas, cleared.last_known_elr, cleared.partition_epoch) == ((), (), 8)
     assert clear_elr(image, "") == []  # nothing left to clear: untouched
     assert image.partitions[(T1S, 0)].partition_epoch == 8
-    with pytest.raises(Refused, match=r"^ELR clear of an unknown topic nope$"):
+    with pytest.raises(Refused, match=r"^ClearElrRecord of unknown topic nope$"):
         clear_elr(image, "nope")
 
 
 def test_get_broker_or_throw() -> None:
     image = Image(brokers={1: registered_broker(1, 10)})
-    assert get_broker_or_throw(image, 1, 10, "fence") == registered_broker(1, 10)
-    with pytest.raises(Refused, match=r"^fence of broker 1 with stale epoch 9 vs current 10$"):
-        get_broker_or_throw(image, 1, 9, "fence")
-    with pytest.raises(Refused, match=r"^unfence of unknown broker 2$"):
-        get_broker_or_throw(image, 2, 10, "unfence")
+    assert get_broker_or_throw(image, 1, 10) == registered_broker(1, 10)
+    with pytest.raises(Refused, match=r"^stale broker epoch 9 for broker 1 \(current epoch 10\)$"):
+        get_broker_or_throw(image, 1, 9)
+    with pytest.raises(Refused, match=r"^unknown broker 2$"):
+        get_broker_or_throw(image, 2, 10)
 
 
 def test_metadata_delta_replay_notes_a_refusal_and_changes_nothing() -> None:
@@ -379,7 +379,7 @@ def test_metadata_delta_replay_notes_a_refusal_and_changes_nothing() -> None:
     stale = make_record("UnfenceBrokerRecord", 0, id=1, epoch=9)
     delta.replay(LogEntry(offset=2, record=stale, append_time_ms=0), changes)
     assert changes.anomalies == [Anomaly(2, "UnfenceBrokerRecord", "refused",
-                                         "unfence of broker 1 with stale epoch 9 vs current 10")]
+                                         "stale broker epoch 9 for broker 1 (current epoch 10)")]
     assert delta.image == before and delta.image.brokers[1].fenced is True
     assert changes.topics == {T1S: (0, "TopicRecord")} and changes.brokers == {1: (1, "RegisterBrokerRecord")}
     assert changes.registered_topics == {T1S} and changes.registered_brokers == {1}
@@ -388,9 +388,9 @@ def test_metadata_delta_replay_notes_a_refusal_and_changes_nothing() -> None:
 def test_every_record_kafkas_metadata_delta_replays_is_dispatched() -> None:
     """Kafka 4.4's ``MetadataDelta.replay`` switch (its bytecode: every metadata record type but the KIP-868 markers,
     which its loader takes, with NoOpRecord and ZkMigrationStateRecord doing nothing to its image) is ours: every
-    other record type has a rule here or in replay.image_parts_delta, UnregisterControllerRecord included."""
+    other record type has a rule here or in replay.reference.image_parts_delta, UnregisterControllerRecord included."""
     from records.definitions import definitions
-    from replay.image_parts_delta import PART_REPLAYS
+    from replay.reference.image_parts_delta import PART_REPLAYS
 
     metadata = {name for name, message in definitions().items() if not message.is_control}
     handled = set(MetadataDelta().replays) | set(PART_REPLAYS)

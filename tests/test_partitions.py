@@ -1,4 +1,4 @@
-"""replay/partitions.py: partitions and topics as Kafka's TopicsDelta replays them (ELR clears, repeated replica
+"""replay/fold/partitions.py: partitions and topics as Kafka's TopicsDelta replays them (ELR clears, repeated replica
 ids), on the one Spark replay compared with the reference fold (session fixtures ``compared`` and ``repeated``
 of tests/conftest.py; the whole-table comparison is tests/test_replay_vs_reference.py)."""
 

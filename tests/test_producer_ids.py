@@ -1,4 +1,4 @@
-"""replay/producer_ids.py: the next producer id as Kafka's ProducerIdsDelta replays it, on the hand-built log
+"""replay/fold/producer_ids.py: the next producer id as Kafka's ProducerIdsDelta replays it, on the hand-built log
 ``producer-ids`` of tests/image_parts_support.py (session fixture ``image_parts``)."""
 
 from __future__ import annotations

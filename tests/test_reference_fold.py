@@ -15,7 +15,7 @@ from records.kafka_constants import MIGRATING_DIR, UNASSIGNED_DIR
 from records.kafka_json import make_record
 from records.model import LogEntry, uuid_to_str
 from records.sources import read_entries
-from replay.reference import (
+from replay.reference.fold import (
     TABLES,
     VERSION_COLUMNS,
     current_rows,

@@ -30,20 +30,20 @@ from lakehouse.spark import DELTA_SPARK, DELTA_STATS_SKIPPING, lake_engine
 from lakehouse.spark_settings import INTERPRETED, WHOLE_STAGE_CODEGEN, file_statistics
 from lakehouse.tables import DERIVED_TABLES, METADATA_LOG, REPLAY_COVERAGE, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
-from replay import store
-from replay.query import (
+from replay.query.state import (
     QueryError,
     as_of,
     clusters,
     diff,
     history,
     iso_ms,
-    register_views,
     resolve_cluster,
     resolve_offset,
     state_at,
 )
-from replay.store import (
+from replay.query.views import register_views
+from replay.store import runs as store
+from replay.store.runs import (
     ANOMALIES,
     CHECKPOINT_SCHEMA,
     CHECKPOINTS,

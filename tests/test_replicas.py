@@ -1,4 +1,4 @@
-"""replay/replicas.py: per-replica history (a repeated replica id is one replica; the replica-broker range join
+"""replay/fold/replicas.py: per-replica history (a repeated replica id is one replica; the replica-broker range join
 does not depend on its offset buckets), on the one Spark replay compared with the reference fold (session
 fixtures ``compared`` and ``repeated`` of tests/conftest.py)."""
 
@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse.log_rows import entries_frame
-from replay.engine import replay
+from replay.fold.engine import replay
 from tests.table_rows import sorted_rows
 
 pytestmark = pytest.mark.spark
@@ -27,7 +27,7 @@ def test_replica_history_does_not_depend_on_the_join_buckets(spark: SparkSession
     """The replica-broker range join runs on offset buckets (about 16 over the log, at least 4096 offsets
     each, so these small logs use one). Without the minimum they are split into ~16 buckets that versions
     and broker intervals span, and the result must still be exactly the reference fold's replica_history."""
-    from replay import replicas
+    from replay.fold import replicas
 
     monkeypatch.setattr(replicas, "MIN_BUCKET", 1)
     clusters = ["sim-2-lost-last-isr-unclean", "sim-4-reassignment-under-failure", "sim-8-random"]

@@ -1,4 +1,4 @@
-"""replay/scram.py: SCRAM credentials as Kafka's ScramDelta replays them, on the hand-built log ``scram`` of
+"""replay/fold/scram.py: SCRAM credentials as Kafka's ScramDelta replays them, on the hand-built log ``scram`` of
 tests/image_parts_support.py (session fixture ``image_parts``)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 spark-avro) ``from_json`` with the struct type derived from the same schema. Both give the folds the same
 rows; payloads written under an older, narrower schema get the later fields at Kafka's defaults.
 
-The rules are replay/shapes.py's (record shapes from the lake's Avro schema registry)."""
+The rules are replay/core/shapes.py's (record shapes from the lake's Avro schema registry)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,8 @@ from records.avro_schema import UUID_NAME, record_schema
 from records.definitions import definitions
 from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_to_str
-from replay.engine import TABLE_KEYS, replay
-from replay.events import STATE_TYPES, visible
-from replay.reference import TABLES as REFERENCE_TABLES
-from replay.reference import reference_histories
-from replay.shapes import (
+from replay.core.events import STATE_TYPES, visible
+from replay.core.shapes import (
     RecordShapes,
     RegisteredSchema,
     has_spark_avro,
@@ -41,6 +38,9 @@ from replay.shapes import (
     record_shapes,
     shipped_schemas,
 )
+from replay.fold.engine import TABLE_KEYS, replay
+from replay.reference.fold import TABLES as REFERENCE_TABLES
+from replay.reference.fold import reference_histories
 from simulator import ScenarioOptions, run_scenario
 from tests.replay_tables_support import as_ingested
 from tests.table_rows import sorted_rows

@@ -1,4 +1,4 @@
-"""replay/snapshots.py: replaying from a snapshot gives exactly what the reference fold gives.
+"""replay/store/snapshots.py: replaying from a snapshot gives exactly what the reference fold gives.
 
 A simulated log whose segments before offset E are gone, plus a snapshot of the image at E-1 written the way
 Kafka writes images; Spark (``replay()`` and ``run_replay``) equals
@@ -18,11 +18,11 @@ from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_from_str
-from replay.coverage import SnapshotId
-from replay.engine import replay
-from replay.reference import Image, image_at, reference_histories
-from replay.snapshots import coverages, snapshot_input, with_snapshot_causes
-from replay.store import ANOMALIES, run_replay
+from replay.core.coverage import SnapshotId
+from replay.fold.engine import replay
+from replay.reference.fold import Image, image_at, reference_histories
+from replay.store.runs import ANOMALIES, run_replay
+from replay.store.snapshots import coverages, snapshot_input, with_snapshot_causes
 from simulator import ScenarioOptions, run_scenario
 from tests.replay_tables_support import (
     REFERENCE_TABLES,
@@ -114,7 +114,7 @@ def test_replay_from_a_snapshot_equals_the_reference_fold(spark: SparkSession, s
     for cluster, (tail, e, records) in snapshot_logs.items():
         for name, rows in reference_histories(tail, cluster, base_snapshot=(e, records), snapshot_epoch=1).items():
             want.setdefault(name, []).extend(rows)
-    _assert_same(got, want, "replay() from snapshots", drop_reason=True, names=REFERENCE_TABLES)
+    _assert_same(got, want, "replay() from snapshots", names=REFERENCE_TABLES)
     # the snapshot's versions start at E-1 with no append time
     first = [r for r in got["partition_history"] if r["cluster_id"] == "snap-recreate"]
     assert min(r["valid_from_offset"] for r in first) == 111

@@ -1,4 +1,4 @@
-"""replay/state_machines.py: Kafka's replica and partition state machines, on stories built with the simulator.
+"""replay/audit/state_machines.py: Kafka's replica and partition state machines, on stories built with the simulator.
 
 The stories are one lake replayed once per run (tests/state_machines_support.py, session fixtures of
 tests/conftest.py); the election audit, what-if and the incremental refresh of the derived tables on the same
@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
-from replay.state_machines import (
+from replay.audit.state_machines import (
     PARTITION_VALID_PREVIOUS,
     REPLICA_VALID_PREVIOUS,
     _valid,
@@ -49,12 +49,6 @@ PARTITION_TABLE = {
     "OfflinePartition": {"NewPartition", "OnlinePartition", "OfflinePartition"},
     "NonExistentPartition": {"OfflinePartition"},
 }
-
-
-@pytest.fixture(scope="module")
-def lake(state_machine_lake: Lake) -> Lake:
-    """The stories' lake (tests/state_machines_support.py), replayed once per run (tests/conftest.py)."""
-    return state_machine_lake
 
 
 @pytest.mark.parametrize(("table", "expected"), [(REPLICA_VALID_PREVIOUS, REPLICA_TABLE),

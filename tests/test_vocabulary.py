@@ -1,8 +1,8 @@
 """``records.vocabulary`` against Kafka's definitions and the folds that read through it: a definition and the
 vocabulary cannot drift apart without one of these failing.
 
-- every field the Spark folds read (``replay.events.kafka_field`` and its helpers, found in the folds' source) and
-  every field the reference fold reads (``replay.metadata_delta._value``) exists in Kafka's definition of that
+- every field the Spark folds read (``replay.core.events.kafka_field`` and its helpers, found in the folds' source) and
+  every field the reference fold reads (``replay.reference.metadata_delta._value``) exists in Kafka's definition of that
   record type, with a type the typing holds;
 - every default the folds rely on is Kafka's definition's default;
 - the columns that differ from the rule are declared once, each naming a real field.
@@ -25,11 +25,11 @@ from records.kafka_constants import (
     UNFENCE,
 )
 from records.vocabulary import COLUMN_EXCEPTIONS, column_name, default, field, fields, kafka_name
-from replay.events import STATE_TYPES
+from replay.core.events import STATE_TYPES
 
 REPLAY = Path(__file__).resolve().parents[1] / "replay"
 HELPERS = {"kafka_field", "kafka_default", "kafka_columns", "struct_columns", "kafka_struct"}
-# the Kafka types the typed struct ``r`` holds as the folds read them (replay.shapes: ints, longs, text, booleans)
+# the Kafka types the typed struct ``r`` holds as the folds read them (replay.core.shapes: ints, longs, text, booleans)
 READABLE = {"int8", "int16", "int32", "int64", "float64", "uuid", "string", "bool", "[]int32", "[]uuid", "[]string"}
 
 
@@ -62,7 +62,7 @@ def fields_read_by_the_spark_folds() -> set[tuple[str, str]]:
     for path in sorted(REPLAY.glob("*.py")):
         tree = ast.parse(path.read_text())
         if path.name != "events.py" and not any(
-                isinstance(node, ast.ImportFrom) and node.module == "replay.events"
+                isinstance(node, ast.ImportFrom) and node.module == "replay.core.events"
                 and HELPERS & {alias.name for alias in node.names} for node in tree.body):
             continue  # a function of the same name elsewhere is not the vocabulary's
         constants = _constants(tree)

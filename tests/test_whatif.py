@@ -1,4 +1,4 @@
-"""replay/whatif.py: the cluster as of an offset after some brokers fail, by Kafka's election rules (and the
+"""replay/audit/whatif.py: the cluster as of an offset after some brokers fail, by Kafka's election rules (and the
 ``whatif`` command), on the stories of tests/state_machines_support.py (one lake per run) and, for the configs in
 force (unclean election, min.insync.replicas and the ELR), of tests/audit_support.py."""
 
@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
-from replay.query import as_of
-from replay.store import run_replay
+from replay.query.state import as_of
+from replay.store.runs import run_replay
 from tests.state_machines_support import (
     Story,
     _cli,
@@ -25,15 +25,9 @@ from tests.state_machines_support import (
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def lake(state_machine_lake: Lake) -> Lake:
-    """The stories' lake (tests/state_machines_support.py), replayed once per run (tests/conftest.py)."""
-    return state_machine_lake
-
-
 def test_whatif_predicts_what_the_controller_then_did(spark: SparkSession, tmp_path: Path) -> None:
     """Fail broker X in a what-if at offset N, then really crash X in the simulator: the same leaders and ISRs."""
-    from replay.incidents import what_if_at
+    from replay.query.incidents import what_if_at
 
     sim = _cluster(5, seed=11)
     for t in range(3):
@@ -61,7 +55,7 @@ def test_whatif_predicts_what_the_controller_then_did(spark: SparkSession, tmp_p
 
 def test_whatif_unclean_elects_outside_the_isr(spark: SparkSession, lake: Lake, stories: dict[str, Story]) -> None:
     """rf2-clean, after the non-ISR replica came back: failing nobody else, only --unclean gets a leader."""
-    from replay.incidents import what_if_at
+    from replay.query.incidents import what_if_at
 
     k = stories["rf2-clean"].key
     other = next(b for b in (1, 2, 3) if b not in (k["first"], k["last"]))
@@ -92,7 +86,7 @@ def test_whatif_takes_unclean_election_from_the_configs_in_force(spark: SparkSes
                                                                  audit_stories: dict[str, Any]) -> None:
     """t-0 offline (its last ISR member fenced), the other replica back: once the topic's config allows it, the
     what-if elects it uncleanly without --unclean; --no-unclean overrides the log; before the config, nothing."""
-    from replay.incidents import what_if_at
+    from replay.query.incidents import what_if_at
 
     key = audit_stories["unclean-topic"].key
 
@@ -115,7 +109,7 @@ def test_whatif_keeps_the_elr_by_the_min_insync_replicas_in_force(spark: SparkSe
                                                                    eligible: bool) -> None:
     """Fail the leader before the simulator does: the same leader, ISR and ELR as Kafka's controller then wrote
     (min.insync.replicas 2 keeps the old leader eligible, 1 clears the ELR)."""
-    from replay.incidents import what_if_at
+    from replay.query.incidents import what_if_at
 
     key = audit_stories[cluster].key
     _, answer = what_if_at(spark, audit_lake, [key["leader"]], offset=key["before_leader_fails"], cluster_id=cluster)

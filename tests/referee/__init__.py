@@ -3,7 +3,7 @@ our reference fold, as images in one JSON shape, compared field by field.
 
 Kafka publishes a metadata image only after whole record batches (``MetadataBatchLoader``), and, when a
 metadata transaction begins mid-batch, just before its ``BeginTransactionRecord``. Our reference fold has an
-image after every record (``replay.reference.image_at``). So the two are compared at every offset Kafka
+image after every record (``replay.reference.fold.image_at``). So the two are compared at every offset Kafka
 publishes: after every batch, the only states a broker ever saw.
 """
 
@@ -24,10 +24,10 @@ from lakehouse.jars import Jars, JarSet, installed, kafka_jars, missing_reason
 from records.kafka_constants import ZK_MIGRATION_STATE_FEATURE
 from records.model import LogEntry, MetadataRecord
 from records.vocabulary import kafka_name
-from replay.image_parts_delta import QuotaEntity
-from replay.query import BROKER_FIELDS, PARTITION_FIELDS, kafka_fields
-from replay.reference import Image, fold
-from replay.reference_rows import (
+from replay.query.state import BROKER_FIELDS, PARTITION_FIELDS, kafka_fields
+from replay.reference.fold import Image, fold
+from replay.reference.image_parts_delta import QuotaEntity
+from replay.reference.rows import (
     broker_values,
     controller_values,
     delegation_token_values,
@@ -37,7 +37,7 @@ from replay.reference_rows import (
 from simulator import ScenarioOptions
 
 SOURCE = Path(__file__).with_name("KafkaFold.java")
-# The controllers in Kafka's camelCase (``state --format json`` has brokers, topics and partitions: replay.query).
+# The controllers in Kafka's camelCase (``state --format json`` has brokers, topics and partitions: replay.query.state).
 CONTROLLER_FIELDS = kafka_fields("controller_id", "incarnation_id", "zk_migration_ready", "endpoints", "features")
 # Kafka 3.9's FeaturesImage says metadata.version 3.0-IV1 (level 1, MINIMUM_KRAFT_VERSION) for a log that never
 # set it; 4.x says nothing (Optional.empty). Our image, like 4.x, holds only what a FeatureLevelRecord said.
@@ -187,7 +187,7 @@ def quota_key(entity: QuotaEntity, key: str) -> Any:
 
 
 def _part_json(image: Image, section: str, key: Any) -> dict[str, Any] | None:
-    """An entity of the image's other parts (``replay.image_parts_delta``) in KafkaFold's shape."""
+    """An entity of the image's other parts (``replay.reference.image_parts_delta``) in KafkaFold's shape."""
     if section == "configs":
         config = image.configs.get(key[:2], {}).get(key[2])
         return None if config is None else {"resourceType": key[0], "resourceName": key[1], "name": key[2],

@@ -1,0 +1,144 @@
+"""The replay: a stored metadata log → the cluster's history tables, all as DataFrame operations.
+
+Nothing here collects the log on the driver or runs Python per record; the same plan runs on
+``local[*]`` and on a cluster. The output is deterministic: every window has a total order
+(``visible_offset``, ``offset``) and every table is sorted by its key before it is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse.spark_settings import few_partitions
+from lakehouse.tables import (
+    ACL_HISTORY,
+    BROKER_HISTORY,
+    CLIENT_QUOTA_HISTORY,
+    CONFIG_HISTORY,
+    CONTROLLER_HISTORY,
+    DELEGATION_TOKEN_HISTORY,
+    FEATURE_HISTORY,
+    HISTORY_KEYS,
+    PARTITION_HISTORY,
+    PRODUCER_ID_HISTORY,
+    REPLICA_HISTORY,
+    SCRAM_HISTORY,
+    TOPIC_HISTORY,
+)
+from replay.core.events import transaction_anomalies, visible, with_base
+from replay.core.history import collapse, to_intervals
+from replay.core.shapes import RecordShapes, record_shapes
+from replay.fold.acls import ACL_KEY, ACL_VALUES, acl_states
+from replay.fold.brokers import BROKER_VALUES, broker_states, controller_states, feature_states, zk_migration_states
+from replay.fold.client_quotas import QUOTA_KEY, QUOTA_VALUES, quota_states
+from replay.fold.configurations import CONFIG_KEY, CONFIG_VALUES, config_states
+from replay.fold.delegation_tokens import TOKEN_KEY, TOKEN_VALUES, token_states
+from replay.fold.partitions import ARRAYS, partition_states, topic_events
+from replay.fold.producer_ids import PRODUCER_ID_KEY, PRODUCER_ID_VALUES, producer_id_states
+from replay.fold.replicas import replica_history
+from replay.fold.scram import SCRAM_KEY, SCRAM_VALUES, scram_states
+
+PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")
+PARTITION_VALUES = ("leader", "leader_epoch", "partition_epoch", *ARRAYS, "leader_recovery_state", "directories")
+
+TABLE_KEYS = HISTORY_KEYS  # the history tables and their keys, declared in the lake's registry
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    tables: dict[str, DataFrame]  # history tables (unordered; keys in TABLE_KEYS)
+    anomalies: DataFrame
+
+
+def _with_topic_names(partitions: DataFrame, topics: DataFrame) -> DataFrame:
+    """The topic's name when each partition version starts (a TopicRecord can rename a live id)."""
+    valid = ((F.col("p.cluster_id") == F.col("t.cluster_id")) & (F.col("p.topic_id") == F.col("t.topic_id"))
+             & (F.col("t.valid_from_offset") <= F.col("p.valid_from_offset"))
+             & (F.col("t.valid_to_offset").isNull() | (F.col("t.valid_to_offset") > F.col("p.valid_from_offset"))))
+    return partitions.alias("p").join(F.broadcast(topics.alias("t")), valid, "left").select(
+        "p.*", F.col("t.name").alias("topic_name"))
+
+
+def _versions(states: DataFrame, keyed: tuple[str, ...], values: tuple[str, ...]) -> DataFrame:
+    """An image part's history: a version per entity and visible offset, a record that changes nothing (the value
+    a key already has) continuing the version it finds, as Kafka's image does not change."""
+    return collapse(to_intervals(states, keyed, values), keyed, values)
+
+
+@dataclass(frozen=True)
+class ImageParts:
+    tables: dict[str, DataFrame]  # config_history ... producer_id_history (unordered)
+    anomalies: DataFrame  # the ACL removals and delegation tokens Kafka refuses
+
+
+def image_parts(others: DataFrame, shapes: RecordShapes, topics: DataFrame) -> ImageParts:
+    """The history of the image's configs, client quotas, ACLs, SCRAM credentials, delegation tokens and producer
+    ids (``ConfigurationsDelta``, ``ClientQuotasDelta``, ``AclsDelta``, ``ScramDelta``, ``DelegationTokenDelta``,
+    ``ProducerIdsDelta``): small families, folded from the small checkpoint of the non-partition records.
+    ``topics``: the topic events Kafka applies (``replay.fold.partitions.topic_events``), whose removals delete
+    configs."""
+    acls, tokens = acl_states(others, shapes), token_states(others, shapes)
+    return ImageParts({
+        CONFIG_HISTORY: _versions(config_states(others, shapes, topics), CONFIG_KEY, CONFIG_VALUES),
+        CLIENT_QUOTA_HISTORY: _versions(quota_states(others, shapes), QUOTA_KEY, QUOTA_VALUES),
+        ACL_HISTORY: _versions(acls.states, ACL_KEY, ACL_VALUES),
+        SCRAM_HISTORY: _versions(scram_states(others, shapes), SCRAM_KEY, SCRAM_VALUES),
+        DELEGATION_TOKEN_HISTORY: _versions(tokens.states, TOKEN_KEY, TOKEN_VALUES),
+        PRODUCER_ID_HISTORY: _versions(producer_id_states(others, shapes), PRODUCER_ID_KEY, PRODUCER_ID_VALUES),
+    }, acls.anomalies.unionByName(tokens.anomalies))
+
+
+def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None) -> ReplayResult:
+    """Replay ``log`` (rows in the ``metadata_log`` shape, one or more clusters).
+
+    ``base``: already-visible events applied before the log of their cluster (``replay.core.events.with_base``):
+    the records of the snapshot a truncated log starts from (``replay.store.snapshots``), or the seeds of an
+    incremental replay (``replay.fold.incremental``). ``shapes``: how records are typed (``replay.core.shapes``; the
+    lake's registry via ``replay.core.shapes.lake_shapes``), by default the shipped schemas."""
+    if shapes is None:
+        shapes = record_shapes(log.sparkSession)
+    # Every table reads the events, and replicas read partitions and brokers: compute each once. A local
+    # checkpoint, not persist(): it also cuts the plan, so the plans built on it stay small (persisted
+    # plans are re-analysed in full by every query that uses them and stay in the driver's cache manager).
+    events = few_partitions(with_base(visible(log, shapes), base, shapes)).localCheckpoint(eager=True)
+    # Nearly every record is a Partition(Change)Record; the other folds (and their anomalies) each parse
+    # a record type or two, so they scan a small checkpoint of the rest instead of the whole log each time.
+    others = events.where(~F.col("record_type").isin(*PARTITION_TYPES)).localCheckpoint(eager=True)
+    topics = topic_events(others, shapes)
+    partitions = partition_states(events, topics.topic_events, shapes, others)
+    brokers = broker_states(others, shapes)
+
+    topic_history = to_intervals(
+        topics.topic_events.withColumn("is_tombstone", F.col("kind") == "remove"),
+        ("cluster_id", "topic_id"), ("name",)).localCheckpoint(eager=True)
+    partition_history = _with_topic_names(to_intervals(
+        partitions.states.withColumn("is_tombstone", F.col("kind") == "delete"),
+        ("cluster_id", "topic_id", "partition_id"), PARTITION_VALUES), topic_history).localCheckpoint(eager=True)
+    broker_history = collapse(
+        to_intervals(brokers.states.withColumn("registers", F.col("kind") == "register"),
+                     ("cluster_id", "broker_id"), (*BROKER_VALUES, "registers")),
+        ("cluster_id", "broker_id"), BROKER_VALUES, restart="registers").drop("registers").localCheckpoint(eager=True)
+    zk_migration = zk_migration_states(others, shapes)
+    feature_history = _versions(feature_states(others, shapes).unionByName(zk_migration.states),
+                                ("cluster_id", "feature"), ("level",))
+    controller_history = to_intervals(
+        controller_states(others, shapes), ("cluster_id", "controller_id"),
+        ("incarnation_id", "zk_migration_ready", "endpoints", "features"))
+    tables = {
+        PARTITION_HISTORY: partition_history,
+        BROKER_HISTORY: broker_history,
+        TOPIC_HISTORY: topic_history,
+        FEATURE_HISTORY: feature_history,
+        CONTROLLER_HISTORY: controller_history,
+    }
+    tables[REPLICA_HISTORY] = replica_history(partition_history, broker_history)
+    parts = image_parts(others, shapes, topics.topic_events)
+    tables.update(parts.tables)
+    anomalies = (transaction_anomalies(log).unionByName(topics.anomalies).unionByName(partitions.anomalies)
+                 .unionByName(brokers.anomalies).unionByName(zk_migration.anomalies).unionByName(parts.anomalies))
+    # Unordered: ``replay.store.runs.write_sorted`` sorts each table as it writes it (a sort here would make Spark
+    # run the whole plan twice, once to sample the range boundaries of the sort).
+    return ReplayResult(tables, anomalies)

@@ -1,0 +1,354 @@
+"""Partitions and topics: Kafka's ``TopicsDelta``/``PartitionRegistration.merge`` as window functions.
+
+Each partition's events (PartitionRecord = create, PartitionChangeRecord = change, the partitions
+of a RemoveTopicRecord = delete, the partitions a ClearElrRecord names = clear) are ordered as Kafka
+applies them. A *generation* starts at every create or delete; inside a create generation each field
+is the last value a record set (``null`` arrays, leader ``-2`` and recovery state ``-1`` set nothing),
+the leader epoch is the created epoch plus the number of records that named a leader, the partition
+epoch the created epoch plus the number of changes (a clear counts only where it emptied an ELR).
+Changes Kafka would refuse (unknown partition, removed topic, directories that do not match the replicas, a
+clear of an unknown topic name) and PartitionRecords of unknown topics are not applied and come out as
+anomalies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.window import WindowSpec
+
+from records.kafka_constants import (
+    MIGRATING_DIR,
+    NO_LEADER_CHANGE,
+    NO_RECOVERY_STATE_CHANGE,
+    RECOVERY_STATES,
+)
+from records.vocabulary import column_name, default
+from replay.core.events import kafka_columns, kafka_default, kafka_field, ordered, parsed, running
+from replay.core.refusal_columns import reason_column
+from replay.core.refusals import (
+    INVALID_LEADER_RECOVERY_STATE,
+    ISR_NOT_WITHIN_REPLICAS,
+    LEADER_NOT_IN_REPLICAS,
+    LIST_SEPARATOR,
+    PARTITION_CHANGE_DIRECTORIES_MISMATCH,
+    PARTITION_DIRECTORIES_MISMATCH,
+    UNKNOWN_PARTITION_CHANGE,
+    UNKNOWN_TOPIC_ELR_CLEAR,
+    UNKNOWN_TOPIC_PARTITION,
+    UNKNOWN_TOPIC_REMOVAL,
+)
+from replay.core.shapes import RecordShapes
+
+KEY = ("topic_id", "partition_id")
+ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
+EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
+CLEAR_ELR = "ClearElrRecord"
+TOPIC, REMOVE_TOPIC = "TopicRecord", "RemoveTopicRecord"
+PARTITION, CHANGE = "PartitionRecord", "PartitionChangeRecord"
+CHANGES = ("change", "clear")  # the event kinds that merge into a live partition (PartitionRegistration.merge)
+
+
+@dataclass(frozen=True)
+class TopicsResult:
+    topic_events: DataFrame  # valid create/remove events of topics
+    anomalies: DataFrame
+
+
+def topic_events(events: DataFrame, shapes: RecordShapes) -> TopicsResult:
+    """Topic creations and removals; a removal of a topic id that is not live is refused."""
+    created = parsed(events, TOPIC, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(TOPIC, "topicId", "name"), F.lit("create").alias("kind"))
+    removed = parsed(events, REMOVE_TOPIC, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(REMOVE_TOPIC, "topicId"), F.lit(None).cast("string").alias("name"),
+        F.lit("remove").alias("kind"))
+    both = created.unionByName(removed)
+    by_topic = ordered("cluster_id", "topic_id")
+    with_prev = both.withColumn("prev_kind", F.lag("kind").over(by_topic))
+    # A removal applies only to a live topic: the previous *applied* event is its creation. Two
+    # removals in a row: the second finds the topic gone (lag sees the first removal).
+    after_create = F.coalesce(F.col("prev_kind") == "create", F.lit(False))
+    valid = (F.col("kind") == "create") | after_create
+    with_prev = with_prev.withColumn("replaces", (F.col("kind") == "create") & after_create)
+    anomalies = with_prev.where(~valid).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        reason_column(UNKNOWN_TOPIC_REMOVAL, topic_id="topic_id").alias("reason"))
+    return TopicsResult(with_prev.where(valid).drop("prev_kind"), anomalies)
+
+
+def topic_live_intervals(topics: DataFrame) -> DataFrame:
+    """[from, to) positions (visible offset, offset) in which each topic id is live."""
+    by_topic = ordered("cluster_id", "topic_id")
+    return (topics.withColumn("to_visible", F.lead("visible_offset").over(by_topic))
+            .withColumn("to_offset", F.lead("offset").over(by_topic))
+            .withColumn("to_seq", F.lead("seq").over(by_topic))
+            .where(F.col("kind") == "create")
+            .select("cluster_id", "topic_id", "name", F.col("visible_offset").alias("from_visible"),
+                    F.col("offset").alias("from_offset"), F.col("seq").alias("from_seq"), "to_visible", "to_offset",
+                    "to_seq"))
+
+
+def _after(position: tuple[Column, Column, Column], start: tuple[Column, Column, Column]) -> Column:
+    """``position`` (visible offset, offset, seq) comes at or after ``start`` in Kafka's apply order."""
+    (visible, offset, seq), (start_visible, start_offset, start_seq) = position, start
+    return (visible > start_visible) | ((visible == start_visible) & (
+        (offset > start_offset) | ((offset == start_offset) & (seq >= start_seq))))
+
+
+def _while_live(event: str, interval: str) -> Column:
+    """Event alias ``event`` comes while the topic interval alias ``interval`` (``topic_live_intervals``) is live."""
+    position = (F.col(f"{event}.visible_offset"), F.col(f"{event}.offset"), F.col(f"{event}.seq"))
+
+    def bound(prefix: str) -> tuple[Column, Column, Column]:
+        return (F.col(f"{interval}.{prefix}_visible"), F.col(f"{interval}.{prefix}_offset"),
+                F.col(f"{interval}.{prefix}_seq"))
+
+    return ((F.col(f"{event}.cluster_id") == F.col(f"{interval}.cluster_id")) & _after(position, bound("from"))
+            & (F.col(f"{interval}.to_visible").isNull() | ~_after(position, bound("to"))))
+
+
+@dataclass(frozen=True)
+class ClearsResult:
+    clears: DataFrame  # one "clear" event per partition key ever created under a topic id the record names
+    anomalies: DataFrame
+
+
+def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsResult:
+    """``TopicsDelta.replay(ClearElrRecord)``: the partitions of the topic live under that name (of every live
+    topic when the name is empty) get their ELR and last known ELR emptied, as a PartitionChangeRecord setting
+    both to ``[]`` would; a name no live topic has is refused. ``records``: ClearElrRecord events typed as ``r``;
+    ``live``: ``topic_live_intervals``; ``keys``: the partitions ever created. Which clears change a partition
+    (an ELR to empty) is decided with the partition's state: ``_effective_clears``."""
+    clear_records, intervals = records.alias("c"), live.alias("t")
+    name = F.coalesce(F.col("c.r.topicName"), F.lit(default(CLEAR_ELR, "topicName")))
+    named = (name == "") | (F.col("t.name") == name)
+    matched = clear_records.join(F.broadcast(intervals), _while_live("c", "t") & named, "left").select(
+        *[F.col(f"c.{column}") for column in EVENT_COLUMNS], name.alias("topic_name"), F.col("t.topic_id"))
+    refused = matched.where(F.col("topic_id").isNull() & (F.col("topic_name") != "")).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        reason_column(UNKNOWN_TOPIC_ELR_CLEAR, topic_name="topic_name").alias("reason"))
+    empty = F.array().cast("array<int>")
+    clears = matched.join(keys, ["cluster_id", "topic_id"]).select(
+        *EVENT_COLUMNS, *KEY, F.lit("clear").alias("kind"),
+        empty.alias("eligible_leader_replicas"), empty.alias("last_known_elr"))
+    return ClearsResult(clears, refused)
+
+
+def _effective_clears(events: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
+    """``events`` without the clears that found no ELR and no last known ELR: Kafka merges a partition only where
+    one of them is not empty, so only there does a clear move the partition epoch on and make a version."""
+    before = ordered(*keyed).rowsBetween(Window.unboundedPreceding, -1)
+    had = F.lit(False)
+    for column in ("eligible_leader_replicas", "last_known_elr"):
+        had = had | F.coalesce(F.size(_in_generation(column, before)) > 0, F.lit(False))
+    return events.withColumn("_had_elr", had).where((F.col("kind") != "clear") | F.col("_had_elr")).drop("_had_elr")
+
+
+@dataclass(frozen=True)
+class PartitionsResult:
+    states: DataFrame  # one row per applied event: the partition after it
+    anomalies: DataFrame
+
+
+def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
+                     others: DataFrame | None = None) -> PartitionsResult:
+    """The partition registration after every applied Partition/PartitionChange record and ELR clear.
+    ``others``: the events without Partition(Change)Records, where ClearElrRecords are looked for (default
+    ``events``); a log without one runs the plan it always ran."""
+    created = parsed(events, PARTITION, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(PARTITION, "topicId", "partitionId"), F.lit("create").alias("kind"),
+        *kafka_columns(PARTITION, "replicas", "isr"),
+        *kafka_columns(PARTITION, "addingReplicas", "removingReplicas", defaults=True),
+        # PartitionRegistration's constructor: a null ELR or last known ELR (a record before them) is empty
+        F.coalesce(kafka_field(PARTITION, "eligibleLeaderReplicas"), F.array().cast("array<int>")).alias(
+            column_name("eligibleLeaderReplicas")),
+        F.coalesce(kafka_field(PARTITION, "lastKnownElr"), F.array().cast("array<int>")).alias(
+            column_name("lastKnownElr")),
+        *kafka_columns(PARTITION, "leader"), kafka_field(PARTITION, "leaderEpoch").alias("base_leader_epoch"),
+        kafka_field(PARTITION, "partitionEpoch").alias("base_partition_epoch"),
+        *kafka_columns(PARTITION, "leaderRecoveryState", defaults=True),
+        # PartitionRegistration(PartitionRecord): no directories are none (defaultToMigrating makes them MIGRATING)
+        kafka_default(PARTITION, "directories").alias("record_dirs"))
+    leader, recovery = kafka_default(CHANGE, "leader"), kafka_default(CHANGE, "leaderRecoveryState")
+    changed = parsed(events, CHANGE, shapes).select(
+        *EVENT_COLUMNS, *kafka_columns(CHANGE, "topicId", "partitionId"), F.lit("change").alias("kind"),
+        # null (Kafka's default) changes nothing
+        *kafka_columns(CHANGE, "replicas", "isr", "addingReplicas", "removingReplicas", "eligibleLeaderReplicas",
+                       "lastKnownElr"),
+        # NO_LEADER_CHANGE (Kafka's default) = no change; anything else sets it and bumps the epoch
+        F.when(leader != NO_LEADER_CHANGE, leader).alias("leader"),
+        F.lit(None).cast("int").alias("base_leader_epoch"), F.lit(None).cast("int").alias("base_partition_epoch"),
+        F.when(recovery != NO_RECOVERY_STATE_CHANGE, recovery).alias("leader_recovery_state"),
+        kafka_field(CHANGE, "directories").alias("record_dirs"))  # null: unchanged; [] is a list, of no directories
+
+    # PartitionRecords need a live topic (TopicsDelta.getOrCreateTopicDelta throws otherwise).
+    live = topic_live_intervals(topics).alias("t")
+    in_topic = (F.col("c.topic_id") == F.col("t.topic_id")) & _while_live("c", "t")
+    matched = created.alias("c").join(live, in_topic, "left").select(
+        "c.*", F.col("t.topic_id").isNotNull().alias("topic_live"))
+    matched = matched.localCheckpoint(eager=True)  # the creations and their refusals: one parse, one join
+    malformed = _mismatched_directories() | _invalid_recovery_state()
+    refused_creates = matched.where(~F.col("topic_live") | malformed).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.when(~F.col("topic_live"), _partition_reason(UNKNOWN_TOPIC_PARTITION))
+        .when(_mismatched_directories(), _partition_reason(PARTITION_DIRECTORIES_MISMATCH))
+        .otherwise(_invalid_recovery_state_reason()).alias("reason"))
+    creates = matched.where(F.col("topic_live") & ~malformed).drop("topic_live")
+
+    # RemoveTopicRecord deletes every partition ever created under that topic id; a TopicRecord for a
+    # live topic id replaces the topic with no partitions (TopicsDelta), which deletes them too.
+    removes = topics.where((F.col("kind") == "remove") | F.col("replaces")).select(
+        "cluster_id", "topic_id", "offset", "visible_offset", "visible_time_ms", "record_type", "seq")
+    keys = creates.select("cluster_id", *KEY).distinct()
+    deletes = removes.join(keys, ["cluster_id", "topic_id"]).select(
+        *EVENT_COLUMNS, "topic_id", "partition_id", F.lit("delete").alias("kind"))
+    clear_records = parsed(events if others is None else others, CLEAR_ELR, shapes).localCheckpoint(eager=True)
+    clearing = not clear_records.isEmpty()  # rare records: without them, no clear events and no extra window
+    if clearing:
+        cleared = elr_clears(clear_records, live, keys)
+
+    # checkDirectories refuses a change whose own replicas and directories differ in length, and
+    # LeaderRecoveryState.changeTo a recovery state Kafka does not know. Malformed changes stay in the stream
+    # (flagged; a change never starts a generation) so the log's largest record type is parsed once: the
+    # refusals below read the checkpointed stream.
+    changed = changed.withColumn("malformed", _mismatched_directories() | _invalid_recovery_state())
+    stream = (creates.withColumn("malformed", F.lit(False)).unionByName(changed)
+              .unionByName(deletes, allowMissingColumns=True))
+    if clearing:
+        stream = stream.unionByName(cleared.clears, allowMissingColumns=True)
+    stream = stream.withColumn("malformed", F.coalesce("malformed", F.lit(False)))
+    keyed = ("cluster_id", *KEY)
+    # One window spec for every window of the partition fold (``_states``, ``to_intervals``): Spark sorts the events
+    # once. A generation's kind is the last create or delete so far (none before the first).
+    stream = stream.select(
+        "*", F.sum(F.when(_starts_generation(), 1).otherwise(0)).over(running(*keyed)).alias("generation"),
+        _in_generation_start("kind", running(*keyed)).alias("generation_kind"))
+    stream = stream.localCheckpoint(eager=True)  # read by the states, the tombstones and the refusals
+    applied = ~F.col("malformed") & ((F.col("kind") == "create") | (
+        F.col("kind").isin(*CHANGES) & F.coalesce(F.col("generation_kind") == "create", F.lit(False))))
+    # Both refusals of a change in one scan of the stream: malformed, or no live partition to apply it to.
+    lengths_refused = _partition_reason(PARTITION_CHANGE_DIRECTORIES_MISMATCH)
+    refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.when(F.col("malformed") & _mismatched_directories(), lengths_refused)
+        .when(F.col("malformed"), _invalid_recovery_state_reason())
+        .otherwise(_partition_reason(UNKNOWN_PARTITION_CHANGE)).alias("reason"))
+    # The deletions ride along the applied events (their versions stay empty): ``to_intervals`` ends a partition's
+    # last version at its deletion in the same sorted stream.
+    live_events = stream.where(applied | (F.col("kind") == "delete"))
+    if clearing:
+        live_events = _effective_clears(live_events, keyed)
+    states, refused_by_state = _states(live_events, keyed)
+    state = states.where(F.col("kind") != "delete")
+    refused_changes = refused_changes.unionByName(refused_by_state.select(
+        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        lengths_refused.alias("reason")))
+    # Both invariant checks in one scan of the states: each version gives zero, one or two reasons.
+    replicas = F.array_join("replicas", LIST_SEPARATOR)
+    leader_outside = F.when((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader")), _partition_reason(
+        LEADER_NOT_IN_REPLICAS, skip_nulls=True, leader="leader", replicas=replicas))
+    isr_outside = F.when(F.size(F.array_except("isr", "replicas")) > 0, _partition_reason(
+        ISR_NOT_WITHIN_REPLICAS, skip_nulls=True, isr=F.array_join("isr", LIST_SEPARATOR), replicas=replicas))
+    invariants = state.select(
+        "cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
+        F.explode(F.filter(F.array(leader_outside, isr_outside), lambda reason: reason.isNotNull())).alias("reason"))
+    anomalies = refused_creates.unionByName(refused_changes).unionByName(invariants)
+    if clearing:
+        anomalies = anomalies.unionByName(cleared.anomalies)
+    return PartitionsResult(states, anomalies)
+
+
+def _mismatched_directories() -> Column:
+    """``checkDirectories``: a record that sets replicas and a non-empty directory list of another length."""
+    return (F.col("replicas").isNotNull() & F.col("record_dirs").isNotNull() & (F.size("record_dirs") > 0)
+            & (F.size("record_dirs") != F.size("replicas")))
+
+
+def _invalid_recovery_state() -> Column:
+    """``LeaderRecoveryState.of`` throws for a value other than RECOVERED and RECOVERING (a change's ``NO_CHANGE``
+    is null here, and a PartitionRecord's ``NO_CHANGE`` is invalid too)."""
+    return F.coalesce(~F.col("leader_recovery_state").isin(*RECOVERY_STATES), F.lit(False))
+
+
+def _partition_reason(template: str, *, skip_nulls: bool = False, **values: Column | str) -> Column:
+    """A reason (``replay.core.refusals``) naming the row's partition: its ``{topic_id}`` and ``{partition_id}``."""
+    return reason_column(template, skip_nulls=skip_nulls, topic_id="topic_id", partition_id="partition_id", **values)
+
+
+def _invalid_recovery_state_reason() -> Column:
+    """The refusal's reason, in the words of Kafka's ``LeaderRecoveryState.of``."""
+    return reason_column(INVALID_LEADER_RECOVERY_STATE, state="leader_recovery_state")
+
+
+def _in_generation(column: str, window: WindowSpec) -> Column:
+    """The last non-null ``column`` of the row's generation in ``window`` (a partition's events of every generation,
+    in apply order), null when the generation has none: what a window per generation gives, without sorting the
+    events by generation too."""
+    set_in = F.last(F.when(F.col(column).isNotNull(), F.col("generation")), ignorenulls=True).over(window)
+    return F.when(set_in == F.col("generation"), F.last(column, ignorenulls=True).over(window))
+
+
+def _since_generation_start(running_count: str, window: WindowSpec) -> Column:
+    """A running count over a partition's events (column ``running_count``) counted from the row's generation
+    start on: a generation starts with a create or delete, which the counts do not count."""
+    return F.col(running_count) - _in_generation_start(running_count, window)
+
+
+def _starts_generation() -> Column:
+    """A create or a delete: every other event kind merges into the live partition."""
+    return ~F.col("kind").isin(*CHANGES)
+
+
+def _in_generation_start(column: str, window: WindowSpec) -> Column:
+    """``column`` at the row's generation start (its last create or delete; null before the first)."""
+    return F.last(F.when(_starts_generation(), F.col(column)), ignorenulls=True).over(window)
+
+
+def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
+    """The partition after every applied event, and the changes refused for their directories.
+
+    ``PartitionRegistration.merge`` keeps the old directories when a change has none, and
+    ``defaultToMigrating`` turns a list that is all MIGRATING (or empty) into MIGRATING for every replica of the
+    new assignment. So the directories after an event are the last list a record gave (PartitionRecord: its own,
+    none = empty): MIGRATING for each replica when that list is all MIGRATING, else the list itself, which the
+    registration's constructor refuses unless it has one entry per replica. Whether a change is refused so
+    depends on the state before it: each round finds the first such refusal of every generation (the state
+    before it is right), drops it, and folds again; a log without one takes a single round."""
+    upto = running(*keyed)  # a partition's events (every generation) up to this one
+    event = [*keyed, "generation", "visible_offset", "offset", "seq"]
+    refused: DataFrame | None = None
+    while True:
+        events = live_events if refused is None else live_events.join(
+            F.broadcast(refused.select(*event)), event, "left_anti")
+        counted = events.select(
+            "*", F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(upto)
+            .alias("_leaders"),
+            F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(upto).alias("_changes"))
+        state = counted.select(
+            *EVENT_COLUMNS, *KEY, "kind", "generation",
+            *[_in_generation(name, upto).alias(name) for name in ARRAYS],
+            _in_generation("leader", upto).alias("leader"),
+            (_in_generation("base_leader_epoch", upto) + _since_generation_start("_leaders", upto)
+             ).alias("leader_epoch"),
+            (_in_generation("base_partition_epoch", upto) + _since_generation_start("_changes", upto)
+             ).alias("partition_epoch"),
+            _in_generation("leader_recovery_state", upto).alias("leader_recovery_state"),
+            _in_generation("record_dirs", upto).alias("last_dirs"))
+        migrating = F.forall("last_dirs", lambda directory: directory == F.lit(MIGRATING_DIR))
+        state = state.select(
+            "*", F.when(migrating, F.array_repeat(F.lit(MIGRATING_DIR), F.size("replicas")))
+            .otherwise(F.col("last_dirs")).alias("directories"),
+            (~migrating & (F.size("last_dirs") != F.size("replicas"))).alias("lengths_differ")).drop("last_dirs")
+        # The states feed the history and the invariant checks: checkpointed, so the anomalies do not
+        # recompute the windows.
+        state = state.localCheckpoint(eager=True)
+        first = (state.where("lengths_differ")
+                 .groupBy(*keyed, "generation")
+                 .agg(F.min(F.struct("visible_offset", "offset", "seq", "record_type")).alias("e"))
+                 .select(*keyed, "generation", "e.*"))
+        if first.isEmpty():
+            empty = state.where(F.lit(False)).select(*event, "record_type")
+            return state.drop("lengths_differ"), empty if refused is None else refused
+        refused = (first if refused is None else refused.unionByName(first)).localCheckpoint(eager=True)

@@ -1,0 +1,167 @@
+"""Tables derived from the replayed history: the controller state machines and the election audit.
+
+They are functions of ``partition_history``, ``replica_history`` and ``broker_history`` alone, one partition
+at a time (the brokers are the only input shared by partitions). A full replay computes them from the
+history tables it has just written. An incremental replay recomputes only the partitions the new records can
+change (``affected_partitions``) and replaces only the files of rows that may still change (``mutable`` in
+``replay.store.layout``): every derived row is causal, a row about offsets up to the checkpoint C depends only on
+the history up to C, except the rows kept apart as mutable (open versions, an election's lost leader not yet
+explained), so the rows of other files are the same whether computed before or after C.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from operator import or_
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse.spark_settings import keyed_checkpoint
+from lakehouse.tables import (
+    BROKER_HISTORY,
+    ELECTIONS,
+    LEADERLESS_PERIODS,
+    PARTITION_HISTORY,
+    PARTITION_STATE_HISTORY,
+    REPLICA_HISTORY,
+    REPLICA_STATE_HISTORY,
+)
+from replay.audit.effective_configs import ConfigsInForce
+from replay.audit.elections import (
+    broker_status,
+    elections,
+    explained_losses,
+    leaderless_periods,
+    resumed_leaderless_periods,
+)
+from replay.audit.state_machines import (
+    DELETION_INELIGIBLE,
+    PARTITION_KEY,
+    partition_state_history,
+    replica_state_history,
+)
+from replay.core.safe_points import SAFE_POINT, SafePoints
+from replay.store.layout import mutable
+
+
+def distributed_versions(partition_history: DataFrame, replica_history: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The versions as the derived tables read them. Every derived table is a set of windows and aggregates per
+    partition (or per replica of a partition) in offset order: the partition versions, read by most of them, are
+    distributed and sorted so once (a checkpoint), and none of them shuffles or sorts them again; the replica
+    versions, read once (the replica states), are distributed by partition."""
+    return (keyed_checkpoint(partition_history, PARTITION_KEY, ("valid_from_offset",)),
+            replica_history.repartition(*PARTITION_KEY))
+
+
+def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
+    """``history``: at least partition_history, replica_history and broker_history; ``configs``: what the
+    election audit judges elections by (``replay.audit.election_configs``)."""
+    partitions, replicas = distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY])
+    brokers = history[BROKER_HISTORY]
+    audit = elections(partitions, brokers, configs=configs).localCheckpoint(eager=True)
+    return {
+        REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers),
+        PARTITION_STATE_HISTORY: partition_state_history(partitions),
+        ELECTIONS: audit,
+        LEADERLESS_PERIODS: leaderless_periods(partitions, audit),
+    }
+
+
+# table → its offset columns: a row with one of them after the checkpoint C was made (or changed) by the records
+# after C; a row with none, and not mutable, was written as it is by an earlier replay.
+_OFFSETS: dict[str, tuple[str, ...]] = {
+    REPLICA_STATE_HISTORY: ("valid_to_offset",),
+    PARTITION_STATE_HISTORY: ("valid_to_offset",),
+    ELECTIONS: ("offset", "lost_leader_cause_offset"),
+    LEADERLESS_PERIODS: ("valid_to_offset", "cause_offset"),
+}
+# The history tables an incremental replay updates file by file (only the files of open versions); the small
+# ones are rewritten whole.
+GROWING_HISTORY = (PARTITION_HISTORY, REPLICA_HISTORY)
+
+
+def _mutable(name: str, columns: list[str]) -> Column:
+    rows = mutable(name, columns)
+    assert rows is not None, f"{name} has no mutable rows"
+    return rows
+
+
+def _late(columns: tuple[str, ...]) -> Column:
+    """One of ``columns`` is after the row's cluster's checkpoint ``_c`` (a null one is not)."""
+    return reduce(or_, [F.coalesce(F.col(c) > F.col(SAFE_POINT), F.lit(False)) for c in columns])
+
+
+def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiting: dict[str, DataFrame],
+                        checkpoints: SafePoints) -> DataFrame:
+    """The partitions whose derived rows an increment may change (``cluster_id, topic_id, partition_id``).
+
+    ``changed``: the rows of partition_history and replica_history the increment wrote; ``brokers``: the
+    whole broker_history; ``waiting``: the stored mutable rows of the derived tables; ``checkpoints``:
+    ``cluster_id, _c`` of the clusters with new records. A partition is affected when one of its versions
+    starts or ends after C, when a deletion of one of its replicas waits for a broker that changed after C,
+    or when an election of it waits for the next state change of the broker that lost the leader."""
+    def after(df: DataFrame, *columns: str) -> DataFrame:
+        return checkpoints.join(df).where(_late(columns))
+
+    parts = [after(changed[name], "valid_from_offset", "valid_to_offset").select(*PARTITION_KEY)
+             for name in GROWING_HISTORY]
+    moved = F.broadcast(after(brokers, "valid_from_offset", "valid_to_offset")
+                        .select("cluster_id", "broker_id").distinct())
+    deletions = waiting[REPLICA_STATE_HISTORY].where(
+        (F.col("state") == DELETION_INELIGIBLE) & F.col("valid_to_offset").isNull())
+    parts.append(deletions.join(moved, ["cluster_id", "broker_id"]).select(*PARTITION_KEY))
+    open_elections = mutable(ELECTIONS, waiting[ELECTIONS].columns)
+    if open_elections is not None:
+        losses = waiting[ELECTIONS].where(open_elections)
+        parts.append(losses.join(moved.withColumnRenamed("broker_id", "previous_leader"),
+                                 ["cluster_id", "previous_leader"]).select(*PARTITION_KEY))
+    return reduce(DataFrame.unionByName, parts).distinct()
+
+
+def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: dict[str, DataFrame],
+                       affected: DataFrame, checkpoints: SafePoints, configs: ConfigsInForce | None = None
+                       ) -> dict[str, DataFrame]:
+    """The derived rows of the ``affected`` partitions from their checkpoint C on, without their history
+    before C: the windows run over the versions live after C (``live``: rows of partition_history and
+    replica_history that hold at least those) and go on from the stored mutable rows (``stored``), the state
+    at C, as an incremental replay goes on from its seeds. ``brokers``: the whole broker_history; ``configs``:
+    as in ``derived_tables`` (an election's configs are those in force at its offset: causal too).
+
+    Rows about offsets up to C come out too, some of them not as a full replay has them: ``refreshed_rows``
+    keeps only the late and mutable ones, which are exact."""
+    keys = F.broadcast(affected)
+
+    def after_c(df: DataFrame) -> DataFrame:
+        return (checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi"))
+                .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
+                .drop(SAFE_POINT))
+
+    partitions, replicas = distributed_versions(after_c(live[PARTITION_HISTORY]), after_c(live[REPLICA_HISTORY]))
+    opened = {name: checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns)))
+              .localCheckpoint(eager=True) for name, df in stored.items()}
+    status = broker_status(brokers).localCheckpoint(eager=True)
+    audit = elections(partitions, brokers, status, configs).unionByName(
+        explained_losses(opened[ELECTIONS].drop(SAFE_POINT), status)).localCheckpoint(eager=True)
+    return {
+        REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers,
+                                                     opened[REPLICA_STATE_HISTORY]),
+        PARTITION_STATE_HISTORY: partition_state_history(partitions, opened[PARTITION_STATE_HISTORY]),
+        ELECTIONS: audit,
+        LEADERLESS_PERIODS: resumed_leaderless_periods(partitions, audit, opened[LEADERLESS_PERIODS],
+                                                       checkpoints),
+    }
+
+
+def refreshed_rows(name: str, stored: DataFrame, recomputed: DataFrame, affected: DataFrame,
+                   checkpoints: SafePoints) -> DataFrame:
+    """What replaces the ``stored`` files of derived table ``name`` (those of its mutable rows; every file of a
+    table not written split): their rows of the partitions not affected and their settled rows, and the
+    recomputed rows of the affected partitions that are mutable or have an offset after C (the settled ones
+    are in the files that stay, or among the stored settled rows)."""
+    keys = F.broadcast(affected)
+    kept = stored.join(keys, list(PARTITION_KEY), "left_anti").unionByName(
+        stored.join(keys, list(PARTITION_KEY), "left_semi").where(~_mutable(name, stored.columns)))
+    fresh = checkpoints.join(recomputed).where(
+        _late(_OFFSETS[name]) | _mutable(name, recomputed.columns)).select(*recomputed.columns)
+    return kept.select(*recomputed.columns).unionByName(fresh)

@@ -1,0 +1,360 @@
+"""The replay into the lake: ``metadata_log`` → the history tables, ``replay_anomalies`` and a checkpoint row.
+
+Every table is written in one deterministic layout (``replay.store.layout``): sorted by its key and
+``valid_from_offset``, at most ``ROWS_PER_FILE`` rows per file, open versions apart from closed ones. The same
+input therefore gives byte-identical Parquet data files whatever ``spark.sql.shuffle.partitions`` is (only the
+generated file names differ).
+
+Replaying one cluster (``cluster_id=...``) replaces only that cluster's rows: the rows of the other clusters are
+read from the current version of each table and written back unchanged. Every table's name, key or sort order
+and schema is declared in the lake's registry (``lakehouse.tables``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse.concurrent_jobs import run_concurrently
+from lakehouse.lake import ROWS_PER_FILE, Lake
+from lakehouse.spark_settings import (
+    SHUFFLE_PARTITIONS,
+    file_statistics,
+    interpreted,
+    planned_ahead,
+    spark_conf,
+)
+from lakehouse.tables import (
+    ANOMALY_ORDER,
+    BROKER_HISTORY,
+    CONFIG_HISTORY,
+    DERIVED_ORDER,
+    DERIVED_TABLES,
+    HISTORY_KEYS,
+    HISTORY_TABLES,
+    METADATA_LOG,
+    REPLAY_ANOMALIES,
+    REPLAY_CHECKPOINTS,
+    REPLAY_COVERAGE,
+    SNAPSHOTS,
+    spark_schema,
+)
+from replay.audit.effective_configs import ConfigsInForce, configs_in_force
+from replay.core.coverage import SnapshotId
+from replay.core.safe_points import SafePoints
+from replay.core.shapes import RecordShapes, lake_shapes
+from replay.fold.engine import replay
+from replay.fold.incremental import incremental_replay, safe_offsets
+from replay.store.coverage_table import coverage_notes, write_coverage
+from replay.store.derived import (
+    GROWING_HISTORY,
+    affected_partitions,
+    derived_tables,
+    refreshed_rows,
+    resumed_partitions,
+)
+from replay.store.increment_plan import IncrementPlan, incremental_plan
+from replay.store.layout import OPEN, mutable_where, sorted_layout
+from replay.store.snapshot_checks import SnapshotChecks, snapshot_checks
+from replay.store.snapshots import coverages, snapshot_input, with_snapshot_causes
+
+ANOMALIES = REPLAY_ANOMALIES
+CHECKPOINTS = REPLAY_CHECKPOINTS
+COVERAGE = REPLAY_COVERAGE
+MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
+# A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
+# log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
+RECORDS_PER_SHUFFLE_PARTITION = 250_000
+RECORDS_WRITTEN_AT_ONCE = 100_000  # up to this many records replayed, every table is written at once
+INTERPRETED_UP_TO = 100_000  # a log of up to this many records is replayed without generated code (measured)
+# An increment's fold (its records, the seeds, the merges into the open versions) is small work in many plans: it
+# runs without generated code on any lake, its writes with it (measured: BENCHMARKS.md, issue 20)
+INTERPRETED_INCREMENT_FOLD = True
+DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
+WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
+TABLES_APART = ", "  # between the names of the tables one stage writes at once
+CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
+
+
+class ReplayError(ValueError):
+    """The replay cannot run: no metadata_log, no records, an unknown cluster id."""
+
+
+@dataclass(frozen=True)
+class ReplaySummary:
+    clusters: dict[str, int]  # cluster id → last offset replayed
+    metadata_log_version: int
+    rows: dict[str, int]  # table → rows (all clusters in the table)
+    versions: dict[str, int]  # table → Delta version written
+    anomalies: int
+    seconds: float
+    mode: str = "full"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def last_offset(self) -> int:
+        return max(self.clusters.values())
+
+
+def shuffle_partitions_for(records: int, configured: int) -> int:
+    """The shuffle partitions of a full replay of ``records``: the configured ones, more for a large log (the
+    tables' layout does not depend on them, ``replay.store.layout``)."""
+    return max(configured, -(-records // RECORDS_PER_SHUFFLE_PARTITION))
+
+
+def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
+    """Overwrite ``name`` with ``df`` in the deterministic layout; returns the Delta version written. The
+    history tables keep Delta's Change Data Feed (``table_changes``: what each replay changed)."""
+    ordered, split = sorted_layout(df, name, order)
+    with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
+        return lake.write(ordered, name, "overwrite", split_by=split, change_data_feed=name in HISTORY_TABLES)
+
+
+def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, DataFrame], tell: Callable[[str], None],
+                 records: int, open_files: Mapping[str, tuple[list[str], int]] | None = None) -> dict[str, int]:
+    """Write the replay's tables (name → rows) of ``records`` folded records; name → version. A table in
+    ``open_files`` (name → its files of open versions and the version they are of) has those replaced
+    (``replace_open_versions``), any other is overwritten (``write_sorted``). Small tables are written at once
+    (``run_concurrently``): such a write is mostly fixed latency. The growing history tables of more than
+    ``RECORDS_WRITTEN_AT_ONCE`` records are large sorts: written first, one after the other."""
+    replaced = open_files or {}
+
+    def action(name: str) -> Callable[[], int]:
+        order = ANOMALY_ORDER if name == ANOMALIES else (*HISTORY_KEYS[name], "valid_from_offset")
+        if name not in replaced:
+            return partial(write_sorted, lake, tables[name], name, order)
+        return partial(replace_open_versions, lake, tables[name], name, order, *replaced[name])
+
+    versions: dict[str, int] = {}
+    large = [n for n in tables if n in GROWING_HISTORY and records > RECORDS_WRITTEN_AT_ONCE]
+    for name in large:
+        tell(f"{WRITING}{name}")
+        versions[name] = action(name)()
+    small = [n for n in tables if n not in large]
+    if small:
+        tell(WRITING + TABLES_APART.join(small))
+        versions |= run_concurrently(spark, {name: action(name) for name in small})
+    return versions
+
+
+def replaceable_rows(spark: SparkSession, lake: Lake, name: str, version: int, files: list[str]) -> DataFrame:
+    """The stored rows of ``name`` a replay may still change: the rows of ``files`` (delta-rs: those holding open
+    versions or other mutable rows), or the rows ``replay.store.layout.mutable_where`` selects (delta-spark)."""
+    columns = lake.read(spark, name, version=version).columns if lake.delta_spark(spark) else []
+    return lake.read_replaceable(spark, name, version, files, mutable_where(name, columns) if columns else None)
+
+
+def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], files: list[str],
+                          version: int) -> int:
+    """Replace the rows ``replaceable_rows`` gave (the files ``files`` of version ``version``; delta-spark:
+    the rows matching ``mutable_where``) with ``df``, in the same layout as ``write_sorted``; the table's other
+    files are kept."""
+    ordered, split = sorted_layout(df, name, order)
+    with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
+        return lake.replace_files(ordered, name, files, version, split_by=split,
+                                  where=mutable_where(name, df.columns))
+
+
+def table_rows(lake: Lake, name: str) -> int:
+    """Rows of the table's current version, from the Delta log's per-file statistics (no Spark job)."""
+    files = pa.table(lake.delta_table(name).get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return 0
+    return sum(n or 0 for n in files.column("num_records").to_pylist())
+
+
+def _keep_other_clusters(spark: SparkSession, lake: Lake, name: str, new: DataFrame, cluster_id: str) -> DataFrame:
+    """``new`` plus the current rows of every other cluster (for a one-cluster replay)."""
+    if not lake.table_exists(name):
+        return new
+    table = lake.delta_table(name)
+    current = lake.read(spark, name, version=table.version())
+    if set(current.columns) != set(new.columns):
+        return new  # a table of another layout (older release): rebuilt from this cluster only
+    return new.unionByName(current.where(F.col("cluster_id") != cluster_id))
+
+
+def _checked(log: DataFrame, snapshots: DataFrame | None, history: dict[str, DataFrame],
+             checks: dict[str, tuple[SnapshotId, ...]], shapes: RecordShapes, tell: Callable[[str], None]
+             ) -> SnapshotChecks:
+    """The later snapshots checked against the fold's ``history`` (``replay.store.snapshot_checks``)."""
+    if snapshots is not None and any(checks.values()):
+        tell("checking the later snapshots against the fold")
+    return snapshot_checks(log, snapshots, history, checks, shapes)
+
+
+def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, full: bool = False,
+               progress: Callable[[str], None] | None = None) -> ReplaySummary:
+    """Replay ``metadata_log`` (every cluster, or only ``cluster_id``) into the lake's history tables.
+
+    Incremental (``replay.fold.incremental``) when a checkpoint exists, the history tables are the ones it wrote
+    and ``metadata_log`` grew since; a full rebuild otherwise or with ``full=True``. A cluster whose stored
+    log no longer starts at offset 0 is replayed from the snapshot it starts at (``replay.core.coverage``). ``progress``
+    is told each stage (a terminal shows it). A small log is replayed ``interpreted``; all with ``file_statistics``."""
+    if not lake.table_exists(METADATA_LOG):
+        raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
+    with interpreted(spark, table_rows(lake, METADATA_LOG) <= INTERPRETED_UP_TO), file_statistics(spark):
+        return _run_replay(spark, lake, cluster_id, full, progress or (lambda _stage: None))
+
+
+def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: bool, tell: Callable[[str], None]
+                ) -> ReplaySummary:
+    started = time.monotonic()
+    log_version = int(lake.delta_table(METADATA_LOG).version())
+    notes: list[str] = []
+    if not full:
+        plan = incremental_plan(spark, lake, log_version, cluster_id, notes)
+        if plan is not None:
+            tell("replaying the offsets after the last checkpoint (incremental)")
+            return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
+    log = lake.read(spark, METADATA_LOG, version=log_version)
+    if cluster_id is not None:
+        log = log.where(F.col("cluster_id") == cluster_id)
+    snapshots = lake.read(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None
+    covered = coverages(log, snapshots)
+    if not covered:
+        if cluster_id is not None:
+            raise ReplayError(f"no records of cluster {cluster_id!r} in metadata_log")
+        raise ReplayError(f"metadata_log v{log_version} at {lake.root} holds no records")
+    clusters = {c: coverage.last_offset for c, coverage in covered.items()}
+    replay_input = snapshot_input(log, snapshots, covered)
+    safe = safe_offsets(replay_input.log, clusters)
+
+    records = sum(max(c.last_offset - c.log_first_offset + 1, 0) for c in covered.values())
+    partitions = shuffle_partitions_for(records, int(spark.conf.get(SHUFFLE_PARTITIONS) or 0))
+    with spark_conf(spark, SHUFFLE_PARTITIONS, str(partitions)):
+        tell("folding the log into states (Spark window functions)")
+        # the fold's windows all read the partition events in one order (``replay.fold.partitions``): sorted once, kept
+        # by its checkpoints. An increment keeps adaptive execution (slower without it), its fold interpreted (46 ->
+        # 27 s at 1 M, 71 -> 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md).
+        with planned_ahead(spark):
+            shapes = lake_shapes(spark, lake)
+            result = replay(replay_input.log, replay_input.base, shapes)
+            history = {name: with_snapshot_causes(df, covered) for name, df in result.tables.items()}
+            checks = _checked(log, snapshots, history, {c: coverage.checks for c, coverage in covered.items()},
+                              shapes, tell)
+            tables = {**history, ANOMALIES: result.anomalies.unionByName(checks.anomalies)}
+            if cluster_id is not None:
+                tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
+            versions = write_tables(spark, lake, tables, tell, records)
+        versions[COVERAGE] = write_coverage(spark, lake, covered, checks.counts)
+        notes.extend(coverage_notes(covered, checks.counts))
+        _write_derived(spark, lake, versions, cluster_id, tell=tell)
+    return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
+                   [*tables, *DERIVED_TABLES, COVERAGE], notes, started)
+
+
+def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None,
+                   *, tell: Callable[[str], None]) -> None:
+    """Recompute the state machines and the election audit from the history versions just written."""
+    tell(DERIVING)
+    history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
+    if cluster_id is not None:
+        history = {name: df.where(F.col("cluster_id") == cluster_id) for name, df in history.items()}
+    configs = configs_in_force(spark, lake, history.get(CONFIG_HISTORY))
+    if configs is not None and cluster_id is not None:
+        configs = ConfigsInForce(configs.history.where(F.col("cluster_id") == cluster_id), configs.controllers)
+    tables = derived_tables(history, configs)
+    if cluster_id is not None:
+        tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
+    tell(WRITING + TABLES_APART.join(tables))
+    versions |= run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name])
+                                         for name, df in tables.items()})
+
+
+def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], before: dict[str, int],
+                     checkpoints: dict[str, int], *, tell: Callable[[str], None]) -> None:
+    """The derived tables after an increment: only the affected partitions recomputed (``replay.store.derived``),
+    only the files of mutable rows replaced. ``before``: the versions the increment started from;
+    ``checkpoints``: cluster → C of the clusters with new records. The derived tables are the versions the
+    last checkpoint wrote (``replay.store.increment_plan.incremental_plan`` checked)."""
+    tell(DERIVING)
+    cps = SafePoints(checkpoints)
+    # every version live after C is in the files the increment wrote (it replaced those of the open versions)
+    changed = {name: lake.read_files(spark, name, lake.added_files(name, before[name], versions[name]))
+               for name in GROWING_HISTORY}
+    brokers = lake.read(spark, BROKER_HISTORY, version=versions[BROKER_HISTORY])
+    current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
+    split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
+    # a table not written split (delta-spark, an older layout): every file is replaced, settled rows too
+    files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
+    stored = {name: replaceable_rows(spark, lake, name, current[name], files[name]) for name in DERIVED_TABLES}
+    affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
+    recomputed = resumed_partitions(changed, brokers, stored, affected, cps, configs_in_force(spark, lake))
+    tell(WRITING + TABLES_APART.join(DERIVED_TABLES))
+    versions |= run_concurrently(spark, {name: partial(
+        replace_open_versions, lake, refreshed_rows(name, stored[name], recomputed[name], affected, cps), name,
+        DERIVED_ORDER[name], files[name], current[name]) for name in DERIVED_TABLES})
+
+
+def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int,
+            mode: str, versions: dict[str, int], names: list[str], notes: list[str], started: float
+            ) -> ReplaySummary:
+    """Append the checkpoint rows (``last_offset``: the safe point, see ``replay.fold.incremental``)."""
+    replayed_at = datetime.now(UTC)
+    table_versions = {name: versions[name] for name in names}
+    checkpoint = spark.createDataFrame(
+        [(c, safe[c], log_version, mode, replayed_at, dict(table_versions)) for c in sorted(safe)],
+        CHECKPOINT_SCHEMA)
+    versions[CHECKPOINTS] = lake.write(checkpoint, CHECKPOINTS, "append")
+    rows = {name: table_rows(lake, name) for name in names}
+    return ReplaySummary(clusters=clusters, metadata_log_version=log_version, rows=rows, versions=versions,
+                         anomalies=rows[ANOMALIES], seconds=time.monotonic() - started, mode=mode, notes=notes)
+
+
+def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: IncrementPlan, notes: list[str],
+                     started: float, tell: Callable[[str], None]) -> ReplaySummary:
+    names = (*HISTORY_TABLES, ANOMALIES)
+    current = {n: int(lake.delta_table(n).version()) for n in names}
+    changed = {c: cp for c, cp in plan.checkpoints.items() if c in plan.new_bounds}
+    safe = dict(plan.checkpoints)
+    versions = dict(current)
+    counts = dict(plan.checked)
+    if changed:
+        safe.update(safe_offsets(plan.new_log, {c: last for c, (_, last) in plan.new_bounds.items()}))
+        # closed versions never change: the large tables are read and replaced only where they hold open versions
+        open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
+        stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
+                      if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
+        shapes = lake_shapes(spark, lake)
+        with interpreted(spark, INTERPRETED_INCREMENT_FOLD):
+            result = incremental_replay(spark, plan.new_log, changed, stored, lake.read(
+                spark, ANOMALIES, version=current[ANOMALIES]), shapes)
+        # the snapshots after C: every version valid after C is in the merged rows
+        new_checks = {c: tuple(s for s in plan.covered[c].checks if s.image_offset > cp) for c, cp in changed.items()}
+        checks = _checked(plan.new_log, lake.read(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None,
+                          result.tables, new_checks, shapes, tell)
+        found = any(differing for _, differing in checks.counts.values())
+        # a table whose rows are the stored ones keeps its current version
+        written = {n: df for n, df in {**result.tables, ANOMALIES: result.anomalies.unionByName(checks.anomalies)
+                                       }.items() if n not in result.unchanged or (n == ANOMALIES and found)}
+        counts = {c: (before[0] + checks.counts.get(c, (0, 0))[0], before[1] + checks.counts.get(c, (0, 0))[1])
+                  for c, before in counts.items()}
+        new_records = sum(last - first + 1 for first, last in plan.new_bounds.values())
+        versions.update(write_tables(spark, lake, written, tell, new_records,
+                                     {n: (open_files[n], current[n]) for n in open_files}))
+        if plan.derived:
+            _refresh_derived(spark, lake, versions, current, changed, tell=tell)
+        else:
+            notes.append("the derived tables are not the ones the last checkpoint wrote: rebuilt whole")
+            _write_derived(spark, lake, versions, tell=tell)
+    else:
+        notes.append("no new records after the checkpoints: tables unchanged")
+        versions.update({n: int(lake.delta_table(n).version()) for n in DERIVED_TABLES if lake.table_exists(n)})
+    plan.new_log.unpersist()
+    versions[COVERAGE] = write_coverage(spark, lake, plan.covered, counts)
+    notes.extend(coverage_notes(plan.covered, counts))
+    clusters = {c: plan.new_bounds[c][1] if c in plan.new_bounds else cp for c, cp in plan.checkpoints.items()}
+    names = (*names, *(n for n in DERIVED_TABLES if n in versions), COVERAGE)
+    return _finish(spark, lake, clusters, safe, log_version, "incremental", versions, list(names), notes, started)
+
+
+__all__ = ["ANOMALIES", "CHECKPOINTS", "CHECKPOINT_SCHEMA", "HISTORY_TABLES", "METADATA_LOG", "ROWS_PER_FILE",
+           "WRITING", "ReplayError", "ReplaySummary", "run_replay", "spark_conf", "table_rows", "write_sorted"]
