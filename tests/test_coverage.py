@@ -230,8 +230,8 @@ def test_a_log_that_starts_after_a_snapshot_then_its_archived_copy(spark: SparkS
     row = coverage_row(spark, lake)
     assert (row["first_offset"], row["base_snapshot"], row["snapshots_checked"], row["snapshots_differing"]) == (
         0, None, 3, 1)
-    _assert_same(lake_tables(spark, lake), reference(simulated, lake, None), "archived copy + current", True,
-                 REFERENCE_TABLES)
+    _assert_same(lake_tables(spark, lake), reference(simulated, lake, None), "archived copy + current",
+                 names=REFERENCE_TABLES)
     assert state_cli(lake, start - 2).exit_code == 0
 
 
@@ -254,7 +254,7 @@ def test_an_increment_checks_a_new_snapshot_and_a_gap_rebases(spark: SparkSessio
     assert (row["first_offset"], row["snapshots_checked"], row["snapshots_differing"]) == (start - 1, 1, 0)
     stored = [e for e in simulated if e.offset < rebase - 20]
     _assert_same(lake_tables(spark, lake), reference(stored, lake, (first, SnapshotId(start, 1))), "increment",
-                 True, REFERENCE_TABLES)
+                 names=REFERENCE_TABLES)
     # then segments from `rebase` on and the snapshot there, after a gap: the history starts from it
     third = lay_out(tmp_path / "third", [e for e in simulated if e.offset >= rebase],
                     {rebase: image_records(simulated, rebase)}, epoch=2)
@@ -265,7 +265,7 @@ def test_an_increment_checks_a_new_snapshot_and_a_gap_rebases(spark: SparkSessio
     assert (row["first_offset"], row["base_snapshot"], row["stored_first_offset"]) == (
         rebase - 1, SnapshotId(rebase, 2).stem, start)
     _assert_same(lake_tables(spark, lake), reference(simulated, lake, (third, SnapshotId(rebase, 2))), "rebased",
-                 True, REFERENCE_TABLES)
+                 names=REFERENCE_TABLES)
     refused = state_cli(lake, rebase - 10)
     assert refused.exit_code == 3 and "before this lake's history" in refused.output
 
@@ -301,4 +301,4 @@ def test_a_hole_and_real_logs_cut_at_a_snapshot(spark: SparkSession, simulated: 
         row = rows[name]
         assert (row["first_offset"], row["snapshots_checked"], row["snapshots_differing"]) == (start - 1, 1, 0)
         want = reference(entries, lake, (current, SnapshotId(start, 1)), name)
-        _assert_same(_by_cluster(tables, name), want, name, True, REFERENCE_TABLES)
+        _assert_same(_by_cluster(tables, name), want, name, names=REFERENCE_TABLES)
