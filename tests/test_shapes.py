@@ -28,13 +28,13 @@ from records.avro_schema import UUID_NAME, record_schema
 from records.definitions import definitions
 from records.kafka_json import make_record
 from records.model import LogEntry, MetadataRecord, uuid_to_str
+from replay.core.avro_types import reader_schema
 from replay.core.events import STATE_TYPES, visible
 from replay.core.shapes import (
     RecordShapes,
     RegisteredSchema,
     has_spark_avro,
     lake_shapes,
-    reader_schema,
     record_shapes,
     shipped_schemas,
 )
