@@ -59,7 +59,7 @@ def _text(node: ast.expr, constants: dict[str, str]) -> str | None:
 def fields_read_by_the_spark_folds() -> set[tuple[str, str]]:
     """(record type, Kafka name) of every call of the vocabulary's Spark helpers in ``replay/``."""
     read: set[tuple[str, str]] = set()
-    for path in sorted(REPLAY.glob("*.py")):
+    for path in sorted(REPLAY.rglob("*.py")):
         tree = ast.parse(path.read_text())
         if path.name != "events.py" and not any(
                 isinstance(node, ast.ImportFrom) and node.module == "replay.core.events"
@@ -82,7 +82,7 @@ def fields_read_by_the_spark_folds() -> set[tuple[str, str]]:
 
 
 def fields_read_by_the_reference_fold() -> set[str]:
-    tree = ast.parse((REPLAY / "metadata_delta.py").read_text())
+    tree = ast.parse((REPLAY / "reference" / "metadata_delta.py").read_text())
     return {node.args[1].value for node in ast.walk(tree)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_value"
             and isinstance(node.args[1], ast.Constant)}

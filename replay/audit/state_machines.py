@@ -163,6 +163,16 @@ def _alive_periods(broker_history: DataFrame) -> DataFrame:
                         F.col("cause_offset").alias("up_cause_offset"), F.col("cause_type").alias("up_cause_type"))
 
 
+def _creations(ordinary: DataFrame, key: tuple[str, ...], new: str, non_existent: str, reason: Column) -> DataFrame:
+    """The creation step before each first version not spliced onto a stored one: NonExistent → New, lasting no
+    offset."""
+    return ordinary.where((F.col("step") == _STEP_FIRST) & ~F.col("_spliced")).select(
+        *key, "topic_name", "_life", F.lit(new).alias("state"), F.lit(non_existent).alias("previous_state"),
+        F.lit(_STEP_CREATE).alias("step"), "valid_from_offset", F.col("valid_from_offset").alias("valid_to_offset"),
+        "valid_from_time_ms", F.col("valid_from_time_ms").alias("valid_to_time_ms"), "cause_offset", "cause_type",
+        reason.alias("reason"))
+
+
 def replica_state_history(replica_history: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
                           opened: DataFrame | None = None) -> DataFrame:
     """Every replica state and transition (see the module docstring), keyed like ``replica_history``.
@@ -221,11 +231,7 @@ def replica_state_history(replica_history: DataFrame, partition_history: DataFra
         "cause_type", reason.alias("reason"))
     ordinary = kept_checkpoint(_continued(ordinary, members, REPLICA_KEY))
 
-    creations = ordinary.where((F.col("step") == _STEP_FIRST) & ~F.col("_spliced")).select(
-        *REPLICA_KEY, "topic_name", "_life", F.lit(NEW_REPLICA).alias("state"),
-        F.lit(NON_EXISTENT_REPLICA).alias("previous_state"), F.lit(_STEP_CREATE).alias("step"),
-        "valid_from_offset", F.col("valid_from_offset").alias("valid_to_offset"), "valid_from_time_ms",
-        F.col("valid_from_time_ms").alias("valid_to_time_ms"), "cause_offset", "cause_type", "reason")
+    creations = _creations(ordinary, REPLICA_KEY, NEW_REPLICA, NON_EXISTENT_REPLICA, F.col("reason"))
     ordinary = ordinary.drop("_spliced")
     waiting = None if opened is None else opened.where(F.col("state") == DELETION_INELIGIBLE)
     # A membership that starts while the deletion of the previous one still waits starts from
@@ -344,12 +350,7 @@ def partition_state_history(partition_history: DataFrame, opened: DataFrame | No
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
         "cause_type", reason.alias("reason"))
     ordinary = kept_checkpoint(_continued(ordinary, opened, PARTITION_KEY))
-    creations = ordinary.where((F.col("step") == _STEP_FIRST) & ~F.col("_spliced")).select(
-        *PARTITION_KEY, "topic_name", "_life", F.lit(NEW_PARTITION).alias("state"),
-        F.lit(NON_EXISTENT_PARTITION).alias("previous_state"), F.lit(_STEP_CREATE).alias("step"),
-        "valid_from_offset", F.col("valid_from_offset").alias("valid_to_offset"), "valid_from_time_ms",
-        F.col("valid_from_time_ms").alias("valid_to_time_ms"), "cause_offset", "cause_type",
-        F.lit("partition created").alias("reason"))
+    creations = _creations(ordinary, PARTITION_KEY, NEW_PARTITION, NON_EXISTENT_PARTITION, F.lit("partition created"))
     ordinary = ordinary.drop("_spliced")
     last_of_run = F.coalesce(F.lead("_life").over(by_partition) != F.col("_life"), F.lit(True))
     ends = (ordinary.withColumn("_last", last_of_run)
