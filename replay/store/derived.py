@@ -111,11 +111,9 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
     deletions = waiting[REPLICA_STATE_HISTORY].where(
         (F.col("state") == DELETION_INELIGIBLE) & F.col("valid_to_offset").isNull())
     parts.append(deletions.join(moved, ["cluster_id", "broker_id"]).select(*PARTITION_KEY))
-    open_elections = mutable(ELECTIONS, waiting[ELECTIONS].columns)
-    if open_elections is not None:
-        losses = waiting[ELECTIONS].where(open_elections)
-        parts.append(losses.join(moved.withColumnRenamed("broker_id", "previous_leader"),
-                                 ["cluster_id", "previous_leader"]).select(*PARTITION_KEY))
+    losses = waiting[ELECTIONS].where(_mutable(ELECTIONS, waiting[ELECTIONS].columns))
+    parts.append(losses.join(moved.withColumnRenamed("broker_id", "previous_leader"),
+                             ["cluster_id", "previous_leader"]).select(*PARTITION_KEY))
     return reduce(DataFrame.unionByName, parts).distinct()
 
 
