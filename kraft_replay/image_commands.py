@@ -28,27 +28,18 @@ from kraft_replay.plumbing import (
     table_lines,
     usage_error,
 )
-from records.kafka_constants import (
-    ACL_OPERATIONS,
-    ACL_PERMISSION_TYPES,
-    ACL_RESOURCE_TYPES,
-    CONFIG_RESOURCE_TYPES,
-    PATTERN_TYPES,
-    SCRAM_MECHANISMS,
-    UNKNOWN,
-)
+from replay.core.cells import iso_ms
+from replay.core.image_parts import IMAGE_PARTS, SECTIONS
 
 if TYPE_CHECKING:
 
     from replay.query.image_sections import PartQuestion
 
-# state's sections, in output order: the ones it always had, then the rest of the image (replay.query.image.PARTS)
+# state's sections, in output order: the ones it always had, then the rest of the image (replay.core.image_parts)
 CLUSTER_SECTIONS = ("brokers", "topics", "partitions")
-IMAGE_SECTIONS = ("features", "controllers", "configs", "clientQuotas", "acls", "scramCredentials",
-                  "delegationTokens", "producerIds")
+IMAGE_SECTIONS = SECTIONS
 ALL_SECTIONS = (*CLUSTER_SECTIONS, *IMAGE_SECTIONS)
 TOPIC_SECTIONS = (*CLUSTER_SECTIONS, "configs")  # what `state --topic T` shows unless --section says otherwise
-FINGERPRINT_SHOWN = 12  # hex digits of a secret's fingerprint a table shows: enough to tell two apart
 
 
 def parse_sections(text: str | None) -> tuple[str, ...]:
@@ -64,58 +55,6 @@ def parse_sections(text: str | None) -> tuple[str, ...]:
     return tuple(name for name in ALL_SECTIONS if name.lower() in wanted)
 
 
-def _named(names: dict[int, str], code: int | None) -> str:
-    return "" if code is None else names.get(code, UNKNOWN)
-
-
-def config_resource(resource_type: int | None, resource_name: str | None) -> str:
-    """``TOPIC:orders``, ``BROKER:1``, ``BROKER:`` (the cluster default): as ``history --config`` takes it."""
-    return f"{_named(CONFIG_RESOURCE_TYPES, resource_type)}:{resource_name or ''}"
-
-
-def quota_entity(entity: list[Any] | None) -> str:
-    from replay.query.image_sections import DEFAULT_ENTITY
-
-    return ",".join(f"{e['entity_type']}={DEFAULT_ENTITY if e['entity_name'] is None else e['entity_name']}"
-                    for e in entity or [])
-
-
-def _fingerprint(value: str | None) -> str:
-    return "" if value is None else value[:FINGERPRINT_SHOWN] + "…"
-
-
-def _iso(epoch_ms: int | None) -> str:
-    from replay.query.rules import iso_ms
-
-    return iso_ms(epoch_ms)
-
-
-# Each part's table columns for people: the headers and a row's cells (state adds SINCE and CAUSE, history FROM,
-# TO, TIME and the record before them).
-_COLUMNS: dict[str, tuple[tuple[str, ...], Callable[[Any], list[Any]]]] = {
-    "features": (("FEATURE", "LEVEL"), lambda r: [r["feature"], r["level"]]),
-    "controllers": (("CONTROLLER", "INCARNATION", "ENDPOINTS"), lambda r: [
-        r["controller_id"], r["incarnation_id"],
-        [f"{e['name']}://{e['host']}:{e['port']}" for e in (r["endpoints"] or [])]]),
-    "configs": (("RESOURCE", "NAME", "VALUE", "FINGERPRINT"), lambda r: [
-        config_resource(r["resource_type"], r["resource_name"]), r["name"], r["value"],
-        _fingerprint(r["value_fingerprint"])]),
-    "clientQuotas": (("ENTITY", "KEY", "VALUE"), lambda r: [quota_entity(r["entity"]), r["key"], r["value"]]),
-    "acls": (("PRINCIPAL", "PERMISSION", "OPERATION", "RESOURCE", "PATTERN", "HOST", "ID"), lambda r: [
-        r["principal"], _named(ACL_PERMISSION_TYPES, r["permission_type"]), _named(ACL_OPERATIONS, r["operation"]),
-        f"{_named(ACL_RESOURCE_TYPES, r['resource_type'])}:{r['resource_name']}",
-        _named(PATTERN_TYPES, r["pattern_type"]), r["host"], r["id"]]),
-    "scramCredentials": (("USER", "MECHANISM", "ITERATIONS", "FINGERPRINT"), lambda r: [
-        r["name"], _named(SCRAM_MECHANISMS, r["mechanism"]), r["iterations"],
-        _fingerprint(r["credential_fingerprint"])]),
-    "delegationTokens": (("TOKEN ID", "OWNER", "REQUESTER", "RENEWERS", "ISSUED", "MAX", "EXPIRES"), lambda r: [
-        r["token_id"], r["owner"], r["requester"], r["renewers"], _iso(r["issue_timestamp"]),
-        _iso(r["max_timestamp"]), _iso(r["expiration_timestamp"])]),
-    "producerIds": (("NEXT PRODUCER ID", "BROKER", "BROKER EPOCH"), lambda r: [
-        r["next_producer_id"], r["broker_id"], r["broker_epoch"]]),
-}
-
-
 def image_table_lines(rows: Callable[[str], Iterable[Any]], sections: tuple[str, ...]) -> list[str]:
     """The image's parts among ``sections`` as tables, each under ``name (count)`` (``rows``: a part's rows,
     sorted, Spark's or plain mappings)."""
@@ -125,8 +64,8 @@ def image_table_lines(rows: Callable[[str], Iterable[Any]], sections: tuple[str,
     for section in sections:
         if section not in IMAGE_SECTIONS:
             continue
-        headers, cells = _COLUMNS[section]
-        table = [[*cells(r), r["valid_from_offset"], r["cause_type"]] for r in rows(section)]
+        part = IMAGE_PARTS[section]
+        table = [[*part.cells(r), r["valid_from_offset"], r["cause_type"]] for r in rows(section)]
         if section == "producerIds":
             lines += ["", f"producerIds: nextProducerId {table[0][0] if table else NO_PRODUCER_ID}"
                       + (f" (since offset {table[0][-2]}, {table[0][-1]})" if table
@@ -134,7 +73,7 @@ def image_table_lines(rows: Callable[[str], Iterable[Any]], sections: tuple[str,
             continue
         lines += ["", f"{section} ({len(table)})"]
         if table:
-            lines += table_lines((*headers, "SINCE", "CAUSE"), table)
+            lines += table_lines((*part.headers, "SINCE", "CAUSE"), table)
     return lines
 
 
@@ -143,14 +82,14 @@ def image_json_sections(rows: Callable[[str], Iterable[Any]],
                         sections: tuple[str, ...]) -> dict[str, Iterator[str] | str]:
     """The image's parts among ``sections`` in Kafka's JSON names (``producerIds`` an object, the rest lists):
     ``json_items`` writes a part's rows, ``rows`` gives the producer ids' one row."""
-    from replay.query.image_sections import PARTS, next_producer_id_of
+    from replay.query.image_sections import next_producer_id_of
 
     out: dict[str, Iterator[str] | str] = {}
     for section in sections:
         if section == "producerIds":
             out[section] = json.dumps({"nextProducerId": next_producer_id_of(next(iter(rows(section)), None))})
         elif section in IMAGE_SECTIONS:
-            out[section] = json_items(section, PARTS[section].fields)
+            out[section] = json_items(section, IMAGE_PARTS[section].fields)
     return out
 
 
@@ -161,11 +100,11 @@ PART_HISTORY_HEAD = ("FROM", "TO", "TIME (UTC)", "CAUSE", "RECORD TYPE")
 
 def part_history_lines(section: str, versions: Iterable[Any], title: str) -> list[str]:
     """One part's versions (Spark's rows or plain mappings, oldest first) as a table under ``title: N version(s)``."""
-    headers, cells = _COLUMNS[section]
-    rows = [[r["valid_from_offset"], r["valid_to_offset"], _iso(r["valid_from_time_ms"]), r["cause_offset"],
-             r["cause_type"], *cells(r)] for r in versions]
+    part = IMAGE_PARTS[section]
+    rows = [[r["valid_from_offset"], r["valid_to_offset"], iso_ms(r["valid_from_time_ms"]), r["cause_offset"],
+             r["cause_type"], *part.cells(r)] for r in versions]
     lines = [f"{title}: {len(rows)} version(s); TO empty = still current"]
-    return lines + list(table_lines((*PART_HISTORY_HEAD, *headers), rows)) if rows else lines
+    return lines + list(table_lines((*PART_HISTORY_HEAD, *part.headers), rows)) if rows else lines
 
 
 def image_history(questions: list[PartQuestion], fmt: OutputFormat, rows: Callable[[str], Iterable[Any]],
@@ -200,7 +139,7 @@ def change_line(row: Any) -> str:
     old = NOTHING if row["old_value"] is None else row["old_value"]
     new = NOTHING if row["new_value"] is None else row["new_value"]
     record = f" ({row['record_type']})" if row["record_type"] else ""
-    return f"offset {row['offset']} {_iso(row['time_ms'])} {what} {old} {ARROW} {new}{record}"
+    return f"offset {row['offset']} {iso_ms(row['time_ms'])} {what} {old} {ARROW} {new}{record}"
 
 
 @query_command

@@ -25,17 +25,9 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.tables import BROKER_HISTORY, METADATA_LOG, PARTITION_HISTORY, TOPIC_HISTORY
-from records.kafka_constants import (
-    ACL_OPERATIONS,
-    ACL_PERMISSION_TYPES,
-    ACL_RESOURCE_TYPES,
-    CONFIG_RESOURCE_TYPES,
-    PATTERN_TYPES,
-    SCRAM_MECHANISMS,
-)
 from records.vocabulary import kafka_name
-from replay.query.image import PARTS as IMAGE_PARTS
-from replay.query.image import code_name, quota_entity_label
+from replay.core.image_parts import CHANGE_ORDER, ImagePart
+from replay.query.image_terms import pairs_column, term_column
 from replay.query.rules import parse_time, to_epoch_ms
 from replay.query.state import QueryError, resolve_cluster
 
@@ -45,23 +37,6 @@ CHANGE_COLUMNS = ("cluster_id", "offset", "time_ms", "record_type", "part", "ent
                   "new_value")
 # the change log's JSON names (Kafka's style, by the vocabulary's rule)
 CHANGE_FIELDS = tuple((column, kafka_name(column)) for column in CHANGE_COLUMNS)
-
-
-def _text(column: str) -> Column:
-    return F.coalesce(F.col(column).cast("string"), F.lit(""))
-
-
-_LISTS = {"renewers", "isr", "replicas", "eligible_leader_replicas"}
-
-
-def _pairs(*columns: str) -> Column:
-    """``kafkaName=value …`` for the columns (lists comma-joined, booleans true/false)."""
-    parts = []
-    for column in columns:
-        value = F.col(column)
-        text = F.array_join(value.cast("array<string>"), ",") if column in _LISTS else value.cast("string")
-        parts.append(F.concat(F.lit(f"{kafka_name(column)}="), F.coalesce(text, F.lit(""))))
-    return F.concat_ws(" ", *parts)
 
 
 @dataclass(frozen=True)
@@ -80,56 +55,29 @@ class Source:
     secret_only: bool = False
 
 
-def _config_entity() -> Column:
-    kind = F.lower(code_name(F.col("resource_type"), CONFIG_RESOURCE_TYPES))
-    name = F.coalesce(F.col("resource_name"), F.lit(""))
-    return F.when(name == "", F.concat(kind, F.lit(" (cluster default)"))).otherwise(F.concat_ws(" ", kind, name))
-
-
-def _acl_value() -> Column:
-    """``User:alice ALLOW WRITE on TOPIC:payments (LITERAL) from host *``, in Kafka's enum names."""
-    return F.format_string(
-        "%s %s %s on %s:%s (%s) from host %s", F.col("principal"),
-        code_name(F.col("permission_type"), ACL_PERMISSION_TYPES), code_name(F.col("operation"), ACL_OPERATIONS),
-        code_name(F.col("resource_type"), ACL_RESOURCE_TYPES), F.col("resource_name"),
-        code_name(F.col("pattern_type"), PATTERN_TYPES), F.col("host"))
+def _part_source(part: ImagePart) -> Source:
+    """An image part's source, as its registry entry declares it (``replay.core.image_parts``)."""
+    change = part.change
+    return Source(part.entity, part.table, part.key, term_column(change.entity), term_column(change.item),
+                  term_column(change.value), part.fingerprint, change.secret_only)
 
 
 def sources() -> tuple[Source, ...]:
-    """Every history table of the change log, the six parts of issue 19 first."""
-    def table(section: str) -> str:
-        return IMAGE_PARTS[section].table
-
+    """Every history table of the change log: the image's parts (those folded on their own first), then topics,
+    brokers and partitions."""
     partition = F.concat_ws("-", F.coalesce("topic_name", "topic_id"), F.col("partition_id").cast("string"))
     return (
-        Source("config", table("configs"), IMAGE_PARTS["configs"].key, _config_entity(), F.col("name"), F.col("value"),
-               "value_fingerprint"),
-        Source("clientQuota", table("clientQuotas"), IMAGE_PARTS["clientQuotas"].key,
-               F.concat(F.lit("quota "), quota_entity_label(F.col("entity"))), F.col("key"), _text("value")),
-        Source("acl", table("acls"), ("id",), F.concat(F.lit("acl "), F.col("id")), F.lit(""), _acl_value()),
-        Source("scramCredential", table("scramCredentials"), IMAGE_PARTS["scramCredentials"].key,
-               F.concat(F.lit("user "), F.col("name")), code_name(F.col("mechanism"), SCRAM_MECHANISMS),
-               _pairs("iterations"), "credential_fingerprint", secret_only=True),
-        Source("delegationToken", table("delegationTokens"), ("token_id",),
-               F.concat(F.lit("token "), F.col("token_id")), F.lit(""),
-               _pairs("owner", "requester", "renewers", "max_timestamp", "expiration_timestamp")),
-        Source("producerIds", table("producerIds"), (), F.lit("producer ids"), F.lit(kafka_name("next_producer_id")),
-               _text("next_producer_id")),
-        Source("feature", table("features"), ("feature",), F.lit("feature"), F.col("feature"), _text("level")),
-        Source("controller", table("controllers"), ("controller_id",),
-               F.concat(F.lit("controller "), F.col("controller_id").cast("string")), F.lit(""),
-               _pairs("incarnation_id")),
+        *(_part_source(part) for part in CHANGE_ORDER),
         Source("topic", TOPIC_HISTORY, ("topic_id",), F.concat(F.lit("topic "), F.col("name")),
                F.lit(kafka_name("topic_id")), F.col("topic_id")),
         Source("broker", BROKER_HISTORY, ("broker_id",), F.concat(F.lit("broker "), F.col("broker_id").cast("string")),
-               F.lit(""), _pairs("broker_epoch", "fenced", "in_controlled_shutdown")),
+               F.lit(""), pairs_column("broker_epoch", "fenced", "in_controlled_shutdown")),
         Source("partition", PARTITION_HISTORY, ("topic_id", "partition_id"), F.concat(F.lit("partition "), partition),
-               F.lit(""), _pairs("leader", "leader_epoch", "isr", "replicas", "eligible_leader_replicas")),
+               F.lit(""), pairs_column("leader", "leader_epoch", "isr", "replicas", "eligible_leader_replicas")),
     )
 
 
-PARTS = ("config", "clientQuota", "acl", "scramCredential", "delegationToken", "producerIds", "feature",
-         "controller", "topic", "broker", "partition")
+PARTS = (*(part.entity for part in CHANGE_ORDER), "topic", "broker", "partition")
 _RANK = {part: rank for rank, part in enumerate(PARTS)}
 
 

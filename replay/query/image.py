@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
@@ -20,16 +20,14 @@ from lakehouse.tables import (
     IMAGE_SCHEMAS,
     REPLAY_SCHEMAS,
 )
-from records.kafka_constants import CONFIG_RESOURCE_TYPES, SCRAM_MECHANISMS, UNKNOWN
 from replay.query.image_sections import (
-    DEFAULT_ENTITY,
-    FINGERPRINTS,
     INTERVAL_FIELDS,
     NO_PRODUCER_ID,
     PARTS,
     SECTIONS,
     Part,
     acl_sql,
+    compared_fields,
     config_sql,
     next_producer_id_of,
     parse_resource,
@@ -38,13 +36,13 @@ from replay.query.image_sections import (
     user_principal,
     user_sql,
 )
+from replay.query.image_terms import code_name, resource_label, term_column
 from replay.query.state import (
     as_of,
     diff,
     entity_diff,
     history_table,
     json_items,
-    kafka_fields,
     resolve_cluster,
     resolve_offset,
 )
@@ -71,27 +69,6 @@ def image_at(spark: SparkSession, lake: Lake, cluster: str, offset: int) -> dict
 def next_producer_id(producer_ids: DataFrame) -> int:
     """The image's ``nextProducerId``: the one row's, or -1 before any ProducerIdsRecord."""
     return next_producer_id_of(producer_ids.select("next_producer_id").first())
-
-
-# --- the resources people name -------------------------------------------------------------------
-
-
-def resource_label(resource_type: Column, resource_name: Column, names: dict[int, str] = CONFIG_RESOURCE_TYPES
-                   ) -> Column:
-    """``TOPIC:orders``, ``BROKER:`` (the cluster default): the form ``parse_resource`` reads."""
-    return F.concat(code_name(resource_type, names), F.lit(":"), F.coalesce(resource_name, F.lit("")))
-
-
-def quota_entity_label(entity: Column) -> Column:
-    """``user=alice,client-id=<default>``: a client-quota entity's (type, name) pairs, in the stored order."""
-    return F.array_join(F.transform(entity, lambda element: F.concat(
-        element["entity_type"], F.lit("="), F.coalesce(element["entity_name"], F.lit(DEFAULT_ENTITY)))), ",")
-
-
-def code_name(code: Column, names: dict[int, str]) -> Column:
-    """Kafka's name of an enum code (UNKNOWN for a code Kafka does not know)."""
-    mapping = F.create_map(*[item for pair in names.items() for item in (F.lit(pair[0]), F.lit(pair[1]))])
-    return F.coalesce(mapping[code], F.lit(UNKNOWN))
 
 
 # --- history -------------------------------------------------------------------------------------
@@ -133,26 +110,6 @@ def user_history(spark: SparkSession, lake: Lake, user: str, cluster_id: str | N
 
 # --- diff ----------------------------------------------------------------------------------------
 
-def _diff_parts() -> dict[str, tuple[Column, tuple[Column, ...]]]:
-    """Each part's diff label and its three sort columns (string, number, string), as ``replay.query.state.diff``."""
-    name = F.coalesce(F.col("name"), F.lit(""))
-    zero = F.lit(0).cast("long")
-    return {
-        "features": (F.col("feature"), (F.col("feature"), zero, F.lit(""))),
-        "controllers": (F.col("controller_id").cast("string"),
-                        (F.lit(""), F.col("controller_id").cast("long"), F.lit(""))),
-        "configs": (F.concat_ws(" ", resource_label(F.col("resource_type"), F.col("resource_name")), name),
-                    (F.coalesce("resource_name", F.lit("")), F.col("resource_type").cast("long"), name)),
-        "clientQuotas": (F.concat_ws(" ", quota_entity_label(F.col("entity")), F.col("key")),
-                         (quota_entity_label(F.col("entity")), zero, F.col("key"))),
-        "acls": (F.col("id"), (F.col("id"), zero, F.lit(""))),
-        "scramCredentials": (F.concat_ws(" ", name, code_name(F.col("mechanism"), SCRAM_MECHANISMS)),
-                             (name, F.col("mechanism").cast("long"), F.lit(""))),
-        "delegationTokens": (F.col("token_id"), (F.col("token_id"), zero, F.lit(""))),
-        "producerIds": (F.lit("nextProducerId"), (F.lit(""), zero, F.lit(""))),
-    }
-
-
 def image_diff(spark: SparkSession, lake: Lake, from_offset: int, to_offset: int, cluster_id: str | None = None
                ) -> DataFrame:
     """What changed between two offsets in every part of the image: ``replay.query.state.diff``'s brokers, topics and
@@ -162,13 +119,11 @@ def image_diff(spark: SparkSession, lake: Lake, from_offset: int, to_offset: int
     before_at = resolve_offset(spark, lake, cluster, from_offset)
     after_at = resolve_offset(spark, lake, cluster, to_offset)
     frames = [diff(spark, lake, from_offset, to_offset, cluster, ordered=False)]
-    for section, (label, sort) in _diff_parts().items():
-        part = PARTS[section]
+    for part in PARTS.values():
         versions = part_table(spark, lake, part, cluster)
-        compared = part.fields + (kafka_fields(FINGERPRINTS[section]) if section in FINGERPRINTS else ())
-        key = part.key or ("cluster_id",)
-        frames.append(entity_diff(part.entity, as_of(versions, before_at), as_of(versions, after_at), key, compared,
-                                  label, sort))
+        frames.append(entity_diff(
+            part.entity, as_of(versions, before_at), as_of(versions, after_at), part.key or ("cluster_id",),
+            compared_fields(part), term_column(part.diff.label), tuple(term_column(term) for term in part.diff.sort)))
     both = frames[0]
     for frame in frames[1:]:
         both = both.unionByName(frame)
@@ -176,6 +131,6 @@ def image_diff(spark: SparkSession, lake: Lake, from_offset: int, to_offset: int
         "entity", "key", "change", "before", "after")
 
 
-__all__ = ["FINGERPRINTS", "INTERVAL_FIELDS", "NO_PRODUCER_ID", "PARTS", "SECTIONS", "Part", "acl_history",
+__all__ = ["INTERVAL_FIELDS", "NO_PRODUCER_ID", "PARTS", "SECTIONS", "Part", "acl_history",
            "code_name", "config_history", "image_at", "image_diff", "next_producer_id", "parse_resource",
            "part_history", "part_history_json", "part_table", "resource_label", "user_history", "user_principal"]

@@ -1,78 +1,27 @@
 """The parts of Kafka's image beyond brokers, topics and partitions (issue 19), as ``state`` shows them: each
-part's section, history table, key, Kafka JSON fields and order, and which versions ``history --config``,
-``--acl``, ``--user``… ask for (SQL). Without Spark, so that ``replay.query.image`` (the Spark path) and
-``replay.query.light_state`` (the JVM-free path of a fresh ``state`` or ``history``) read one definition.
+part's section, history table, key, Kafka JSON fields and order (the registry, ``replay.core.image_parts``), and
+which versions ``history --config``, ``--acl``, ``--user``… ask for (SQL). Without Spark, so that
+``replay.query.image`` (the Spark path) and ``replay.query.light_state`` (the JVM-free path of a fresh ``state`` or
+``history``) read one definition.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lakehouse.tables import (
-    ACL_HISTORY,
-    CLIENT_QUOTA_HISTORY,
-    CONFIG_HISTORY,
-    CONTROLLER_HISTORY,
-    DELEGATION_TOKEN_HISTORY,
-    FEATURE_HISTORY,
-    PRODUCER_ID_HISTORY,
-    SCRAM_HISTORY,
-)
 from records.kafka_constants import (
     ACL_RESOURCE_TYPES,
     CLIENT_QUOTA_USER,
     CONFIG_RESOURCE_TYPES,
     USER_PRINCIPAL_TYPE,
 )
-from records.vocabulary import fields
+from replay.core.cells import DEFAULT_ENTITY
+from replay.core.image_parts import IMAGE_PARTS, SECTIONS, ImagePart
 from replay.query.rules import NamedRow, QueryError, kafka_fields, sql_text
 
-DEFAULT_ENTITY = "<default>"  # a client-quota entity's default name (a null entity_name)
-# FeatureLevelRecord's names for feature_history's columns (feature → name, level → featureLevel)
-_FEATUREnameS = {definition.column: definition.kafka_name for definition in fields()["FeatureLevelRecord"]}
 NO_PRODUCER_ID = -1  # ProducerIdsImage.EMPTY: nextProducerId before any ProducerIdsRecord
-
-
-@dataclass(frozen=True)
-class Part:
-    """One part of the image: its section name in ``state --format json`` (Kafka's image name), what one entry
-    is called (``diff``, ``changes``), the history table, the key of one entry, the fields shown (column, Kafka
-    name) and the order of a list."""
-
-    section: str
-    entity: str
-    table: str
-    key: tuple[str, ...]
-    fields: tuple[tuple[str, str], ...]
-    order: tuple[str, ...]
-
-
-PARTS: dict[str, Part] = {part.section: part for part in (
-    Part("features", "feature", FEATURE_HISTORY, ("feature",),
-         kafka_fields("feature", "level", names=_FEATUREnameS), ("feature",)),
-    Part("controllers", "controller", CONTROLLER_HISTORY, ("controller_id",),
-         kafka_fields("controller_id", "incarnation_id", "zk_migration_ready", "endpoints", "features"),
-         ("controller_id",)),
-    Part("configs", "config", CONFIG_HISTORY, ("resource_type", "resource_name", "name"),
-         kafka_fields("resource_type", "resource_name", "name", "value"), ("resource_type", "resource_name", "name")),
-    Part("clientQuotas", "clientQuota", CLIENT_QUOTA_HISTORY, ("entity", "key"),
-         kafka_fields("entity", "key", "value"), ("entity", "key")),
-    Part("acls", "acl", ACL_HISTORY, ("id",),
-         kafka_fields("id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
-                      "permission_type"),
-         ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type",
-          "id")),
-    Part("scramCredentials", "scramCredential", SCRAM_HISTORY, ("name", "mechanism"),
-         kafka_fields("name", "mechanism", "iterations"), ("name", "mechanism")),
-    Part("delegationTokens", "delegationToken", DELEGATION_TOKEN_HISTORY, ("token_id",),
-         kafka_fields("token_id", "owner", "requester", "renewers", "issue_timestamp", "max_timestamp",
-                      "expiration_timestamp"),
-         ("token_id",)),
-    Part("producerIds", "producerIds", PRODUCER_ID_HISTORY, (), kafka_fields("next_producer_id"), ()),
-)}
-SECTIONS = tuple(PARTS)
-# What a diff also compares where the part keeps a secret's fingerprint: a new secret is a change.
-FINGERPRINTS = {"configs": "value_fingerprint", "scramCredentials": "credential_fingerprint"}
+Part = ImagePart  # one part of the image: its section, entity, table, key, Kafka fields and order
+PARTS: dict[str, Part] = IMAGE_PARTS  # by section, in state's order
 INTERVAL_FIELDS = kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
                                "cause_offset", "cause_type")
 
@@ -173,8 +122,13 @@ def part_history_order(section: str) -> tuple[str, ...]:
 def part_history_fields(section: str) -> tuple[tuple[str, str], ...]:
     """A part's version in JSON: ``part`` (its section), its Kafka fields (a secret's fingerprint too), the
     interval."""
-    secret = kafka_fields(FINGERPRINTS[section]) if section in FINGERPRINTS else ()
-    return (("part", "part"), *PARTS[section].fields, *secret, *INTERVAL_FIELDS)
+    return (("part", "part"), *compared_fields(PARTS[section]), *INTERVAL_FIELDS)
+
+
+def compared_fields(part: Part) -> tuple[tuple[str, str], ...]:
+    """A part's Kafka fields and, where it keeps one, its secret's fingerprint: what a diff compares (a new secret
+    is a change)."""
+    return part.fields + (kafka_fields(part.fingerprint) if part.fingerprint else ())
 
 
 def next_producer_id_of(row: NamedRow | None) -> int:
@@ -182,6 +136,6 @@ def next_producer_id_of(row: NamedRow | None) -> int:
     return NO_PRODUCER_ID if row is None or row["next_producer_id"] is None else int(row["next_producer_id"])
 
 
-__all__ = ["DEFAULT_ENTITY", "FINGERPRINTS", "INTERVAL_FIELDS", "NO_PRODUCER_ID", "PARTS", "SECTIONS", "Part",
-           "PartQuestion", "acl_sql", "config_sql", "next_producer_id_of", "parse_resource", "part_history_fields",
+__all__ = ["DEFAULT_ENTITY", "INTERVAL_FIELDS", "NO_PRODUCER_ID", "PARTS", "SECTIONS", "Part", "PartQuestion",
+           "acl_sql", "compared_fields", "config_sql", "next_producer_id_of", "parse_resource", "part_history_fields",
            "part_history_order", "part_questions", "quota_user_sql", "user_principal", "user_sql"]

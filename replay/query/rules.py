@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from lakehouse.tables import METADATA_LOG, REPLAY_CHECKPOINTS
 from records.kafka_constants import CONFIG_RESOURCE_TOPIC
 from records.vocabulary import fields, kafka_name
+from replay.core.cells import iso_ms
 from replay.core.coverage import ClusterCoverage
 
 # ``state --states --format json`` names a state's first offset as the table's SINCE column does.
@@ -193,14 +194,6 @@ def resolved_offset(log: StoredLog, cluster_id: str, offset: int | None = None, 
         return int(offset)
     last = log.last_offset_of_batch(base, offset)
     return int(offset) if last is None else int(last)
-
-
-def iso_ms(epoch_ms: int | None) -> str:
-    """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:23:55.232Z``)."""
-    if epoch_ms is None:
-        return ""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
 
 
 __all__ = ["BROKER_FIELDS", "BROKER_NAMES", "BROKER_ORDER", "MACHINE_STATE_NAMES", "NESTED", "PARTITION_FIELDS",
