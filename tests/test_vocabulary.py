@@ -11,6 +11,7 @@ vocabulary cannot drift apart without one of these failing.
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,12 @@ from records.kafka_constants import (
 )
 from records.vocabulary import COLUMN_EXCEPTIONS, column_name, default, field, fields, kafka_name
 from replay.core.events import STATE_TYPES
+from replay.core.image_parts import WHOLE_PARTS
 
 REPLAY = Path(__file__).resolve().parents[1] / "replay"
 HELPERS = {"kafka_field", "kafka_default", "kafka_columns", "struct_columns", "kafka_struct"}
 # the Kafka types the typed struct ``r`` holds as the folds read them (replay.core.shapes: ints, longs, text, booleans)
+SEED_CALL = "kafka_struct(part.puts, *part.seed)"  # replay.fold.incremental.image_seeds, over the registry
 READABLE = {"int8", "int16", "int32", "int64", "float64", "uuid", "string", "bool", "[]int32", "[]uuid", "[]string"}
 
 
@@ -46,6 +49,13 @@ def _constants(tree: ast.Module) -> dict[str, str]:
                 if isinstance(name, ast.Name) and isinstance(value, ast.Constant) and isinstance(value.value, str):
                     found[name.id] = value.value
     return found
+
+
+def _module_strings(path: Path) -> dict[str, str]:
+    """The module's string names as it runs (a fold takes its record types from its part's registry entry,
+    ``ACL, REMOVE_ACL = ACLS.folded_from``)."""
+    module = importlib.import_module(".".join(path.relative_to(REPLAY.parent).with_suffix("").parts))
+    return {name: value for name, value in vars(module).items() if isinstance(value, str)}
 
 
 def _text(node: ast.expr, constants: dict[str, str]) -> str | None:
@@ -65,11 +75,14 @@ def fields_read_by_the_spark_folds() -> set[tuple[str, str]]:
                 isinstance(node, ast.ImportFrom) and node.module == "replay.core.events"
                 and HELPERS & {alias.name for alias in node.names} for node in tree.body):
             continue  # a function of the same name elsewhere is not the vocabulary's
-        constants = _constants(tree)
+        constants = {**_module_strings(path), **_constants(tree)}
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in HELPERS):
                 continue
             if path.name == "events.py" and not node.args:
+                continue
+            if ast.unparse(node) == SEED_CALL:  # the increment's seeds: the fields each registry entry names
+                read.update((part.puts, name) for part in WHOLE_PARTS for name in part.seed or ())
                 continue
             record_type = _text(node.args[0], constants)
             if record_type is None:  # the helpers' own bodies pass their parameters on

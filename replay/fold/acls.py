@@ -25,14 +25,14 @@ from records.kafka_constants import (
 )
 from records.vocabulary import column_name
 from replay.core.events import kafka_columns, kafka_field, ordered, parsed
+from replay.core.image_parts import IMAGE_PARTS
 from replay.core.refusal_columns import reason_column
 from replay.core.refusals import UNKNOWN_ACL_REMOVAL
 from replay.core.shapes import RecordShapes
 from replay.fold.brokers import EVENT_COLUMNS
 
-ACL, REMOVE_ACL = "AccessControlEntryRecord", "RemoveAccessControlEntryRecord"
-ACL_KEY = ("cluster_id", "id")
-ACL_VALUES = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
+ACLS = IMAGE_PARTS["acls"]
+ACL, REMOVE_ACL = ACLS.folded_from
 
 
 def code(value: Column, known: Mapping[int, str]) -> Column:
@@ -62,7 +62,7 @@ def acl_states(events: DataFrame, shapes: RecordShapes) -> AclsResult:
         *EVENT_COLUMNS, *kafka_columns(REMOVE_ACL, "id"), F.lit(True).alias("is_tombstone"))
     stream = upserts.unionByName(removals, allowMissingColumns=True)
     # An ACL is there when the record before (in apply order) put it: a removal, applied or refused, leaves none.
-    present = F.coalesce(~F.lag("is_tombstone").over(ordered(*ACL_KEY)), F.lit(False))
+    present = F.coalesce(~F.lag("is_tombstone").over(ordered(*ACLS.keyed)), F.lit(False))
     stream = stream.withColumn("_applies", ~F.col("is_tombstone") | present)
     refused = stream.where(~F.col("_applies")).select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),

@@ -15,12 +15,11 @@ from pyspark.sql import functions as F
 
 from records.vocabulary import column_name
 from replay.core.events import kafka_columns, kafka_default, parsed, struct_columns
+from replay.core.image_parts import IMAGE_PARTS
 from replay.core.shapes import RecordShapes
 from replay.fold.brokers import EVENT_COLUMNS
 
-QUOTA = "ClientQuotaRecord"
-QUOTA_KEY = ("cluster_id", "entity", "key")
-QUOTA_VALUES = ("value",)
+QUOTA = IMAGE_PARTS["clientQuotas"].puts
 ENTITY_TYPE = column_name("entityType")  # the field of an ``entity`` element Kafka's map is keyed by
 
 

@@ -20,12 +20,11 @@ from pyspark.sql import functions as F
 from lakehouse.tables import SECRET_FINGERPRINT
 from records.kafka_constants import CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_TYPES, CONFIG_RESOURCE_UNKNOWN
 from replay.core.events import kafka_columns, kafka_field, parsed, running
+from replay.core.image_parts import IMAGE_PARTS
 from replay.core.shapes import RecordShapes
 from replay.fold.brokers import EVENT_COLUMNS
 
-CONFIG = "ConfigRecord"
-CONFIG_KEY = ("cluster_id", "resource_type", "resource_name", "name")
-CONFIG_VALUES = ("value", "value_fingerprint")
+CONFIG = IMAGE_PARTS["configs"].puts
 
 
 def resource_type(type_id: Column) -> Column:

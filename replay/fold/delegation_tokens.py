@@ -15,14 +15,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from replay.core.events import kafka_columns, parsed
+from replay.core.image_parts import IMAGE_PARTS
 from replay.core.refusal_columns import reason_column
 from replay.core.refusals import INVALID_PRINCIPAL
 from replay.core.shapes import RecordShapes
 from replay.fold.brokers import EVENT_COLUMNS
 
-TOKEN, REMOVE_TOKEN = "DelegationTokenRecord", "RemoveDelegationTokenRecord"
-TOKEN_KEY = ("cluster_id", "token_id")
-TOKEN_VALUES = ("owner", "requester", "renewers", "issue_timestamp", "max_timestamp", "expiration_timestamp")
+TOKEN, REMOVE_TOKEN = IMAGE_PARTS["delegationTokens"].folded_from
 
 
 @dataclass(frozen=True)

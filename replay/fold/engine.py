@@ -7,6 +7,7 @@ Nothing here collects the log on the driver or runs Python per record; the same 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -14,32 +15,27 @@ from pyspark.sql import functions as F
 
 from lakehouse.spark_settings import few_partitions
 from lakehouse.tables import (
-    ACL_HISTORY,
     BROKER_HISTORY,
-    CLIENT_QUOTA_HISTORY,
-    CONFIG_HISTORY,
     CONTROLLER_HISTORY,
-    DELEGATION_TOKEN_HISTORY,
     FEATURE_HISTORY,
     HISTORY_KEYS,
     PARTITION_HISTORY,
-    PRODUCER_ID_HISTORY,
     REPLICA_HISTORY,
-    SCRAM_HISTORY,
     TOPIC_HISTORY,
 )
 from replay.core.events import transaction_anomalies, visible, with_base
 from replay.core.history import collapse, to_intervals
+from replay.core.image_parts import IMAGE_PARTS, WHOLE_PARTS, ImagePart
 from replay.core.shapes import RecordShapes, record_shapes
-from replay.fold.acls import ACL_KEY, ACL_VALUES, acl_states
+from replay.fold.acls import AclsResult, acl_states
 from replay.fold.brokers import BROKER_VALUES, broker_states, controller_states, feature_states, zk_migration_states
-from replay.fold.client_quotas import QUOTA_KEY, QUOTA_VALUES, quota_states
-from replay.fold.configurations import CONFIG_KEY, CONFIG_VALUES, config_states
-from replay.fold.delegation_tokens import TOKEN_KEY, TOKEN_VALUES, token_states
+from replay.fold.client_quotas import quota_states
+from replay.fold.configurations import config_states
+from replay.fold.delegation_tokens import TokensResult, token_states
 from replay.fold.partitions import ARRAYS, partition_states, topic_events
-from replay.fold.producer_ids import PRODUCER_ID_KEY, PRODUCER_ID_VALUES, producer_id_states
+from replay.fold.producer_ids import producer_id_states
 from replay.fold.replicas import replica_history
-from replay.fold.scram import SCRAM_KEY, SCRAM_VALUES, scram_states
+from replay.fold.scram import scram_states
 
 PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")
 PARTITION_VALUES = ("leader", "leader_epoch", "partition_epoch", *ARRAYS, "leader_recovery_state", "directories")
@@ -62,10 +58,29 @@ def _with_topic_names(partitions: DataFrame, topics: DataFrame) -> DataFrame:
         "p.*", F.col("t.name").alias("topic_name"))
 
 
-def _versions(states: DataFrame, keyed: tuple[str, ...], values: tuple[str, ...]) -> DataFrame:
+def _versions(states: DataFrame, part: ImagePart) -> DataFrame:
     """An image part's history: a version per entity and visible offset, a record that changes nothing (the value
     a key already has) continuing the version it finds, as Kafka's image does not change."""
-    return collapse(to_intervals(states, keyed, values), keyed, values)
+    return collapse(to_intervals(states, part.keyed, part.values), part.keyed, part.values)
+
+
+def _with_refusals(result: AclsResult | TokensResult) -> tuple[DataFrame, DataFrame | None]:
+    return result.states, result.anomalies
+
+
+# One image part's Spark fold: its states from the small checkpoint of the non-partition events (``topics``: the
+# topic events Kafka applies, whose removals delete configs), and the records Kafka refuses (None: none).
+PartFold = Callable[[DataFrame, RecordShapes, DataFrame], tuple[DataFrame, DataFrame | None]]
+# Each part folded on its own (``replay.core.image_parts.WHOLE_PARTS``), by section: Kafka's ``ConfigurationsDelta``,
+# ``ClientQuotasDelta``, ``AclsDelta``, ``ScramDelta``, ``DelegationTokenDelta``, ``ProducerIdsDelta``.
+PART_FOLDS: dict[str, PartFold] = {
+    "configs": lambda events, shapes, topics: (config_states(events, shapes, topics), None),
+    "clientQuotas": lambda events, shapes, _topics: (quota_states(events, shapes), None),
+    "acls": lambda events, shapes, _topics: _with_refusals(acl_states(events, shapes)),
+    "scramCredentials": lambda events, shapes, _topics: (scram_states(events, shapes), None),
+    "delegationTokens": lambda events, shapes, _topics: _with_refusals(token_states(events, shapes)),
+    "producerIds": lambda events, shapes, _topics: (producer_id_states(events, shapes), None),
+}
 
 
 @dataclass(frozen=True)
@@ -75,20 +90,20 @@ class ImageParts:
 
 
 def image_parts(others: DataFrame, shapes: RecordShapes, topics: DataFrame) -> ImageParts:
-    """The history of the image's configs, client quotas, ACLs, SCRAM credentials, delegation tokens and producer
-    ids (``ConfigurationsDelta``, ``ClientQuotasDelta``, ``AclsDelta``, ``ScramDelta``, ``DelegationTokenDelta``,
-    ``ProducerIdsDelta``): small families, folded from the small checkpoint of the non-partition records.
-    ``topics``: the topic events Kafka applies (``replay.fold.partitions.topic_events``), whose removals delete
-    configs."""
-    acls, tokens = acl_states(others, shapes), token_states(others, shapes)
-    return ImageParts({
-        CONFIG_HISTORY: _versions(config_states(others, shapes, topics), CONFIG_KEY, CONFIG_VALUES),
-        CLIENT_QUOTA_HISTORY: _versions(quota_states(others, shapes), QUOTA_KEY, QUOTA_VALUES),
-        ACL_HISTORY: _versions(acls.states, ACL_KEY, ACL_VALUES),
-        SCRAM_HISTORY: _versions(scram_states(others, shapes), SCRAM_KEY, SCRAM_VALUES),
-        DELEGATION_TOKEN_HISTORY: _versions(tokens.states, TOKEN_KEY, TOKEN_VALUES),
-        PRODUCER_ID_HISTORY: _versions(producer_id_states(others, shapes), PRODUCER_ID_KEY, PRODUCER_ID_VALUES),
-    }, acls.anomalies.unionByName(tokens.anomalies))
+    """The history of the parts folded on their own (``PART_FOLDS``): small families, folded from the small
+    checkpoint of the non-partition records. ``topics``: the topic events Kafka applies
+    (``replay.fold.partitions.topic_events``), whose removals delete configs."""
+    tables: dict[str, DataFrame] = {}
+    refused: list[DataFrame] = []
+    for part in WHOLE_PARTS:
+        states, refusals = PART_FOLDS[part.section](others, shapes, topics)
+        tables[part.table] = _versions(states, part)
+        if refusals is not None:
+            refused.append(refusals)
+    anomalies = refused[0]
+    for more in refused[1:]:
+        anomalies = anomalies.unionByName(more)
+    return ImageParts(tables, anomalies)
 
 
 def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None) -> ReplayResult:
@@ -123,10 +138,9 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         ("cluster_id", "broker_id"), BROKER_VALUES, restart="registers").drop("registers").localCheckpoint(eager=True)
     zk_migration = zk_migration_states(others, shapes)
     feature_history = _versions(feature_states(others, shapes).unionByName(zk_migration.states),
-                                ("cluster_id", "feature"), ("level",))
-    controller_history = to_intervals(
-        controller_states(others, shapes), ("cluster_id", "controller_id"),
-        ("incarnation_id", "zk_migration_ready", "endpoints", "features"))
+                                IMAGE_PARTS["features"])
+    controllers = IMAGE_PARTS["controllers"]
+    controller_history = to_intervals(controller_states(others, shapes), controllers.keyed, controllers.values)
     tables = {
         PARTITION_HISTORY: partition_history,
         BROKER_HISTORY: broker_history,

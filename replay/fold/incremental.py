@@ -13,7 +13,8 @@ log), so the records after C start in a clean visibility state. An incremental r
    is closed gets a register + unregister pair so that its last registered epoch is still checked). The image's
    small parts (configs, client quotas, ACLs, SCRAM credentials, delegation tokens, producer ids) are seeded
    whole: when a record a part is folded from came, every open version of a replayed cluster, as the record
-   that puts it, with its secret's fingerprint (``image_seeds``);
+   that puts it, with its secret's fingerprint (``image_seeds``, from each part's entry in
+   ``replay.core.image_parts``: its record types, seed fields and fingerprint column);
 3. runs the same window fold (``replay.fold.engine.replay``) on seeds + new records, and splits its output:
    versions starting after C are new; the version of a seed (starting at C) carries the new ``valid_to``
    of the stored open version it stands for (a seed never adds a version: it only closes one, or, through
@@ -41,36 +42,26 @@ from pyspark.sql import functions as F
 
 from lakehouse.spark_settings import few_partitions
 from lakehouse.tables import (
-    ACL_HISTORY,
     BROKER_HISTORY,
-    CLIENT_QUOTA_HISTORY,
-    CONFIG_HISTORY,
     CONTROLLER_HISTORY,
-    DELEGATION_TOKEN_HISTORY,
     FEATURE_HISTORY,
     PARTITION_HISTORY,
-    PRODUCER_ID_HISTORY,
     REPLAY_ANOMALIES,
     REPLICA_HISTORY,
-    SCRAM_HISTORY,
     SECRET_FINGERPRINT,
     TOPIC_HISTORY,
 )
 from records.kafka_constants import BEGIN, ZK_MIGRATION_STATE_FEATURE
 from records.vocabulary import field
 from replay.core.events import BASE_COLUMNS, kafka_struct, transaction_markers
+from replay.core.image_parts import FOLDED_FROM as PARTS_FOLDED_FROM
+from replay.core.image_parts import IMAGE_PARTS, WHOLE_PARTS
 from replay.core.safe_points import SAFE_POINT, SafePoints
 from replay.core.shapes import RecordShapes, record_shapes
-from replay.fold.acls import ACL, REMOVE_ACL
 from replay.fold.brokers import FEATURE, ZK_MIGRATION
-from replay.fold.client_quotas import QUOTA
-from replay.fold.configurations import CONFIG
-from replay.fold.delegation_tokens import REMOVE_TOKEN, TOKEN
 from replay.fold.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
 from replay.fold.partitions import CLEAR_ELR
-from replay.fold.producer_ids import PRODUCER_IDS
 from replay.fold.replicas import replica_history
-from replay.fold.scram import REMOVE_SCRAM, SCRAM
 
 REPLICAS = REPLICA_HISTORY
 ANOMALIES = REPLAY_ANOMALIES
@@ -101,16 +92,11 @@ _NAMES = ("topicId", "partitionId", "brokerId", "id", "controllerId", "name", "t
 _TOPIC_TYPES = ("TopicRecord", "RemoveTopicRecord")
 _BROKER_TYPES = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
                  "BrokerRegistrationChangeRecord")
-_CONTROLLER_TYPES = ("RegisterControllerRecord", "UnregisterControllerRecord")
-_FEATURE_TYPES = (FEATURE, ZK_MIGRATION)
-# The image parts (issue 19) and the record types they are folded from: small tables, every open version of a
-# replayed cluster seeded when such a record came (a RemoveTopicRecord deletes its topic's configs).
-IMAGE_FOLDED_FROM = {CONFIG_HISTORY: (CONFIG, "RemoveTopicRecord"), CLIENT_QUOTA_HISTORY: (QUOTA,),
-                     ACL_HISTORY: (ACL, REMOVE_ACL), SCRAM_HISTORY: (SCRAM, REMOVE_SCRAM),
-                     DELEGATION_TOKEN_HISTORY: (TOKEN, REMOVE_TOKEN), PRODUCER_ID_HISTORY: (PRODUCER_IDS,)}
-# the small tables and the record types they are folded from: without such a record their rows stay as stored
-FOLDED_FROM = {TOPIC_HISTORY: _TOPIC_TYPES, FEATURE_HISTORY: _FEATURE_TYPES,
-               CONTROLLER_HISTORY: _CONTROLLER_TYPES, **IMAGE_FOLDED_FROM}
+_CONTROLLER_TYPES = IMAGE_PARTS["controllers"].folded_from
+_FEATURE_TYPES = IMAGE_PARTS["features"].folded_from
+# the small tables and the record types they are folded from: without such a record their rows stay as stored (the
+# image parts, ``replay.core.image_parts``: every open version of the parts folded on their own is seeded then)
+FOLDED_FROM = {TOPIC_HISTORY: _TOPIC_TYPES, **PARTS_FOLDED_FROM}
 
 
 @dataclass(frozen=True)
@@ -233,27 +219,9 @@ def image_seeds(stored: dict[str, DataFrame], checkpoints: SafePoints, present: 
     """For each image part a record of ``present`` (the new records' types) is folded into: every open version of
     every replayed cluster, as the record that puts it (the parts are small; a config, ACL or credential the new
     records do not name keeps its version, one they name is closed or continued as the full replay does)."""
-    def open_versions(name: str) -> DataFrame:
-        return checkpoints.join(stored[name].where(F.col("valid_to_offset").isNull()))
-
-    builders = {
-        CONFIG_HISTORY: lambda rows: _seed(rows, CONFIG, kafka_struct(
-            "ConfigRecord", "resourceType", "resourceName", "name", "value"), _SEED_SEQ, "value_fingerprint"),
-        # no ``remove``: Kafka's default, false
-        CLIENT_QUOTA_HISTORY: lambda rows: _seed(
-            rows, QUOTA, kafka_struct("ClientQuotaRecord", "entity", "key", "value"), _SEED_SEQ),
-        ACL_HISTORY: lambda rows: _seed(rows, ACL, kafka_struct(
-            "AccessControlEntryRecord", "id", "resourceType", "resourceName", "patternType", "principal", "host",
-            "operation", "permissionType"), _SEED_SEQ),
-        SCRAM_HISTORY: lambda rows: _seed(rows, SCRAM, kafka_struct(
-            "UserScramCredentialRecord", "name", "mechanism", "iterations"), _SEED_SEQ, "credential_fingerprint"),
-        DELEGATION_TOKEN_HISTORY: lambda rows: _seed(rows, TOKEN, kafka_struct(
-            "DelegationTokenRecord", "tokenId", "owner", "requester", "renewers", "issueTimestamp", "maxTimestamp",
-            "expirationTimestamp"), _SEED_SEQ),
-        PRODUCER_ID_HISTORY: lambda rows: _seed(rows, PRODUCER_IDS, kafka_struct(
-            "ProducerIdsRecord", "nextProducerId", "brokerId", "brokerEpoch"), _SEED_SEQ),
-    }
-    seeded = [build(open_versions(name)) for name, build in builders.items() if present & set(IMAGE_FOLDED_FROM[name])]
+    seeded = [_seed(checkpoints.join(stored[part.table].where(F.col("valid_to_offset").isNull())), part.puts,
+                    kafka_struct(part.puts, *part.seed), _SEED_SEQ, part.fingerprint)
+              for part in WHOLE_PARTS if part.seed is not None and present & set(part.folded_from)]
     if not seeded:
         return None
     out = seeded[0]

@@ -12,12 +12,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay.core.events import kafka_columns, parsed
+from replay.core.image_parts import IMAGE_PARTS
 from replay.core.shapes import RecordShapes
 from replay.fold.brokers import EVENT_COLUMNS
 
-PRODUCER_IDS = "ProducerIdsRecord"
-PRODUCER_ID_KEY = ("cluster_id",)
-PRODUCER_ID_VALUES = ("next_producer_id", "broker_id", "broker_epoch")
+PRODUCER_IDS = IMAGE_PARTS["producerIds"].puts
 
 
 def producer_id_states(events: DataFrame, shapes: RecordShapes) -> DataFrame:

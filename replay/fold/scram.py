@@ -15,12 +15,11 @@ from pyspark.sql import functions as F
 from lakehouse.tables import SECRET_FINGERPRINT
 from records.kafka_constants import SCRAM_MECHANISMS, SCRAM_UNKNOWN
 from replay.core.events import kafka_columns, kafka_field, parsed
+from replay.core.image_parts import IMAGE_PARTS
 from replay.core.shapes import RecordShapes
 from replay.fold.brokers import EVENT_COLUMNS
 
-SCRAM, REMOVE_SCRAM = "UserScramCredentialRecord", "RemoveUserScramCredentialRecord"
-SCRAM_KEY = ("cluster_id", "name", "mechanism")
-SCRAM_VALUES = ("iterations", "credential_fingerprint")
+SCRAM, REMOVE_SCRAM = IMAGE_PARTS["scramCredentials"].folded_from
 
 
 def mechanism(kind: Column) -> Column:

@@ -25,46 +25,35 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lakehouse.tables import (
-    ACL_HISTORY,
     BROKER_HISTORY,
-    CLIENT_QUOTA_HISTORY,
-    CONFIG_HISTORY,
     CONTROLLER_HISTORY,
-    DELEGATION_TOKEN_HISTORY,
     FEATURE_HISTORY,
     PARTITION_HISTORY,
-    PRODUCER_ID_HISTORY,
     REPLAY_ANOMALIES,
     REPLICA_HISTORY,
-    SCRAM_HISTORY,
     TOPIC_HISTORY,
 )
 from records.kafka_constants import ABORT, BEGIN, END
 from records.model import LogEntry, MetadataRecord, RawRecord
 from replay.core.coverage import SnapshotId
+from replay.core.image_parts import WHOLE_PARTS
 from replay.core.refusals import BEGIN_INSIDE_TRANSACTION, MARKER_WITHOUT_TRANSACTION
 from replay.reference.image import Anomaly, Changes, Image
 from replay.reference.image_parts_delta import Cause
 from replay.reference.metadata_delta import MetadataDelta
 from replay.reference.rows import (
-    acl_values,
+    PART_ROWS,
     broker_values,
-    client_quota_values,
-    config_values,
     controller_values,
-    delegation_token_values,
     feature_level,
     partition_invariants,
     partition_values,
-    producer_id_values,
     replica_values,
-    scram_values,
 )
 
-# the image's other parts (replay.reference.image_parts_delta), in the contract's tables
+# the image's parts folded on their own (replay.reference.image_parts_delta), in the contract's tables
 # (lakehouse.tables.IMAGE_SCHEMAS)
-IMAGE_PART_TABLES = (CONFIG_HISTORY, CLIENT_QUOTA_HISTORY, ACL_HISTORY, SCRAM_HISTORY, DELEGATION_TOKEN_HISTORY,
-                     PRODUCER_ID_HISTORY)
+IMAGE_PART_TABLES = tuple(part.table for part in WHOLE_PARTS)
 TABLES = (PARTITION_HISTORY, BROKER_HISTORY, TOPIC_HISTORY, FEATURE_HISTORY, CONTROLLER_HISTORY,
           REPLICA_HISTORY, *IMAGE_PART_TABLES, REPLAY_ANOMALIES)
 VERSION_COLUMNS = ("valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
@@ -229,22 +218,10 @@ class HistoryBuilder:
         self._image_parts(commit)
 
     def _image_parts(self, commit: Commit) -> None:
-        image, changes, tables = commit.image, commit.changes, self.parts
-        for key, cause in changes.configs.items():
-            tables[CONFIG_HISTORY].put(key, config_values(image, key), commit, cause)
-        for quota, cause in changes.client_quotas.items():
-            tables[CLIENT_QUOTA_HISTORY].put(quota, client_quota_values(image, quota), commit, cause)
-        for acl_id, cause in changes.acls.items():
-            acl = image.acls.get(acl_id)
-            tables[ACL_HISTORY].put(acl_id, None if acl is None else acl_values(acl), commit, cause)
-        for scram, cause in changes.scram.items():
-            tables[SCRAM_HISTORY].put(scram, scram_values(image, scram), commit, cause)
-        for token_id, cause in changes.delegation_tokens.items():
-            token = image.delegation_tokens.get(token_id)
-            tables[DELEGATION_TOKEN_HISTORY].put(token_id, None if token is None else delegation_token_values(token),
-                                                 commit, cause)
-        if changes.producer_ids is not None:
-            tables[PRODUCER_ID_HISTORY].put((), producer_id_values(image), commit, changes.producer_ids)
+        for part in WHOLE_PARTS:
+            rows, table = PART_ROWS[part.section], self.parts[part.table]
+            for key, cause in rows.touched(commit.changes).items():
+                table.put(key, rows.values(commit.image, key), commit, cause)
 
     def _replicas(self, commit: Commit) -> None:
         image, changes = commit.image, commit.changes

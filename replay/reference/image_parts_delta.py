@@ -305,6 +305,8 @@ def zk_migration_state_of(value: int) -> int:
 
 
 PartReplay = Callable[[ImageParts, LogEntry, Cause, PartChanges], None]
+# Kafka's rule of each record type the parts are folded from (``replay.core.image_parts``; a RemoveTopicRecord's is
+# ``remove_topic_configs``, called by ``MetadataDelta``); their history rows: ``replay.reference.rows.PART_ROWS``.
 PART_REPLAYS: dict[str, PartReplay] = {
     "ConfigRecord": replay_config, "ClientQuotaRecord": replay_client_quota,
     "AccessControlEntryRecord": replay_acl, "RemoveAccessControlEntryRecord": remove_acl,

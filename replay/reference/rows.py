@@ -6,13 +6,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from records.kafka_constants import ZK_MIGRATION_NONE, ZK_MIGRATION_STATE_FEATURE
 from records.vocabulary import column_name
 from replay.core.refusals import ISR_NOT_WITHIN_REPLICAS, LEADER_NOT_IN_REPLICAS, joined
 from replay.reference.image import Broker, Controller, Image, Partition
-from replay.reference.image_parts_delta import Acl, DelegationToken, QuotaEntity
+from replay.reference.image_parts_delta import Cause, DelegationToken, PartChanges, QuotaEntity
 
 
 def _endpoint_dicts(endpoints: tuple[tuple[str, str, int, int], ...]) -> list[dict[str, Any]]:
@@ -98,8 +100,9 @@ def client_quota_values(image: Image, key: tuple[QuotaEntity, str]) -> dict[str,
     return None if value is None else _columns(entity=entity_list(entity), key=quota_key, value=value)
 
 
-def acl_values(acl: Acl) -> dict[str, Any]:
-    return _columns(id=acl.id, resourceType=acl.resource_type, resourceName=acl.resource_name,
+def acl_values(image: Image, acl_id: str) -> dict[str, Any] | None:
+    acl = image.acls.get(acl_id)
+    return None if acl is None else _columns(id=acl.id, resourceType=acl.resource_type, resourceName=acl.resource_name,
                     patternType=acl.pattern_type, principal=acl.principal, host=acl.host, operation=acl.operation,
                     permissionType=acl.permission_type)
 
@@ -123,6 +126,29 @@ def producer_id_values(image: Image) -> dict[str, Any] | None:
                                              brokerEpoch=ids.broker_epoch)
 
 
+@dataclass(frozen=True)
+class PartRows:
+    """One image part's history rows in the reference fold: the keys a commit touched, each with the last record
+    that touched it, and a touched key's values (None: it is gone)."""
+
+    touched: Callable[[PartChanges], Mapping[Any, Cause]]
+    values: Callable[[Image, Any], dict[str, Any] | None]
+
+
+# The parts folded on their own (``replay.core.image_parts.WHOLE_PARTS``), by section; their rules, record by record,
+# are ``replay.reference.image_parts_delta.PART_REPLAYS``.
+PART_ROWS: dict[str, PartRows] = {
+    "configs": PartRows(lambda changes: changes.configs, config_values),
+    "clientQuotas": PartRows(lambda changes: changes.client_quotas, client_quota_values),
+    "acls": PartRows(lambda changes: changes.acls, acl_values),
+    "scramCredentials": PartRows(lambda changes: changes.scram, scram_values),
+    "delegationTokens": PartRows(lambda changes: changes.delegation_tokens, lambda image, token_id: None if (
+        token := image.delegation_tokens.get(token_id)) is None else delegation_token_values(token)),
+    "producerIds": PartRows(lambda changes: {} if changes.producer_ids is None else {(): changes.producer_ids},
+                            lambda image, _key: producer_id_values(image)),
+}
+
+
 def partition_invariants(partition: Partition) -> list[str]:
     problems = []
     where = {"topic_id": partition.topic_id, "partition_id": partition.partition_id}
@@ -136,7 +162,7 @@ def partition_invariants(partition: Partition) -> list[str]:
 
 
 __all__ = [
-    "acl_values", "broker_values", "client_quota_values", "config_values", "controller_values",
+    "PART_ROWS", "PartRows", "acl_values", "broker_values", "client_quota_values", "config_values", "controller_values",
     "delegation_token_values", "entity_list", "feature_level", "partition_invariants", "partition_values",
     "producer_id_values", "replica_values", "scram_values",
 ]
