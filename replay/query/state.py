@@ -33,6 +33,7 @@ from lakehouse.tables import (
 )
 from records.vocabulary import column_name
 from replay.core.coverage import ClusterCoverage
+from replay.core.image_parts import IMAGE_PARTS
 from replay.query.rules import (
     BROKER_FIELDS,
     BROKER_ORDER,
@@ -224,10 +225,9 @@ def json_items(df: DataFrame, fields: tuple[tuple[str, str], ...]) -> Iterator[s
 
 
 DIFF_COLUMNS = ("entity", "key", "change", "before", "after")
-# the order of the parts in a diff: these three, then the rest of the image (replay.query.image.PARTS)
+# the order of the parts in a diff: these three, then the rest of the image (replay.core.image_parts)
 _ENTITY_RANK = {name: rank for rank, name in enumerate((
-    "broker", "topic", "partition", "feature", "controller", "config", "clientQuota", "acl", "scramCredential",
-    "delegationToken", "producerIds"))}
+    "broker", "topic", "partition", *(part.entity for part in IMAGE_PARTS.values())))}
 
 
 def _side(df: DataFrame, keys: tuple[str, ...], fields: tuple[tuple[str, str], ...], label: Column,
