@@ -217,7 +217,7 @@ def _growth(measured: list[Measured]) -> None:
 def cold_command_env() -> dict[str, str]:
     """The environment of a cold command: this checkout's modules, and the default engine (``KRAFT_REPLAY_ENGINE``
     unset) as a user types the command; naming an engine would send ``state`` down the Spark path
-    (``kraft_replay.state_commands.light_path_serves``)."""
+    (``replay.query.state_answer.light_path_serves``)."""
     path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return {name: value for name, value in os.environ.items() if name != ENGINE_ENV} | {"PYTHONPATH": path}
 

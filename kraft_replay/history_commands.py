@@ -1,7 +1,7 @@
 """`kraft-replay history`: every version of one partition, with the controller's state-machine transitions beside
 it (``--states``), or of a part of the image (the questions: ``replay.query.image_sections.part_questions``; the tables:
-``kraft_replay.image_commands``). JVM-free where ``state`` is (``replay.query.light_state.light_history``,
-``light_part_history``); ``--states`` asks Spark.
+``kraft_replay.image_commands``). The answer, JVM-free where ``state``'s is, is ``replay.query.history_answer``'s;
+``--states`` asks Spark.
 
 Register through ``kraft_replay.replay_commands.REPLAY_COMMANDS``. Exit codes as the rest of the CLI.
 """
@@ -26,13 +26,12 @@ from kraft_replay.plumbing import (
     table_lines,
     usage_error,
 )
-from kraft_replay.state_commands import light_path_serves
+from replay.query.history_answer import PARTITION_VERSIONS, part_history_answer, partition_history_answer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakehouse.lake import Lake
-    from replay.query.image_sections import PartQuestion
 
 # --- history -------------------------------------------------------------------------------------
 
@@ -84,8 +83,7 @@ def history(
     read without Spark (with --states Spark answers); KRAFT_REPLAY_QUERY_PATH=spark asks Spark instead."""
     from lakehouse.lake import Lake
     from replay.query.image_sections import part_questions
-    from replay.query.state import PARTITION_FIELDS, iso_ms, json_items, kafka_fields
-    from replay.query.state import history as partition_history
+    from replay.query.rules import iso_ms
 
     asked = [topic is not None or partition is not None, config is not None, acl, user is not None, quota,
              token, producer_ids]
@@ -94,28 +92,22 @@ def history(
                     "--token or --producer-ids")
     if (principal is not None or resource is not None) and not acl:
         usage_error("--principal and --resource narrow --acl")
-    light = light_path_serves(lake, master, remote)  # delta-rs reads, no JVM: replay.query.light_state
     if not asked[0]:
-        part_history(part_questions(config, acl, principal, resource, user, quota, token, producer_ids), fmt,
-                     lake, cluster_id, master, remote, light)
+        questions = part_questions(config, acl, principal, resource, user, quota, token, producer_ids)
+        parts = part_history_answer(lake, questions, cluster_id=cluster_id, master=master, remote=remote,
+                                    spark=lambda: spark_session(master, remote))
+        image_history(questions, fmt, parts.rows, parts.json)
         return
     if topic is None or partition is None:
         usage_error("a partition's history needs both --topic and --partition")
-    fields = (*PARTITION_FIELDS, *kafka_fields("valid_from_offset", "valid_to_offset", "valid_from_time_ms",
-                                               "valid_to_time_ms", "cause_offset", "cause_type"))
-    if light:
-        from lakehouse.light_reader import resolve_lake_root
-        from replay.query.light_state import kafka_json_items, light_history, table_rows
-
-        found = light_history(resolve_lake_root(lake), topic, partition, cluster_id,
-                              None if fmt is OutputFormat.json else HISTORY_COLUMNS)
-    else:
-        versions = partition_history(spark_session(master, remote), Lake(lake), topic, partition, cluster_id)
+    answer = partition_history_answer(lake, topic, partition, cluster_id=cluster_id, master=master, remote=remote,
+                                      columns=None if fmt is OutputFormat.json else HISTORY_COLUMNS,
+                                      spark=lambda: spark_session(master, remote))
     if fmt is OutputFormat.json:
-        echo_lines(kafka_json_items(found, fields) if light else json_items(versions, fields))
+        echo_lines(answer.json(PARTITION_VERSIONS))
         return
     rows = [[iso_ms(r[column]) if column == "valid_from_time_ms" else r[column] for column in HISTORY_COLUMNS]
-            for r in (table_rows(found) if light else versions.toLocalIterator())]
+            for r in answer.rows(PARTITION_VERSIONS)]
     if not rows:
         usage_error(f"no partition {topic}-{partition} in partition_history")
     echo_lines([f"{topic}-{partition}: {len(rows)} version(s); TO empty = still current",
@@ -123,32 +115,6 @@ def history(
                                                            False, False, False, False])])
     if states:
         echo_lines(transition_lines(spark_session(master, remote), Lake(lake), topic, partition, cluster_id))
-
-
-def part_history(questions: list[PartQuestion], fmt: OutputFormat, lake: str | None, cluster_id: str | None,
-                 master: str | None, remote: str | None, light: bool) -> None:
-    """Print the versions of the image's parts asked, read by delta-rs (``light``) or by Spark: the same bytes."""
-    if light:
-        import pyarrow as pa
-
-        from lakehouse.light_reader import resolve_lake_root
-        from replay.query.image_sections import part_history_fields
-        from replay.query.light_state import kafka_json_items, light_part_history, table_rows
-
-        root = resolve_lake_root(lake)
-        found = {q.section: light_part_history(root, q.section, q.where, cluster_id) for q in questions}
-        image_history(questions, fmt, lambda section: table_rows(found[section]), lambda section: kafka_json_items(
-            found[section].append_column("part", pa.array([section] * found[section].num_rows, pa.string())),
-            part_history_fields(section)))
-        return
-    from lakehouse.lake import Lake
-    from replay.query.image import part_history as versions_of
-    from replay.query.image import part_history_json
-
-    spark, at = spark_session(master, remote), Lake(lake)
-    versions = {q.section: versions_of(spark, at, q.section, q.where, cluster_id) for q in questions}
-    image_history(questions, fmt, lambda section: versions[section].toLocalIterator(),
-                  lambda section: part_history_json(section, versions[section]))
 
 
 TRANSITION_HEADERS = ("OFFSET", "TIME (UTC)", "MACHINE", "BROKER", "FROM", "TO", "VALID", "CAUSE", "WHY")

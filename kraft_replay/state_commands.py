@@ -1,7 +1,7 @@
 """`kraft-replay state`: the cluster as of an offset or a time, with the controller's state machines beside it
 (``--states``); the rest of the image (configs, quotas, ACLs, SCRAM, tokens, producer ids, features, controllers)
-through ``kraft_replay.image_commands``; which questions skip Spark (``light_path_serves``). ``history`` is in
-``kraft_replay.history_commands``.
+through ``kraft_replay.image_commands``. The answer, and which path gives it (JVM-free or Spark), is
+``replay.query.state_answer``'s; this module prints it. ``history`` is in ``kraft_replay.history_commands``.
 
 Register through ``kraft_replay.replay_commands.REPLAY_COMMANDS``. Exit codes as the rest of the CLI.
 """
@@ -9,9 +9,7 @@ Register through ``kraft_replay.replay_commands.REPLAY_COMMANDS``. Exit codes as
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -37,11 +35,9 @@ from kraft_replay.plumbing import (
     table_lines,
     usage_error,
 )
+from replay.query.state_answer import StateAnswer, state_answer
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
-    from lakehouse.lake import Lake
     from replay.query.rules import NamedRow
 
 
@@ -83,86 +79,6 @@ PARTITION_COLUMNS = ("topic_name", "partition_id", "leader", "leader_epoch", "pa
                      "cause_type")
 
 
-QUERY_PATH_ENV = "KRAFT_REPLAY_QUERY_PATH"  # "spark": never the JVM-free path (`state`, `history`)
-SPARK_PATH = "spark"
-
-
-@dataclass(frozen=True)
-class StateAnswer:
-    """What `state` prints, from either path: the cluster and offset, the note beside the offset, each section's
-    rows (mappings or Spark rows, sorted) and Kafka JSON items, and the controller's states (Spark only)."""
-
-    cluster: str
-    offset: int
-    appended: Callable[[], str]
-    rows: Callable[[str], Iterable[Any]]
-    json: Callable[[str, tuple[tuple[str, str], ...]], Iterator[str]]
-    machine_lines: Callable[[], list[str]] | None = None
-    machine_json: Callable[[], dict[str, Iterator[str]]] | None = None
-
-
-def light_path_serves(lake: str | None, master: str | None, remote: str | None) -> bool:
-    """Whether `state` and a partition's `history` may skip Spark: a lake in a local directory, no Spark
-    asked for (``--master``, ``--remote``, their environment, ``KRAFT_REPLAY_ENGINE=delta-spark``) nor
-    ``KRAFT_REPLAY_QUERY_PATH=spark``."""
-    from lakehouse import light_reader as reader
-    asked = {name: os.environ.get(name, "").strip().lower() for name in (QUERY_PATH_ENV, reader.ENGINE_ENV)}
-    forced = asked[QUERY_PATH_ENV] == SPARK_PATH or asked[reader.ENGINE_ENV] == reader.DELTA_SPARK
-    elsewhere = master or remote or os.environ.get(reader.SPARK_REMOTE_ENV) or os.environ.get(reader.SPARK_MASTER_ENV)
-    return not forced and not elsewhere and reader.is_local(reader.resolve_lake_root(lake))
-
-
-def _light_answer(lake: str | None, offset: int | None, time: str | None, batch_aligned: bool,
-                  sections: tuple[str, ...], cluster_id: str | None, topic: str | None, partition: int | None,
-                  fmt: OutputFormat) -> StateAnswer:
-    """The answer of ``replay.query.light_state``: delta-rs reads, no JVM (a table: only the partition columns
-    shown)."""
-    from lakehouse.light_reader import resolve_lake_root
-    from replay.query.light_state import kafka_json_items, light_state
-
-    columns = {"partitions": PARTITION_COLUMNS} if fmt is OutputFormat.table else {}
-    found = light_state(resolve_lake_root(lake), offset, sections, cluster_id, topic, partition, columns, time,
-                        batch_aligned)
-    return StateAnswer(found.cluster_id, found.offset, lambda: appended_note(found.has_log, found.record),
-                       found.rows, lambda section, fields: kafka_json_items(found.sections[section], fields))
-
-
-def _spark_answer(spark: SparkSession, lake: str | None, offset: int | None, time: str | None, batch_aligned: bool,
-                  cluster_id: str | None, topic: str | None, partition: int | None, states: bool) -> StateAnswer:
-    """The answer of ``replay.query.state.state_at`` and ``replay.query.image.image_at``: lazy DataFrames."""
-    from lakehouse.lake import Lake
-    from lakehouse.tables import METADATA_LOG
-    from replay.query.image import image_at
-    from replay.query.log_offsets import record_at
-    from replay.query.rules import narrowed_sql
-    from replay.query.state import json_items, state_at
-
-    target = Lake(lake)
-    snapshot = state_at(spark, target, offset=offset, time=time, cluster_id=cluster_id, batch_aligned=batch_aligned)
-    shown = snapshot.only(topic, partition)
-    cluster = snapshot.cluster_id or ""
-    frames: dict[str, DataFrame] = {"brokers": snapshot.brokers, "topics": shown.topics,
-                                    "partitions": shown.partitions}
-
-    def appended() -> str:
-        has_log = target.table_exists(METADATA_LOG)
-        return appended_note(has_log, record_at(spark, target, cluster, snapshot.offset) if has_log else None)
-
-    def frame(section: str) -> DataFrame:
-        if section not in frames:  # the image's parts: loaded on the first question about one
-            frames.update(image_at(spark, target, cluster, snapshot.offset))
-            where = narrowed_sql("configs", topic, partition)
-            if where is not None:
-                frames["configs"] = frames["configs"].where(where)
-        return frames[section]
-
-    return StateAnswer(
-        cluster, snapshot.offset, appended,
-        lambda section: frame(section).toLocalIterator(), lambda section, fields: json_items(frame(section), fields),
-        (lambda: state_machine_lines(spark, target, cluster, snapshot.offset, topic, partition)) if states else None,
-        (lambda: state_machine_json(spark, target, cluster, snapshot.offset, topic, partition)) if states else None)
-
-
 def state_lines(answer: StateAnswer, sections: tuple[str, ...], fmt: OutputFormat, brokers: bool) -> Iterator[str]:
     """What `state` prints of ``answer``, whichever path gave it: one formatter for both."""
     from replay.query.rules import BROKER_FIELDS, PARTITION_FIELDS, TOPIC_FIELDS
@@ -178,7 +94,7 @@ def state_lines(answer: StateAnswer, sections: tuple[str, ...], fmt: OutputForma
             items.update(image_json_sections(answer.rows, answer.json, sections))
         yield from state_json_lines(answer.cluster, answer.offset, items)
         return
-    lines = [f"cluster {answer.cluster} as of offset {answer.offset}{answer.appended()}"]
+    lines = [f"cluster {answer.cluster} as of offset {answer.offset}{appended_note(*answer.log_record())}"]
     if brokers or "brokers" in sections:
         broker_rows = [_broker_row(r) for r in answer.rows("brokers")]
         lines += ["", f"brokers ({len(broker_rows)})",
@@ -189,8 +105,8 @@ def state_lines(answer: StateAnswer, sections: tuple[str, ...], fmt: OutputForma
         lines += ["", f"partitions ({len(partition_rows)})",
                   *table_lines(PARTITION_HEADERS, partition_rows,
                                right=[False, True, True, True, True] + [False] * 5 + [True, False])]
-    if answer.machine_lines is not None and not brokers:
-        lines += answer.machine_lines()
+    if answer.machine_rows is not None and not brokers:
+        lines += state_machine_lines(*answer.machine_rows())
     if not brokers:
         lines += image_table_lines(answer.rows, sections)
     yield from lines
@@ -258,11 +174,10 @@ def state(
     if section is None and (topic is not None or partition is not None):
         sections = TOPIC_SECTIONS
     shown = CLUSTER_SECTIONS[:1] if brokers else sections
-    if not states and light_path_serves(lake, master, remote):
-        answer = _light_answer(lake, offset, time, batch_aligned, shown, cluster_id, topic, partition, fmt)
-    else:
-        answer = _spark_answer(spark_session(master, remote), lake, offset, time, batch_aligned, cluster_id,
-                               topic, partition, states)
+    answer = state_answer(lake, offset, time, sections=shown, cluster_id=cluster_id, topic=topic, partition=partition,
+                          batch_aligned=batch_aligned, states=states, master=master, remote=remote,
+                          partition_columns=PARTITION_COLUMNS if fmt is OutputFormat.table else None,
+                          spark=lambda: spark_session(master, remote))
     echo_lines(state_lines(answer, shown, fmt, brokers))
 
 
@@ -271,26 +186,10 @@ def state(
 STATE_HEADERS = ("PARTITION", "BROKER", "STATE", "SINCE", "FROM STATE", "CAUSE")
 
 
-def state_machine_lines(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
-                        partition: int | None) -> list[str]:
-    from replay.query.controller_states import machine_states_at
-
-    partitions, replicas = machine_states_at(spark, lake, cluster, offset, topic, partition)
+def state_machine_lines(partitions: Iterable[Any], replicas: Iterable[Any]) -> list[str]:
+    """The controller's states of the partitions and their replicas (``StateAnswer.machine_rows``) as one table."""
     rows = [[f"{r['topic_name']}-{r['partition_id']}", "", r["state"], r["valid_from_offset"],
-             r["previous_state"], f"{r['cause_type']}: {r['reason']}"] for r in partitions.toLocalIterator()]
+             r["previous_state"], f"{r['cause_type']}: {r['reason']}"] for r in partitions]
     rows += [[f"{r['topic_name']}-{r['partition_id']}", r["broker_id"], r["state"], r["valid_from_offset"],
-              r["previous_state"], f"{r['cause_type']}: {r['reason']}"] for r in replicas.toLocalIterator()]
+              r["previous_state"], f"{r['cause_type']}: {r['reason']}"] for r in replicas]
     return ["", f"controller states ({len(rows)})", *table_lines(STATE_HEADERS, rows)]
-
-
-def state_machine_json(spark: SparkSession, lake: Lake, cluster: str, offset: int, topic: str | None,
-                       partition: int | None) -> dict[str, Iterator[str]]:
-    from replay.query.controller_states import machine_states_at
-    from replay.query.state import MACHINE_STATE_NAMES, json_items, kafka_fields
-
-    partitions, replicas = machine_states_at(spark, lake, cluster, offset, topic, partition)
-    common = kafka_fields("topic_id", "topic_name", "partition_id")
-    tail = kafka_fields("state", "previous_state", "valid_from_offset", "cause_offset", "cause_type", "reason",
-                        names=MACHINE_STATE_NAMES)
-    return {"partitionStates": json_items(partitions, (*common, *tail)),
-            "replicaStates": json_items(replicas, (*common, *kafka_fields("broker_id"), *tail))}

@@ -4,6 +4,8 @@ them) over the lake's tables. The rooms below hold the rest: ``core``, ``fold``,
 
     from replay import run_replay, state_at, history, diff, image_at, change_log, incidents
 
+``state_answer`` is ``state_at`` as `kraft-replay state` asks it: without a JVM where a local lake allows.
+
 Names load on first use, so importing one room (the JVM-free ``replay.query.light_state``) loads no pyspark.
 """
 
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from replay.query.image import acl_history, config_history, image_at, image_diff, part_history, user_history
     from replay.query.incidents import incidents, what_if_at
     from replay.query.state import clusters, diff, history, state_at
+    from replay.query.state_answer import state_answer
     from replay.query.topic_configs import topic_configs_at
     from replay.query.views import register_views
     from replay.store.runs import run_replay
@@ -27,6 +30,7 @@ _PUBLIC = {
     "run_replay": "replay.store.runs",
     "clusters": "replay.query.state",
     "state_at": "replay.query.state",
+    "state_answer": "replay.query.state_answer",
     "history": "replay.query.state",
     "diff": "replay.query.state",
     "image_at": "replay.query.image",
@@ -64,6 +68,7 @@ __all__ = [
     "part_history",
     "register_views",
     "run_replay",
+    "state_answer",
     "state_at",
     "topic_configs_at",
     "transitions",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench.bench_replay import REPO_ROOT, cold_command_env
-from kraft_replay.state_commands import light_path_serves
 from lakehouse.light_reader import DELTA_SPARK, ENGINE_ENV
+from replay.query.state_answer import light_path_serves
 
 
 def test_the_cold_command_gets_the_default_engine_and_the_light_path(monkeypatch: pytest.MonkeyPatch,

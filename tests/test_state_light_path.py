@@ -1,4 +1,4 @@
-"""replay/query/light_state.py and the switch in kraft_replay/state_commands.py: a fresh `state --offset N` or `history`
+"""replay/query/light_state.py and the switch in replay/query/state_answer.py: a fresh `state --offset N` or `history`
 read without a JVM (delta-rs) prints byte for byte what the Spark path prints (``KRAFT_REPLAY_QUERY_PATH=spark``),
 on a simulated cluster that deletes a topic, makes it again and leaves partitions without a leader, and on the lake
 of every image part (tests/image_lake_support.py); errors read the same on both paths."""
@@ -13,13 +13,14 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from kraft_replay.state_commands import PARTITION_COLUMNS, QUERY_PATH_ENV, SPARK_PATH, light_path_serves
+from kraft_replay.state_commands import PARTITION_COLUMNS
 from lakehouse.lake import Lake
 from lakehouse.light_reader import DELTA_RS, DELTA_SPARK, ENGINE_ENV
 from lakehouse.log_rows import entries_frame
 from lakehouse.tables import METADATA_LOG
 from replay.query.light_state import java_double, light_state
 from replay.query.rules import iso_ms
+from replay.query.state_answer import QUERY_PATH_ENV, SPARK_PATH, light_path_serves
 from replay.store.runs import run_replay
 from simulator import ControllerSimulator
 from simulator.controller import SimConfig

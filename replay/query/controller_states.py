@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.tables import PARTITION_STATE_HISTORY, REPLICA_STATE_HISTORY
-from replay.query.state import QueryError, as_of, history_table, resolve_cluster
+from replay.query.rules import MACHINE_STATE_NAMES, kafka_fields
+from replay.query.state import QueryError, as_of, history_table, json_items, resolve_cluster
 
 TRANSITION_COLUMNS = ("machine", "broker_id", "topic_name", "partition_id", "valid_from_offset", "step",
                       "valid_from_time_ms", "previous_state", "state", "valid_transition", "cause_type", "reason")
@@ -40,6 +43,16 @@ def machine_states_at(spark: SparkSession, lake: Lake, cluster: str, offset: int
             replicas.orderBy("topic_name", "partition_id", "broker_id", "topic_id"))
 
 
+def machine_states_json(partitions: DataFrame, replicas: DataFrame) -> dict[str, Iterator[str]]:
+    """``machine_states_at``'s two answers as Kafka JSON items, under the names `state --format json` gives them
+    (``partitionStates``, ``replicaStates``)."""
+    common = kafka_fields("topic_id", "topic_name", "partition_id")
+    tail = kafka_fields("state", "previous_state", "valid_from_offset", "cause_offset", "cause_type", "reason",
+                        names=MACHINE_STATE_NAMES)
+    return {"partitionStates": json_items(partitions, (*common, *tail)),
+            "replicaStates": json_items(replicas, (*common, *kafka_fields("broker_id"), *tail))}
+
+
 def transitions(spark: SparkSession, lake: Lake, topic: str, partition: int, cluster_id: str | None = None
                 ) -> DataFrame:
     """Every state-machine transition of partition ``topic``-``partition`` and its replicas, in log order
@@ -56,4 +69,4 @@ def transitions(spark: SparkSession, lake: Lake, topic: str, partition: int, clu
             .orderBy("valid_from_offset", "step", "machine", "broker_id"))
 
 
-__all__ = ["TRANSITION_COLUMNS", "machine_states_at", "machine_tables", "transitions"]
+__all__ = ["TRANSITION_COLUMNS", "machine_states_at", "machine_states_json", "machine_tables", "transitions"]
