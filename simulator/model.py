@@ -16,6 +16,7 @@ from records.kafka_constants import (
 )
 from records.kafka_json import make_record
 from records.model import MetadataRecord, uuid_from_str, uuid_to_str
+from records.partition_registration import PartitionRegistration
 
 RECOVERED, RECOVERING = RECOVERY_STATES  # LeaderRecoveryState
 UNASSIGNED_DIR_ID = uuid_from_str(UNASSIGNED_DIR)  # the records carry directory ids as 16 bytes
@@ -82,11 +83,20 @@ class Broker:
         self.log_dir = log_dir
 
 
-class Partition:
-    """A partition registration (PartitionRegistration), the fields the records carry."""
+# A partition's lists: (its name here, its name in Kafka's PartitionRegistration)
+LISTS = (("replicas", "replicas"), ("isr", "isr"), ("removing_replicas", "removing_replicas"),
+         ("adding_replicas", "adding_replicas"), ("directories", "directories"), ("elr", "eligible_leader_replicas"),
+         ("last_known_elr", "last_known_elr"))
 
-    __slots__ = ("adding_replicas", "directories", "elr", "isr", "key", "last_known_elr", "leader", "leader_epoch",
-                 "leader_recovery_state", "partition_epoch", "partition_id", "removing_replicas", "replicas", "topic")
+
+class Partition:
+    """A partition registration (PartitionRegistration), the fields the records carry, in lists the controller's
+    rules extend and compare; Kafka's rule that builds and merges it is ``records.partition_registration``
+    (:meth:`registration`, :meth:`register`)."""
+
+    __slots__ = ("_registration", "adding_replicas", "directories", "elr", "isr", "key", "last_known_elr", "leader",
+                 "leader_epoch", "leader_recovery_state", "partition_epoch", "partition_id", "removing_replicas",
+                 "replicas", "topic")
 
     def __init__(self, key: int, topic: Topic, partition_id: int) -> None:
         self.key = key
@@ -103,6 +113,26 @@ class Partition:
         self.elr: list[int] = []
         self.last_known_elr: list[int] = []
         self.directories: list[bytes] = []
+        self._registration: PartitionRegistration[bytes] | None = None
+
+    def registration(self) -> PartitionRegistration[bytes]:
+        """The registration as Kafka's rule holds it (directory ids as the records carry them): the one it was
+        last given; the lists above are its values, never changed in place."""
+        assert self._registration is not None, "a partition is registered before it changes"
+        return self._registration
+
+    def register(self, registration: PartitionRegistration[bytes]) -> None:
+        """Take a registration Kafka's rule built or merged; a list the merge kept stays the same object (the
+        controller's indexes look only at lists that changed)."""
+        old, self._registration = self._registration, registration
+        for name, kafka_name in LISTS:
+            value = getattr(registration, kafka_name)
+            if old is None or value is not getattr(old, kafka_name):
+                setattr(self, name, list(value))
+        self.leader = registration.leader
+        self.leader_recovery_state = registration.leader_recovery_state
+        self.leader_epoch = registration.leader_epoch
+        self.partition_epoch = registration.partition_epoch
 
 
 class Topic:

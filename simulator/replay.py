@@ -11,11 +11,10 @@ from records.kafka_constants import (
     FENCING_AS_BOOLEAN,
     IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN,
     NO_LEADER,
-    NO_LEADER_CHANGE,
-    NO_RECOVERY_STATE_CHANGE,
     NONE,
 )
 from records.model import MetadataRecord
+from records.partition_registration import RECORDED_DIRECTORY_IDS, PartitionRegistration
 from records.token_information import DelegationToken
 from simulator.facts import LeaderRecovered, PartitionLeaderless, Reassignment, UncleanElection
 from simulator.model import (
@@ -67,9 +66,9 @@ class ControllerReplay:
         data = metadata_record.data
         topic: Topic | None  # a ConfigRecord's topic may be unknown
         if kind == "PartitionChangeRecord":
-            self._replay_change(data, offset, mark)
+            self._replay_change(metadata_record, offset, mark)
         elif kind == "PartitionRecord":
-            self._replay_partition(data)
+            self._replay_partition(metadata_record)
         elif kind == "RegisterBrokerRecord":
             self._replay_register(data)
         elif kind == "BrokerRegistrationChangeRecord":
@@ -146,10 +145,9 @@ class ControllerReplay:
         topics = [self.topics[topic_name]] if topic_name else list(self.topics.values())
         for topic in topics:
             for key in topic.partitions:
-                partition = self.partitions[key]
-                if partition.elr or partition.last_known_elr:
-                    partition.elr, partition.last_known_elr = [], []
-                    partition.partition_epoch += 1
+                registration = self.partitions[key].registration()
+                if registration.has_elr:
+                    self.partitions[key].register(registration.elr_cleared(RECORDED_DIRECTORY_IDS))
 
     @staticmethod
     def _set_config(configs: dict[str, str], name: str, value: str | None) -> None:
@@ -215,51 +213,23 @@ class ControllerReplay:
         else:
             self.reassigning.discard(key)
 
-    def _replay_partition(self, data: dict[str, Any]) -> None:
-        topic = self._by_id[data["topicId"]]
+    def _replay_partition(self, metadata_record: MetadataRecord) -> None:
+        topic = self._by_id[metadata_record.data["topicId"]]
         key = self.next_partition_key
         self.next_partition_key += 1
-        partition = Partition(key, topic, data["partitionId"])
-        partition.replicas = list(data["replicas"])
-        partition.isr = list(data["isr"])
-        partition.removing_replicas = list(data["removingReplicas"])
-        partition.adding_replicas = list(data["addingReplicas"])
-        partition.leader = data["leader"]
-        partition.leader_epoch = data["leaderEpoch"]
-        partition.partition_epoch = data["partitionEpoch"]
-        partition.leader_recovery_state = data["leaderRecoveryState"]
-        partition.directories = list(data.get("directories", ()))
-        partition.elr = list(data.get("eligibleLeaderReplicas") or ())
-        partition.last_known_elr = list(data.get("lastKnownElr") or ())
+        partition = Partition(key, topic, metadata_record.data["partitionId"])
+        partition.register(PartitionRegistration.from_record(metadata_record, RECORDED_DIRECTORY_IDS))
         self.partitions[key] = partition
         topic.partitions.append(key)
         self._index(partition, [], [])
 
-    def _replay_change(self, data: dict[str, Any], offset: int, mark: str | None) -> None:
+    def _replay_change(self, metadata_record: MetadataRecord, offset: int, mark: str | None) -> None:
+        data = metadata_record.data
         topic = self._by_id[data["topicId"]]
         partition = self.partitions[topic.partitions[data["partitionId"]]]
         old_replicas, old_isr, old_leader = partition.replicas, partition.isr, partition.leader
-        if data["isr"] is not None:
-            partition.isr = list(data["isr"])
-        if data["leader"] != NO_LEADER_CHANGE:
-            partition.leader = data["leader"]
-            partition.leader_epoch += 1
-        if data["replicas"] is not None:
-            partition.replicas = list(data["replicas"])
-        if data["removingReplicas"] is not None:
-            partition.removing_replicas = list(data["removingReplicas"])
-        if data["addingReplicas"] is not None:
-            partition.adding_replicas = list(data["addingReplicas"])
         old_leader_recovery_state = partition.leader_recovery_state
-        if data["leaderRecoveryState"] != NO_RECOVERY_STATE_CHANGE:
-            partition.leader_recovery_state = data["leaderRecoveryState"]
-        if data.get("directories") is not None:
-            partition.directories = list(data["directories"])
-        if data.get("eligibleLeaderReplicas") is not None:
-            partition.elr = list(data["eligibleLeaderReplicas"])
-        if data.get("lastKnownElr") is not None:
-            partition.last_known_elr = list(data["lastKnownElr"])
-        partition.partition_epoch += 1
+        partition.register(partition.registration().merge(metadata_record, RECORDED_DIRECTORY_IDS))
         self._index(partition, old_replicas, old_isr)
         facts = self.facts
         topic_name, topic_id, partition_id = topic.name, topic.topic_id_str, partition.partition_id

@@ -10,16 +10,13 @@ import pytest
 from records.kafka_constants import LENGTHS, MIGRATING_DIR
 from records.kafka_json import make_record
 from records.model import LogEntry, uuid_to_str
-from replay.core.refusals import PARTITION_CHANGE_DIRECTORIES_MISMATCH
 from replay.reference.fold import image_at, reference_histories
 from replay.reference.image import Anomaly, Broker, Changes, Image, Partition
 from replay.reference.image_parts_delta import Refused
 from replay.reference.metadata_delta import (
     MetadataDelta,
     clear_elr,
-    default_to_migrating,
     get_broker_or_throw,
-    leader_recovery_state_of,
     merge,
     partition_registration,
 )
@@ -287,14 +284,6 @@ def registered_broker(broker_id: int = 1, epoch: int = 10) -> Broker:
                   is_migrating_zk_broker=False)
 
 
-def test_leader_recovery_state_of_accepts_recovered_and_recovering_only() -> None:
-    assert leader_recovery_state_of(0) == 0
-    assert leader_recovery_state_of(1) == 1
-    for value in (2, -1, 5):
-        with pytest.raises(Refused, match=f"^Value {value} is not a valid leader recovery state$"):
-            leader_recovery_state_of(value)
-
-
 def test_merge_with_no_leader_change_keeps_the_leader_and_bumps_the_partition_epoch() -> None:
     merged = merge(image_with_partition(), change(leader=-2, isr=[1, 2]))
     assert (merged.leader, merged.leader_epoch, merged.partition_epoch) == (1, 4, 8)
@@ -338,16 +327,6 @@ def test_partition_registration_of_a_live_topic() -> None:
         partition_registration(image, partition(T2))
     with pytest.raises(Refused, match=f"^PartitionRecord of {T1S}-0: {LENGTHS}$"):
         partition_registration(image, partition(replicas=(4, 5), directories=[D3]))
-
-
-def test_default_to_migrating() -> None:
-    refusal = PARTITION_CHANGE_DIRECTORIES_MISMATCH.format(topic_id=T1S, partition_id=0)
-    assert default_to_migrating((), (1, 2), refusal) == (MIGRATING_DIR, MIGRATING_DIR)
-    assert default_to_migrating((MIGRATING_DIR,), (1, 2, 3), refusal) == (MIGRATING_DIR,) * 3
-    explicit = (uuid_to_str(D1), uuid_to_str(D2))
-    assert default_to_migrating(explicit, (1, 2), refusal) == explicit
-    with pytest.raises(Refused, match=f"^PartitionChangeRecord of {T1S}-0: {LENGTHS}$"):
-        default_to_migrating(explicit, (1, 2, 3), refusal)
 
 
 def test_clear_elr_direct() -> None:

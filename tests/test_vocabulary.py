@@ -95,10 +95,15 @@ def fields_read_by_the_spark_folds() -> set[tuple[str, str]]:
 
 
 def fields_read_by_the_reference_fold() -> set[str]:
+    """``_value(record, name)`` in its rules, ``values[name]`` in the partition registration's (records/)."""
     tree = ast.parse((REPLAY / "reference" / "metadata_delta.py").read_text())
+    registration = ast.parse((REPLAY.parent / "records" / "partition_registration.py").read_text())
     return {node.args[1].value for node in ast.walk(tree)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_value"
-            and isinstance(node.args[1], ast.Constant)}
+            and isinstance(node.args[1], ast.Constant)} | {
+        node.slice.value for node in ast.walk(registration)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "values"
+        and isinstance(node.slice, ast.Constant)}
 
 
 def test_the_spark_folds_read_only_fields_kafka_defines() -> None:

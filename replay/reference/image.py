@@ -6,24 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from records.partition_registration import PartitionRegistration
 from replay.reference.image_parts_delta import Cause, ImageParts, PartChanges
 
 
 @dataclass(frozen=True)
-class Partition:
+class Partition(PartitionRegistration[str]):
+    """A partition's registration (Kafka's rule: ``records.partition_registration``, directory ids as Kafka prints
+    them) with the topic and partition ids it is registered under."""
+
     topic_id: str
     partition_id: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    removing_replicas: tuple[int, ...]
-    adding_replicas: tuple[int, ...]
-    leader: int
-    leader_recovery_state: int
-    leader_epoch: int
-    partition_epoch: int
-    directories: tuple[str, ...]
-    eligible_leader_replicas: tuple[int, ...]
-    last_known_elr: tuple[int, ...]
 
 
 @dataclass(frozen=True)

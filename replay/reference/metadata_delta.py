@@ -4,13 +4,16 @@ reference fold (``replay.reference.fold``), written once and named as Kafka name
 A record Kafka's replay throws on is :class:`Refused` (Kafka's ``MetadataBatchLoader`` hands the exception to its
 fault handler and goes on with the next record): it changes nothing and becomes a "refused" anomaly. Kafka's
 constants come from ``records.kafka_constants``, a field's default (a tagged field absent from the record) from
-Kafka's definitions through ``records.vocabulary``. The image's other parts (configs, client quotas, ACLs, SCRAM,
-delegation tokens, producer ids) and their Deltas' rules are ``replay.reference.image_parts_delta``.
+Kafka's definitions through ``records.vocabulary``, a partition's registration and its merge from
+``records.partition_registration`` (the simulated controller applies the same rule). The image's other parts
+(configs, client quotas, ACLs, SCRAM, delegation tokens, producer ids) and their Deltas' rules are
+``replay.reference.image_parts_delta``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -19,13 +22,14 @@ from records.kafka_constants import (
     FENCING_CODES,
     IN_CONTROLLED_SHUTDOWN_AS_BOOLEAN,
     IN_CONTROLLED_SHUTDOWN_CODES,
-    MIGRATING_DIR,
-    NO_LEADER_CHANGE,
-    NO_RECOVERY_STATE_CHANGE,
-    RECOVERY_STATES,
     ZK_MIGRATION_STATE_FEATURE,
 )
 from records.model import LogEntry, MetadataRecord, RawRecord, uuid_to_str
+from records.partition_registration import (
+    PRINTED_DIRECTORY_IDS,
+    DirectoriesMismatch,
+    InvalidLeaderRecoveryState,
+)
 from records.vocabulary import default
 from replay.core.refusals import (
     BROKER_EPOCH_BACKWARDS,
@@ -51,10 +55,6 @@ from replay.reference.image_parts_delta import (
 )
 
 
-def _ints(values: Iterable[int] | None) -> tuple[int, ...]:
-    return tuple(values) if values is not None else ()
-
-
 def _uuids(values: Iterable[bytes] | None) -> tuple[str, ...]:
     return tuple(uuid_to_str(value) for value in values) if values is not None else ()
 
@@ -72,23 +72,16 @@ def _value(record: MetadataRecord, name: str) -> Any:
     return record.data.get(name, default(record.type_name, name))
 
 
-def leader_recovery_state_of(value: int) -> int:
-    """``LeaderRecoveryState.of``: RECOVERED or RECOVERING, else Kafka throws."""
-    if value not in RECOVERY_STATES:
-        raise Refused(INVALID_LEADER_RECOVERY_STATE.format(state=value))
-    return value
-
-
-def default_to_migrating(directories: tuple[str, ...], replicas: Sequence[int], refusal: str) -> tuple[str, ...]:
-    """``PartitionRegistration.defaultToMigrating``: directories that are all MIGRATING (or none) say nothing, so
-    every replica of the new assignment is MIGRATING, whatever its count; any other list is kept as it is, and
-    the registration's constructor refuses it (``refusal``: the reason, ``replay.core.refusals``) unless it has one
-    entry per replica."""
-    if all(directory == MIGRATING_DIR for directory in directories):
-        return (MIGRATING_DIR,) * len(replicas)
-    if len(directories) != len(replicas):
-        raise Refused(refusal)
-    return directories
+@contextmanager
+def refused(mismatch: str) -> Iterator[None]:
+    """What Kafka's ``PartitionRegistration`` throws on (``records.partition_registration``) as a refusal, worded
+    as both folds word it (``replay.core.refusals``): ``mismatch`` for directories that are not one per replica."""
+    try:
+        yield
+    except DirectoriesMismatch:
+        raise Refused(mismatch) from None
+    except InvalidLeaderRecoveryState as invalid:
+        raise Refused(INVALID_LEADER_RECOVERY_STATE.format(state=invalid.state)) from None
 
 
 def partition_registration(image: Image, record: MetadataRecord) -> Partition:
@@ -97,58 +90,19 @@ def partition_registration(image: Image, record: MetadataRecord) -> Partition:
     topic_id, partition_id = uuid_to_str(record.data["topicId"]), record.data["partitionId"]
     if topic_id not in image.topics:
         raise Refused(UNKNOWN_TOPIC_PARTITION.format(topic_id=topic_id, partition_id=partition_id))
-    replicas = _ints(_value(record, "replicas"))
-    directories = _uuids(_value(record, "directories"))
-    lengths = PARTITION_DIRECTORIES_MISMATCH.format(topic_id=topic_id, partition_id=partition_id)
-    if directories and len(directories) != len(replicas):  # checkDirectories
-        raise Refused(lengths)
-    return Partition(
-        topic_id=topic_id, partition_id=partition_id, replicas=replicas,
-        isr=_ints(_value(record, "isr")), removing_replicas=_ints(_value(record, "removingReplicas")),
-        adding_replicas=_ints(_value(record, "addingReplicas")), leader=_value(record, "leader"),
-        leader_recovery_state=leader_recovery_state_of(_value(record, "leaderRecoveryState")),
-        leader_epoch=_value(record, "leaderEpoch"), partition_epoch=_value(record, "partitionEpoch"),
-        directories=default_to_migrating(directories, replicas, lengths),
-        # the constructor: a null ELR or last known ELR (a record before them) is empty
-        eligible_leader_replicas=_ints(_value(record, "eligibleLeaderReplicas")),
-        last_known_elr=_ints(_value(record, "lastKnownElr")))
+    with refused(PARTITION_DIRECTORIES_MISMATCH.format(topic_id=topic_id, partition_id=partition_id)):
+        return Partition.from_record(record, PRINTED_DIRECTORY_IDS, topic_id=topic_id, partition_id=partition_id)
 
 
 def merge(image: Image, record: MetadataRecord) -> Partition:
-    """``PartitionRegistration.merge`` as released in Kafka 3.9 and 4.x (checked against both by
-    tests/test_kafka_referee.py): a null field (Kafka's default) keeps the old value."""
+    """``TopicsDelta.replay(PartitionChangeRecord)``: ``PartitionRegistration.merge`` of a partition of a live
+    topic."""
     topic_id, partition_id = uuid_to_str(record.data["topicId"]), record.data["partitionId"]
     old = image.partitions.get((topic_id, partition_id)) if topic_id in image.topics else None
     if old is None:
         raise Refused(UNKNOWN_PARTITION_CHANGE.format(topic_id=topic_id, partition_id=partition_id))
-    new_replicas = _value(record, "replicas")
-    record_dirs = None if _value(record, "directories") is None else _uuids(_value(record, "directories"))
-    lengths = PARTITION_CHANGE_DIRECTORIES_MISMATCH.format(topic_id=topic_id, partition_id=partition_id)
-    if new_replicas is not None and record_dirs and len(new_replicas) != len(record_dirs):  # checkDirectories
-        raise Refused(lengths)
-    replicas = _ints(new_replicas) if new_replicas is not None else old.replicas
-    recovery = _value(record, "leaderRecoveryState")  # LeaderRecoveryState.changeTo, before the constructor
-    recovery = old.leader_recovery_state if recovery == NO_RECOVERY_STATE_CHANGE else leader_recovery_state_of(
-        recovery)
-    # null directories (every record before v1, and later ones that leave them) keep the old list as it is,
-    # position by position: Kafka does not map them onto the new replicas
-    directories = default_to_migrating(old.directories if record_dirs is None else record_dirs, replicas, lengths)
-    leader, leader_epoch = old.leader, old.leader_epoch
-    if _value(record, "leader") != NO_LEADER_CHANGE:
-        leader, leader_epoch = _value(record, "leader"), old.leader_epoch + 1
-
-    def field_or_old(name: str, current: tuple[int, ...]) -> tuple[int, ...]:
-        value = _value(record, name)
-        return current if value is None else _ints(value)
-
-    return Partition(
-        topic_id=topic_id, partition_id=partition_id, replicas=replicas, isr=field_or_old("isr", old.isr),
-        removing_replicas=field_or_old("removingReplicas", old.removing_replicas),
-        adding_replicas=field_or_old("addingReplicas", old.adding_replicas),
-        leader=leader, leader_recovery_state=recovery, leader_epoch=leader_epoch,
-        partition_epoch=old.partition_epoch + 1, directories=directories,
-        eligible_leader_replicas=field_or_old("eligibleLeaderReplicas", old.eligible_leader_replicas),
-        last_known_elr=field_or_old("lastKnownElr", old.last_known_elr))
+    with refused(PARTITION_CHANGE_DIRECTORIES_MISMATCH.format(topic_id=topic_id, partition_id=partition_id)):
+        return old.merge(record, PRINTED_DIRECTORY_IDS)
 
 
 def clear_elr(image: Image, topic_name: str) -> list[tuple[str, int]]:
@@ -158,12 +112,9 @@ def clear_elr(image: Image, topic_name: str) -> list[tuple[str, int]]:
     topic_ids = {topic_id for topic_id, name in image.topics.items() if not topic_name or name == topic_name}
     if topic_name and not topic_ids:
         raise Refused(UNKNOWN_TOPIC_ELR_CLEAR.format(topic_name=topic_name))
-    cleared = [key for key, p in image.partitions.items()
-               if key[0] in topic_ids and (p.eligible_leader_replicas or p.last_known_elr)]
+    cleared = [key for key, p in image.partitions.items() if key[0] in topic_ids and p.has_elr]
     for key in cleared:
-        partition = image.partitions[key]
-        image.partitions[key] = replace(partition, eligible_leader_replicas=(), last_known_elr=(),
-                                        partition_epoch=partition.partition_epoch + 1)
+        image.partitions[key] = image.partitions[key].elr_cleared(PRINTED_DIRECTORY_IDS)
     return cleared
 
 
