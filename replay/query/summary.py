@@ -1,0 +1,88 @@
+"""What happened in a replayed cluster, as the operator's summary asks it (`demo`, `run`, `report`): brokers put into
+controlled shutdown and fenced, partitions that went offline (from the replay's election audit), unclean elections,
+elections against Kafka's rule, the worst moments of the cluster's health, and the first offline partition before
+and during its incident. Every list is a query of ``replay.query.incidents`` (the ones ``kraft-replay incidents``
+asks); only ``limit`` rows of each reach the driver, and the count of the whole list when it holds more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Row, SparkSession
+
+from lakehouse.lake import Lake
+from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY
+from replay.audit.health import Peak, health_series, peaks
+from replay.query.incidents import controlled_shutdowns, election_deviations, fences, offline_periods, unclean_elections
+from replay.query.rules import OutsideHistory
+from replay.query.state import history_table, resolve_cluster, state_at
+
+
+@dataclass(frozen=True)
+class Listed:
+    """The first rows of a list (at most the ``limit`` asked), and its whole count when it holds more."""
+
+    rows: list[Row]
+    total: int | None  # None: ``rows`` is the whole list
+
+
+@dataclass(frozen=True)
+class FocusState:
+    """The focus partition's rows as of ``offset``, ``before`` or ``during`` its incident."""
+
+    label: str
+    offset: int
+    rows: list[Row]
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """The lists of ``cluster_summary``, each in its order, and the incident to look at next."""
+
+    cluster: str
+    shutdowns: Listed
+    fences: Listed
+    offline: Listed
+    unclean: Listed
+    deviations: Listed
+    peaks: dict[str, Peak]  # offline, under_replicated, fenced_brokers: ``replay.audit.health.peaks``
+    focus: tuple[str, int, int] | None  # (topic, partition, offset it went offline): the first offline period
+    focus_states: list[FocusState]
+
+
+def listed(df: DataFrame, limit: int) -> Listed:
+    """At most ``limit`` rows of ``df``, and its count when there are more."""
+    rows = df.limit(limit + 1).collect()
+    return Listed(rows[:limit], df.count() if len(rows) > limit else None)
+
+
+def cluster_summary(spark: SparkSession, lake: Lake, cluster_id: str | None, limit: int) -> ClusterSummary:
+    """The operator's summary of one cluster of the lake (``cluster_id`` needed only when it holds several)."""
+    cluster = resolve_cluster(spark, lake, cluster_id)
+    partitions = history_table(spark, lake, PARTITION_HISTORY, cluster)
+    brokers = history_table(spark, lake, BROKER_HISTORY, cluster)
+    shutdowns = listed(controlled_shutdowns(brokers), limit)
+    fenced = listed(fences(brokers), limit)
+    # The election audit written by the replay (replay/audit/elections.py): periods with the broker event behind each.
+    offline = listed(offline_periods(spark, lake, cluster), limit)
+    unclean = listed(unclean_elections(spark, lake, cluster), limit)
+    deviations = listed(election_deviations(spark, lake, cluster), limit)
+    worst = peaks(health_series(partitions, brokers))
+    focus, states = None, []
+    if offline.rows:
+        first = offline.rows[0]
+        topic, pid, at = first["topic_name"], first["partition_id"], first["valid_from_offset"]
+        focus = (topic, pid, at)
+        for label, offset in (("before", at - 1), ("during", at)):
+            if offset < 0:
+                continue
+            try:
+                rows = state_at(spark, lake, offset=offset, cluster_id=cluster).only(topic, pid).partitions.collect()
+            except OutsideHistory:  # an incident at the start of the history (its base snapshot): no "before"
+                continue
+            states.append(FocusState(label, offset, rows))
+    return ClusterSummary(cluster, shutdowns, fenced, offline, unclean, deviations, worst, focus, states)
+
+
+__all__ = ["ClusterSummary", "FocusState", "Listed", "cluster_summary", "listed"]
