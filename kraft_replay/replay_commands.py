@@ -141,11 +141,9 @@ def sql(
 ) -> None:
     """Run Spark SQL over the lake (every table registered as a view); print a table or JSON lines."""
     from lakehouse.lake import Lake
-    from replay.query.views import json_lines, register_views
+    from replay.query.views import json_lines, lake_sql
 
-    spark = spark_session(master, remote)
-    register_views(spark, Lake(lake), cluster_id)
-    result = spark.sql(query)
+    result = lake_sql(spark_session(master, remote), Lake(lake), query, cluster_id)
     limited = result.limit(limit + 1) if limit else result
     more = False
     if fmt is OutputFormat.json:

@@ -40,6 +40,13 @@ def register_views(spark: SparkSession, lake: Lake, cluster_id: str | None = Non
     return [*names, CHANGES_VIEW]
 
 
+def lake_sql(spark: SparkSession, lake: Lake, query: str, cluster_id: str | None = None) -> DataFrame:
+    """The result of a Spark SQL ``query`` over the lake, every table (and ``changes``) registered by name
+    (``register_views``; with ``cluster_id`` only that cluster's rows)."""
+    register_views(spark, lake, cluster_id)
+    return spark.sql(query)
+
+
 def json_lines(df: DataFrame) -> Iterator[str]:
     """Each row of a query's result as one JSON object (Spark's ``to_json``, nulls kept), in its order."""
     texts = df.select(F.to_json(F.struct(*[F.col(f"`{column}`") for column in df.columns]), JSON_OPTIONS).alias("j"))
@@ -47,4 +54,4 @@ def json_lines(df: DataFrame) -> Iterator[str]:
         yield row["j"]
 
 
-__all__ = ["json_lines", "register_views"]
+__all__ = ["json_lines", "lake_sql", "register_views"]
