@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from records.kafka_constants import ABORT, BEGIN, END
 from records.model import LogEntry, MetadataRecord, uuid_to_str
+from records.standard_acl import StandardAcl
 from records.token_information import DelegationToken
 from simulator.client_control import ClientControlManagers
 from simulator.cluster_control import ClusterControlManager
@@ -25,7 +26,7 @@ from simulator.model import Broker, Election, Partition, SimConfig, SimulationEr
 from simulator.partition_change_builder import PartitionChangeBuilder
 from simulator.replay import ControllerReplay
 from simulator.replication_control import ReplicationControlManager
-from simulator.security_control import AccessControlEntry, SecurityControlManagers
+from simulator.security_control import SecurityControlManagers
 from simulator.versions import MetadataVersion
 
 __all__ = ["MIN_ISR_KEY", "UNCLEAN_KEY", "ControllerSimulator", "Election", "SimConfig", "SimulationError"]
@@ -71,7 +72,7 @@ class ControllerSimulator(ClusterControlManager, ReplicationControlManager, Conf
         self.cluster_configs: dict[str, str] = {}
         self.broker_configs: dict[str, dict[str, str]] = {}  # broker id (as ConfigRecord names it) -> configs
         self.client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = {}
-        self.acls: dict[bytes, AccessControlEntry] = {}
+        self.acls: dict[bytes, StandardAcl] = {}
         self.scram_credentials: dict[tuple[str, int], int] = {}  # (name, mechanism) -> iterations
         self.delegation_tokens: dict[str, DelegationToken] = {}
         self.next_producer_id = 0  # ProducerIdControlManager.lastProducerId

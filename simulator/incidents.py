@@ -12,9 +12,9 @@ from records.kafka_constants import (
     RESOURCE_TYPE_TOPIC,
     SCRAM_SHA_512,
 )
+from records.standard_acl import StandardAcl
 from simulator.cluster_setup import ScenarioOptions, Steps, require_cluster, setup_cluster
 from simulator.controller import MIN_ISR_KEY, UNCLEAN_KEY, ControllerSimulator, SimulationError
-from simulator.security_control import AccessControlEntry
 
 
 def rolling_restart(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
@@ -328,7 +328,7 @@ def image_changes(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     elected = sim.facts.unclean_elections[-1]
     key.update(unclean_election_offset=elected.offset, unclean_leader=elected.leader, stale_replica=stale)
     yield
-    alice_writes = AccessControlEntry(RESOURCE_TYPE_TOPIC, "orders", PATTERN_LITERAL, "User:alice", "*",
+    alice_writes = StandardAcl(RESOURCE_TYPE_TOPIC, "orders", PATTERN_LITERAL, "User:alice", "*",
                                       OPERATION_WRITE, PERMISSION_ALLOW)
     sim.tick(120_000)
     key["acl_granted_offset"] = sim.create_acl(alice_writes)

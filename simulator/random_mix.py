@@ -21,12 +21,12 @@ from records.kafka_constants import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
 )
+from records.standard_acl import StandardAcl
 from simulator.client_control import QUOTA_KEYS, quota_entity
 from simulator.cluster_setup import ScenarioOptions, Steps, setup_cluster
 from simulator.configuration_control import UNCLEAN_KEY
 from simulator.controller import ControllerSimulator
 from simulator.model import Partition
-from simulator.security_control import AccessControlEntry
 
 # Topic configs the mix sets or deletes, each with a value maker
 TOPIC_CONFIGS = {
@@ -234,7 +234,7 @@ def acl(sim: ControllerSimulator, rng: random.Random) -> None:
         resource_type, name, pattern = RESOURCE_TYPE_TOPIC, rng.choice(sorted(sim.topics)), PATTERN_LITERAL
         operation = rng.choice((OPERATION_READ, OPERATION_WRITE, OPERATION_DESCRIBE))
     permission = PERMISSION_DENY if rng.random() < 0.1 else PERMISSION_ALLOW
-    sim.create_acl(AccessControlEntry(resource_type, name, pattern, principal, "*", operation, permission))
+    sim.create_acl(StandardAcl(resource_type, name, pattern, principal, "*", operation, permission))
 
 
 def scram(sim: ControllerSimulator, rng: random.Random) -> None:

@@ -15,6 +15,7 @@ from records.kafka_constants import (
 )
 from records.model import MetadataRecord
 from records.partition_registration import RECORDED_DIRECTORY_IDS, PartitionRegistration
+from records.standard_acl import StandardAcl
 from records.token_information import DelegationToken
 from simulator.facts import LeaderRecovered, PartitionLeaderless, Reassignment, UncleanElection
 from simulator.model import (
@@ -28,7 +29,6 @@ from simulator.model import (
     SimulationError,
     Topic,
 )
-from simulator.security_control import AccessControlEntry
 
 if TYPE_CHECKING:
     from simulator.client_control import QuotaEntity
@@ -40,7 +40,7 @@ class ControllerReplay:
 
     if TYPE_CHECKING:  # the controller state it changes (for type checkers only)
         _by_id: dict[bytes, Topic]
-        acls: dict[bytes, AccessControlEntry]
+        acls: dict[bytes, StandardAcl]
         active: set[int]
         broker_configs: dict[str, dict[str, str]]
         brokers: dict[int, Broker]
@@ -102,11 +102,12 @@ class ControllerReplay:
         elif kind == "ClearElrRecord":
             self._replay_clear_elr(data["topicName"])
         else:
-            self._replay_other_parts(kind, data)
+            self._replay_other_parts(metadata_record)
 
-    def _replay_other_parts(self, kind: str, data: dict[str, Any]) -> None:
+    def _replay_other_parts(self, metadata_record: MetadataRecord) -> None:
         """Client quotas, ACLs, SCRAM, delegation tokens and producer ids, as their managers replay them; a record
         their ``replay`` throws on is a simulator bug, never written on purpose."""
+        kind, data = metadata_record.type_name, metadata_record.data
         if kind == "ClientQuotaRecord":
             entity = tuple((item["entityType"], item["entityName"]) for item in data["entity"])
             quotas = self.client_quotas.setdefault(entity, {})
@@ -117,9 +118,7 @@ class ControllerReplay:
             else:
                 quotas[data["key"]] = data["value"]
         elif kind == "AccessControlEntryRecord":
-            self.acls[data["id"]] = AccessControlEntry(
-                data["resourceType"], data["resourceName"], data["patternType"], data["principal"], data["host"],
-                data["operation"], data["permissionType"])
+            self.acls[data["id"]] = StandardAcl.from_record(metadata_record)
         elif kind == "RemoveAccessControlEntryRecord":
             if self.acls.pop(data["id"], None) is None:
                 raise SimulationError("Unable to replay RemoveAccessControlEntryRecord: no acl with that ID found.")

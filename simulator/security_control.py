@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from records.kafka_constants import PATTERN_LITERAL, PATTERN_PREFIXED, SCRAM_SHA_256, SCRAM_SHA_512
 from records.model import MetadataRecord, uuid_to_str
+from records.standard_acl import StandardAcl
 from records.token_information import DelegationToken
 from simulator.facts import ImageChange
 from simulator.model import SimulationError, record
@@ -30,19 +30,6 @@ SCRAM_MIN_ITERATIONS = 4096
 SCRAM_MAX_ITERATIONS = 16384  # ScramControlManager.MAX_ITERATIONS
 DELEGATION_TOKEN_MAX_LIFETIME_MS = 7 * 24 * 3_600_000  # delegation.token.max.lifetime.ms's default
 DELEGATION_TOKEN_EXPIRY_TIME_MS = 24 * 3_600_000  # delegation.token.expiry.time.ms's default
-
-
-@dataclass(frozen=True, slots=True)
-class AccessControlEntry:
-    """``StandardAcl``: what one AccessControlEntryRecord grants or denies (its id aside)."""
-
-    resource_type: int
-    resource_name: str
-    pattern_type: int
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
 
 
 def scram_credential(mechanism: int, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes]:
@@ -65,7 +52,7 @@ class SecurityControlManagers:
     """Mixin of :class:`~simulator.controller.ControllerSimulator`: ACLs, SCRAM users, delegation tokens."""
 
     if TYPE_CHECKING:  # what it uses of the controller it is mixed into (for type checkers only)
-        acls: dict[bytes, AccessControlEntry]
+        acls: dict[bytes, StandardAcl]
         delegation_tokens: dict[str, DelegationToken]
         facts: ScenarioFacts
         mv: MetadataVersion
@@ -79,7 +66,7 @@ class SecurityControlManagers:
 
     # ------------------------------------------------------------------ ACLs (AclControlManager)
 
-    def create_acl(self, entry: AccessControlEntry) -> int:
+    def create_acl(self, entry: StandardAcl) -> int:
         """CreateAcls for one binding: an AccessControlEntryRecord with a new id, or nothing when the same ACL
         exists (``existingAcls.add`` is false). Returns the record's offset, -1 when none was written."""
         if entry.pattern_type not in (PATTERN_LITERAL, PATTERN_PREFIXED):
@@ -99,7 +86,7 @@ class SecurityControlManagers:
         self.facts.image_changes.append(ImageChange(offset, "acl", "created", uuid_to_str(acl_id), entry))
         return offset
 
-    def delete_acls(self, entry: AccessControlEntry) -> int:
+    def delete_acls(self, entry: StandardAcl) -> int:
         """DeleteAcls with a filter matching exactly ``entry``: a RemoveAccessControlEntryRecord per matching id
         (one atomic batch). Returns the first offset, -1 when nothing matched."""
         ids = [acl_id for acl_id, acl in self.acls.items() if acl == entry]

@@ -54,10 +54,10 @@ def _image_part_records(image: Image) -> list[MetadataRecord]:
                             key=key, value=value, remove=False)
                 for entity, quotas in sorted(image.client_quotas.items(), key=repr)
                 for key, value in sorted(quotas.items())]
-    records += [make_record("AccessControlEntryRecord", 0, id=uuid_from_str(a.id), resourceType=a.resource_type,
+    records += [make_record("AccessControlEntryRecord", 0, id=uuid_from_str(acl_id), resourceType=a.resource_type,
                             resourceName=a.resource_name, patternType=a.pattern_type, principal=a.principal,
                             host=a.host, operation=a.operation, permissionType=a.permission_type)
-                for _, a in sorted(image.acls.items())]
+                for acl_id, a in sorted(image.acls.items())]
     records += [make_record("UserScramCredentialRecord", 0, name=name, mechanism=mechanism, salt=b"", storedKey=b"",
                             serverKey=b"", iterations=credential.iterations)
                 for (name, mechanism), credential in sorted(image.scram.items())]

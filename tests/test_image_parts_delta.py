@@ -5,10 +5,10 @@ ProducerIdsDelta and 3.9's ZkMigrationStateRecord. tests/test_kafka_referee.py f
 from __future__ import annotations
 
 from records.model import LogEntry
+from records.standard_acl import StandardAcl
 from replay.reference.fold import image_at, reference_histories
 from replay.reference.image import Changes
 from replay.reference.image_parts_delta import (
-    Acl,
     ConfigValue,
     DelegationToken,
     ProducerIds,
@@ -82,10 +82,10 @@ def test_a_repeated_entity_type_keeps_its_last_name() -> None:
 
 
 def test_acls_upsert_by_id_remove_and_unknown_codes() -> None:
-    assert image_at(LOG, 12).acls[ACL2S] == Acl(ACL2S, 3, "g", 4, "User:bob", "*", 3, 3)
-    assert image_at(LOG, 13).acls[ACL1S] == Acl(ACL1S, 2, "orders", 3, "User:alice", "*", 3, 3)  # now READ
+    assert image_at(LOG, 12).acls[ACL2S] == StandardAcl(3, "g", 4, "User:bob", "*", 3, 3)
+    assert image_at(LOG, 13).acls[ACL1S] == StandardAcl(2, "orders", 3, "User:alice", "*", 3, 3)  # now READ
     assert set(image_at(LOG, 15).acls) == {ACL1S}
-    assert image_at(LOG, 16).acls[ACL3S] == Acl(ACL3S, 2, "orders", 3, "User:alice", "*", 0, 0)  # UNKNOWN codes
+    assert image_at(LOG, 16).acls[ACL3S] == StandardAcl(2, "orders", 3, "User:alice", "*", 0, 0)  # UNKNOWN codes
 
 
 def test_removing_an_absent_acl_is_refused_with_kafkas_message() -> None:

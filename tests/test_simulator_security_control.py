@@ -20,17 +20,17 @@ from records.kafka_constants import (
     SCRAM_SHA_512,
 )
 from records.model import uuid_to_str
+from records.standard_acl import StandardAcl
 from simulator.controller import ControllerSimulator
 from simulator.model import SimConfig, SimulationError
 from simulator.security_control import (
     DELEGATION_TOKEN_EXPIRY_TIME_MS,
     DELEGATION_TOKEN_MAX_LIFETIME_MS,
-    AccessControlEntry,
     scram_credential,
 )
 from tests.simulator_fold import scripted
 
-ALICE_WRITES = AccessControlEntry(RESOURCE_TYPE_TOPIC, "orders", PATTERN_LITERAL, "User:alice", "*", OPERATION_WRITE,
+ALICE_WRITES = StandardAcl(RESOURCE_TYPE_TOPIC, "orders", PATTERN_LITERAL, "User:alice", "*", OPERATION_WRITE,
                                   PERMISSION_ALLOW)
 DAY = 86_400_000
 
@@ -51,7 +51,7 @@ def test_an_acl_is_created_once_and_removed_by_its_id() -> None:
                     "host": "*", "operation": 4, "permissionType": 3}
     assert sim.acls == {acl_id: ALICE_WRITES}
     assert sim.create_acl(ALICE_WRITES) == -1 and written(sim) == []  # existingAcls: the same ACL writes nothing
-    prefixed = AccessControlEntry(RESOURCE_TYPE_TOPIC, "orders-", PATTERN_PREFIXED, "User:alice", "*",
+    prefixed = StandardAcl(RESOURCE_TYPE_TOPIC, "orders-", PATTERN_PREFIXED, "User:alice", "*",
                                   OPERATION_READ, PERMISSION_ALLOW)
     sim.create_acl(prefixed)
     assert [data["patternType"] for _, _, data in written(sim)] == [4]
@@ -67,9 +67,9 @@ def test_an_acl_is_created_once_and_removed_by_its_id() -> None:
 def test_acls_kafka_refuses() -> None:
     sim = scripted()
     with pytest.raises(SimulationError, match="patternType"):
-        sim.create_acl(AccessControlEntry(RESOURCE_TYPE_TOPIC, "orders", 2, "User:alice", "*", 3, 3))  # MATCH
+        sim.create_acl(StandardAcl(RESOURCE_TYPE_TOPIC, "orders", 2, "User:alice", "*", 3, 3))  # MATCH
     with pytest.raises(SimulationError, match="empty"):
-        sim.create_acl(AccessControlEntry(RESOURCE_TYPE_TOPIC, "", PATTERN_LITERAL, "User:alice", "*", 3, 3))
+        sim.create_acl(StandardAcl(RESOURCE_TYPE_TOPIC, "", PATTERN_LITERAL, "User:alice", "*", 3, 3))
 
 
 def test_scram_credentials_are_rfc_5802_keys() -> None:

@@ -8,7 +8,7 @@ Checked against Kafka 4.4.0 and 3.9.2 (their sources and jars; tests/test_kafka_
 
 - Kafka normalises codes it does not know: ``ConfigResource.Type.forId``, ``ResourceType``/``PatternType``/
   ``AclOperation``/``AclPermissionType.fromCode`` and ``ScramMechanism.fromType`` give UNKNOWN (0), and the image
-  keeps that; so do we.
+  keeps that; so do we (an ACL's: ``records.standard_acl``, which the simulated controller keeps its ACLs in too).
 - The fold works on redacted entries (``records.redaction``): a config value or SCRAM credential is what the entry
   holds, and ``entry.secret_fingerprint`` stays beside it so a change of a secret is still a change.
 - Kafka 4.4's broker also drops a ConfigRecord its ``SupportedConfigChecker`` does not know; the log's own state
@@ -22,19 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from records.kafka_constants import (
-    ACL_OPERATIONS,
-    ACL_PERMISSION_TYPES,
-    ACL_RESOURCE_TYPES,
-    ACL_UNKNOWN,
     CONFIG_RESOURCE_TOPIC,
     CONFIG_RESOURCE_TYPES,
     CONFIG_RESOURCE_UNKNOWN,
-    PATTERN_TYPES,
     SCRAM_MECHANISMS,
     SCRAM_UNKNOWN,
     ZK_MIGRATION_STATES,
 )
 from records.model import LogEntry, MetadataRecord, uuid_to_str
+from records.standard_acl import StandardAcl
 from records.token_information import DelegationToken
 from records.vocabulary import default
 from replay.core.refusals import INVALID_PRINCIPAL, INVALID_ZK_MIGRATION_STATE, UNKNOWN_ACL_REMOVAL
@@ -53,20 +49,6 @@ QuotaEntity = tuple[tuple[str, str | None], ...]  # ClientQuotaEntity: (entityTy
 class ConfigValue:
     value: str | None  # as the entry holds it: "(redacted)" for a secret
     fingerprint: str | None  # the secret's keyed fingerprint, None when nothing was redacted
-
-
-@dataclass(frozen=True)
-class Acl:
-    """``StandardAclWithId``: the ACL's codes as Kafka's enums keep them."""
-
-    id: str
-    resource_type: int
-    resource_name: str
-    pattern_type: int
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
 
 
 @dataclass(frozen=True)
@@ -93,7 +75,7 @@ class ImageParts:
 
     configs: dict[ConfigResource, dict[str, ConfigValue]] = field(default_factory=dict)
     client_quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
-    acls: dict[str, Acl] = field(default_factory=dict)
+    acls: dict[str, StandardAcl] = field(default_factory=dict)  # by id, as AclsImage keeps them
     scram: dict[tuple[str, int], ScramCredential] = field(default_factory=dict)  # (user name, mechanism)
     delegation_tokens: dict[str, DelegationToken] = field(default_factory=dict)
     producer_ids: ProducerIds | None = None  # None: ProducerIdsImage.EMPTY (nextProducerId -1)
@@ -196,23 +178,12 @@ def replay_client_quota(parts: ImageParts, entry: LogEntry, cause: Cause, change
 # --- AclsDelta ------------------------------------------------------------------------------------------------
 
 
-def standard_acl(record: MetadataRecord) -> Acl:
-    """``StandardAclWithId.fromRecord``: every code through its enum's ``fromCode``."""
-    data = record.data
-    return Acl(id=uuid_to_str(data["id"]),
-               resource_type=_code(data["resourceType"], ACL_RESOURCE_TYPES, ACL_UNKNOWN),
-               resource_name=data["resourceName"],
-               pattern_type=_code(data["patternType"], PATTERN_TYPES, ACL_UNKNOWN),
-               principal=data["principal"], host=data["host"],
-               operation=_code(data["operation"], ACL_OPERATIONS, ACL_UNKNOWN),
-               permission_type=_code(data["permissionType"], ACL_PERMISSION_TYPES, ACL_UNKNOWN))
-
-
 def replay_acl(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:
-    """``AclsDelta.replay(AccessControlEntryRecord)``: upsert by id."""
-    acl = standard_acl(_record(entry))
-    parts.acls[acl.id] = acl
-    changes.acls[acl.id] = cause
+    """``AclsDelta.replay(AccessControlEntryRecord)``: upsert by id (``StandardAclWithId.fromRecord``)."""
+    record = _record(entry)
+    acl_id = uuid_to_str(record.data["id"])
+    parts.acls[acl_id] = StandardAcl.from_record(record)
+    changes.acls[acl_id] = cause
 
 
 def remove_acl(parts: ImageParts, entry: LogEntry, cause: Cause, changes: PartChanges) -> None:

@@ -102,7 +102,7 @@ def client_quota_values(image: Image, key: tuple[QuotaEntity, str]) -> dict[str,
 
 def acl_values(image: Image, acl_id: str) -> dict[str, Any] | None:
     acl = image.acls.get(acl_id)
-    return None if acl is None else _columns(id=acl.id, resourceType=acl.resource_type, resourceName=acl.resource_name,
+    return None if acl is None else _columns(id=acl_id, resourceType=acl.resource_type, resourceName=acl.resource_name,
                     patternType=acl.pattern_type, principal=acl.principal, host=acl.host, operation=acl.operation,
                     permissionType=acl.permission_type)
 

@@ -28,6 +28,7 @@ from replay.query.state import BROKER_FIELDS, PARTITION_FIELDS, kafka_fields
 from replay.reference.fold import Image, fold
 from replay.reference.image_parts_delta import QuotaEntity
 from replay.reference.rows import (
+    acl_values,
     broker_values,
     controller_values,
     delegation_token_values,
@@ -198,8 +199,8 @@ def _part_json(image: Image, section: str, key: Any) -> dict[str, Any] | None:
         return None if value is None else {"entity": [{"entityType": t, "entityName": n} for t, n in entity],
                                            "key": key[1], "value": value}
     if section == "acls":
-        acl = image.acls.get(key)
-        return None if acl is None else {kafka_name(name): value for name, value in vars(acl).items()}
+        acl = acl_values(image, key)
+        return None if acl is None else {kafka_name(name): value for name, value in acl.items()}
     if section == "scramCredentials":
         credential = image.scram.get(key)
         return None if credential is None else {"name": key[0], "mechanism": key[1],
