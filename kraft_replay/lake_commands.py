@@ -25,9 +25,9 @@ from kraft_replay.plumbing import (
     SourceClusterOption,
     guarded_command,
     spark_session,
+    spark_with_progress,
 )
 from kraft_replay.plumbing import standalone_app as commands_app
-from kraft_replay.progress import stage_progress
 
 INGEST_EPILOG = (
     "Examples:\n\n"
@@ -70,9 +70,7 @@ def ingest(
     target = Lake(lake)
     options = IngestOptions(cluster_id=cluster_id, skip_corrupt=skip_corrupt)
     if not follow:
-        with stage_progress(quiet) as stages:
-            stages("starting Spark")
-            spark = stages.attach(spark_session(master, remote))
+        with spark_with_progress(quiet, master, remote) as (stages, spark):
             summary = ingest_source(spark, target, source, options, progress=stages)
         typer.echo("\n".join(format_ingest_summary(summary)))
         return

@@ -9,6 +9,7 @@ byte, and offset). Errors never print a traceback unless ``KRAFT_REPLAY_DEBUG=1`
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
+from kraft_replay.progress import Stages, stage_progress
 from records.errors import RecordsError
 from records.redaction import REDACTED
 
@@ -192,6 +194,16 @@ def spark_session(master: str | None, remote: str | None = None) -> SparkSession
     from lakehouse.spark import SparkOptions, get_spark
 
     return get_spark(SparkOptions(master=master, remote=remote, announce=True))
+
+
+@contextlib.contextmanager
+def spark_with_progress(quiet: bool, master: str | None, remote: str | None = None
+                        ) -> Iterator[tuple[Stages, SparkSession]]:
+    """A long command's progress display (``kraft_replay.progress``) and its session, started as its first stage
+    so that the display shows Spark's tasks from then on."""
+    with stage_progress(quiet) as stages:
+        stages("starting Spark")
+        yield stages, stages.attach(spark_session(master, remote))
 
 
 # --- output --------------------------------------------------------------------------------------

@@ -34,10 +34,10 @@ from kraft_replay.plumbing import (
     echo_lines,
     query_command,
     spark_session,
+    spark_with_progress,
     table_lines,
 )
 from kraft_replay.plumbing import standalone_app as commands_app
-from kraft_replay.progress import stage_progress
 from kraft_replay.state_commands import STATE_EPILOG, state
 
 # --- replay --------------------------------------------------------------------------------------
@@ -63,9 +63,7 @@ def replay(
     from lakehouse.lake import Lake
     from replay.store.runs import run_replay
 
-    with stage_progress(quiet) as stages:
-        stages("starting Spark")
-        spark = stages.attach(spark_session(master, remote))
+    with spark_with_progress(quiet, master, remote) as (stages, spark):
         summary = run_replay(spark, Lake(lake), cluster_id, full=full, progress=stages)
     echo_lines(format_replay_summary(summary))
 

@@ -30,9 +30,8 @@ from kraft_replay.plumbing import (
     SourceClusterOption,
     guarded_command,
     query_command,
-    spark_session,
+    spark_with_progress,
 )
-from kraft_replay.progress import stage_progress
 
 RUN_ROOT = Path("kraft-run")
 
@@ -87,9 +86,7 @@ def run(
     root = (out if out is not None else RUN_ROOT / run_name(source)).resolve()
     target = Lake(lake if lake is not None else root / "lake")
     echo: Callable[[str], None] = typer.echo
-    with stage_progress(quiet) as stages:
-        stages("starting Spark")
-        spark = stages.attach(spark_session(master, remote))
+    with spark_with_progress(quiet, master, remote) as (stages, spark):
         echo(f"1/4 ingesting {source} into the Delta lake at {target.root}")
         ingested = ingest(spark, target, source, IngestOptions(cluster_id=cluster_id, skip_corrupt=skip_corrupt),
                           plan=plan, progress=stages)
@@ -147,9 +144,7 @@ def report(
     from kraft_replay.report import write_report
     from lakehouse.lake import Lake
 
-    with stage_progress(quiet) as stages:
-        stages("starting Spark")
-        spark = stages.attach(spark_session(master, remote))
+    with spark_with_progress(quiet, master, remote) as (stages, spark):
         written = write_report(spark, Lake(lake), out, cluster_id=cluster_id, from_offset=from_offset,
                                to_offset=to_offset, topic=topic, partition=partition, progress=stages)
     typer.echo("\n".join(written.lines()))
@@ -170,9 +165,7 @@ def demo(
     """The main job: simulate an incident, ingest it into a local Delta lake, replay it, explain it, plot it."""
     from kraft_replay.demo import run_demo
 
-    with stage_progress(quiet) as stages:
-        stages("starting Spark")
-        spark = stages.attach(spark_session(master, remote))
+    with spark_with_progress(quiet, master, remote) as (stages, spark):
         run_demo(spark, out, typer.echo, progress=stages)
 
 
