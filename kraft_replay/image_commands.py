@@ -29,7 +29,7 @@ from kraft_replay.plumbing import (
     usage_error,
 )
 from replay.core.cells import iso_ms
-from replay.core.image_parts import IMAGE_PARTS, SECTIONS
+from replay.core.image_parts import CHANGE_PARTS, IMAGE_PARTS, SECTIONS
 
 if TYPE_CHECKING:
 
@@ -150,8 +150,7 @@ def changes(
     until: Annotated[str | None, typer.Option(
         "--to", help="The last offset, or an ISO-8601 time, to list changes to (inclusive)")] = None,
     part: Annotated[str | None, typer.Option(
-        "--part", help="Only these parts, comma-separated: config, clientQuota, acl, scramCredential, "
-                       "delegationToken, producerIds, feature, controller, topic, broker, partition")] = None,
+        "--part", help=f"Only these parts, comma-separated: {', '.join(CHANGE_PARTS)}")] = None,
     fmt: FormatOption = OutputFormat.table,
     lake: LakeOption = None,
     cluster_id: ClusterOption = None,

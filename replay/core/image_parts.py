@@ -290,6 +290,9 @@ WHOLE_PARTS = tuple(part for part in IMAGE_PARTS.values() if part.seeded_whole)
 # The change log's order: the parts folded on their own, then those folded with the cluster.
 CHANGE_ORDER = (*WHOLE_PARTS, *(part for part in IMAGE_PARTS.values() if not part.seeded_whole))
 FOLDED_FROM = {part.table: part.folded_from for part in IMAGE_PARTS.values()}
+# The change log's parts (``changes --part``): the image's, then the topics, brokers and partitions of the cluster
+# (``replay.query.changes``).
+CHANGE_PARTS = (*(part.entity for part in CHANGE_ORDER), "topic", "broker", "partition")
 
-__all__ = ["CHANGE_ORDER", "FOLDED_FROM", "IMAGE_PARTS", "SECTIONS", "WHOLE_PARTS", "Change", "Diff", "ImagePart",
-           "Term"]
+__all__ = ["CHANGE_ORDER", "CHANGE_PARTS", "FOLDED_FROM", "IMAGE_PARTS", "SECTIONS", "WHOLE_PARTS", "Change", "Diff",
+           "ImagePart", "Term"]

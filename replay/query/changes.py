@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from lakehouse.lake import Lake
 from lakehouse.tables import BROKER_HISTORY, METADATA_LOG, PARTITION_HISTORY, TOPIC_HISTORY
 from records.vocabulary import kafka_name
-from replay.core.image_parts import CHANGE_ORDER, ImagePart
+from replay.core.image_parts import CHANGE_ORDER, CHANGE_PARTS, ImagePart
 from replay.query.image_terms import pairs_column, term_column
 from replay.query.rules import parse_time, to_epoch_ms
 from replay.query.state import QueryError, resolve_cluster
@@ -77,7 +77,7 @@ def sources() -> tuple[Source, ...]:
     )
 
 
-PARTS = (*(part.entity for part in CHANGE_ORDER), "topic", "broker", "partition")
+PARTS = CHANGE_PARTS
 _RANK = {part: rank for rank, part in enumerate(PARTS)}
 
 
