@@ -16,7 +16,7 @@ from records.kafka_constants import (
 )
 from records.kafka_json import make_record
 from records.model import MetadataRecord, uuid_from_str, uuid_to_str
-from records.partition_registration import PartitionRegistration
+from records.partition_registration import RECORDED_DIRECTORY_IDS, merged_values, values_from_record
 
 RECOVERED, RECOVERING = RECOVERY_STATES  # LeaderRecoveryState
 UNASSIGNED_DIR_ID = uuid_from_str(UNASSIGNED_DIR)  # the records carry directory ids as 16 bytes
@@ -83,20 +83,15 @@ class Broker:
         self.log_dir = log_dir
 
 
-# A partition's lists: (its name here, its name in Kafka's PartitionRegistration)
-LISTS = (("replicas", "replicas"), ("isr", "isr"), ("removing_replicas", "removing_replicas"),
-         ("adding_replicas", "adding_replicas"), ("directories", "directories"), ("elr", "eligible_leader_replicas"),
-         ("last_known_elr", "last_known_elr"))
-
-
 class Partition:
-    """A partition registration (PartitionRegistration), the fields the records carry, in lists the controller's
-    rules extend and compare; Kafka's rule that builds and merges it is ``records.partition_registration``
-    (:meth:`registration`, :meth:`register`)."""
+    """A partition registration (Kafka's ``PartitionRegistration``, its fields named so), in lists the controller's
+    rules extend and compare. Kafka's rule builds and merges it: :meth:`register` and :meth:`merge` take the values
+    of ``records.partition_registration`` in place. A list is never changed in place: a new value is a new list, so
+    the controller's indexes look only at lists that changed."""
 
-    __slots__ = ("_registration", "adding_replicas", "directories", "elr", "isr", "key", "last_known_elr", "leader",
-                 "leader_epoch", "leader_recovery_state", "partition_epoch", "partition_id", "removing_replicas",
-                 "replicas", "topic")
+    __slots__ = ("adding_replicas", "directories", "eligible_leader_replicas", "isr", "key", "last_known_elr",
+                 "leader", "leader_epoch", "leader_recovery_state", "partition_epoch", "partition_id",
+                 "removing_replicas", "replicas", "topic")
 
     def __init__(self, key: int, topic: Topic, partition_id: int) -> None:
         self.key = key
@@ -110,29 +105,24 @@ class Partition:
         self.leader_epoch = -1
         self.partition_epoch = -1
         self.leader_recovery_state = RECOVERED
-        self.elr: list[int] = []
+        self.eligible_leader_replicas: list[int] = []
         self.last_known_elr: list[int] = []
         self.directories: list[bytes] = []
-        self._registration: PartitionRegistration[bytes] | None = None
 
-    def registration(self) -> PartitionRegistration[bytes]:
-        """The registration as Kafka's rule holds it (directory ids as the records carry them): the one it was
-        last given; the lists above are its values, never changed in place."""
-        assert self._registration is not None, "a partition is registered before it changes"
-        return self._registration
+    def register(self, record: MetadataRecord) -> None:
+        """``PartitionRegistration(PartitionRecord)``: the registration the record makes (the rule's values in the
+        order of ``REGISTRATION_FIELDS``, directory ids as the records carry them)."""
+        (self.replicas, self.isr, self.removing_replicas, self.adding_replicas, self.leader,
+         self.leader_recovery_state, self.leader_epoch, self.partition_epoch, self.directories,
+         self.eligible_leader_replicas, self.last_known_elr) = values_from_record(record, RECORDED_DIRECTORY_IDS, list)
 
-    def register(self, registration: PartitionRegistration[bytes]) -> None:
-        """Take a registration Kafka's rule built or merged; a list the merge kept stays the same object (the
-        controller's indexes look only at lists that changed)."""
-        old, self._registration = self._registration, registration
-        for name, kafka_name in LISTS:
-            value = getattr(registration, kafka_name)
-            if old is None or value is not getattr(old, kafka_name):
-                setattr(self, name, list(value))
-        self.leader = registration.leader
-        self.leader_recovery_state = registration.leader_recovery_state
-        self.leader_epoch = registration.leader_epoch
-        self.partition_epoch = registration.partition_epoch
+    def merge(self, record: MetadataRecord) -> None:
+        """``PartitionRegistration.merge(PartitionChangeRecord)``, in place: a null field keeps the old value (the
+        same list)."""
+        (self.replicas, self.isr, self.removing_replicas, self.adding_replicas, self.leader,
+         self.leader_recovery_state, self.leader_epoch, self.partition_epoch, self.directories,
+         self.eligible_leader_replicas, self.last_known_elr) = merged_values(self, record, RECORDED_DIRECTORY_IDS,
+                                                                             list)
 
 
 class Topic:

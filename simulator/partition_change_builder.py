@@ -49,7 +49,7 @@ class PartitionChangeBuilder:
             target_adding = partition.adding_replicas
         if target_leader_recovery_state is None:
             target_leader_recovery_state = partition.leader_recovery_state
-        target_elr, target_last_known_elr = partition.elr, partition.last_known_elr
+        target_elr, target_last_known_elr = partition.eligible_leader_replicas, partition.last_known_elr
         elr_enabled = self.elr
         # completeReassignmentIfNeeded
         if target_removing or target_adding:
@@ -107,7 +107,7 @@ class PartitionChangeBuilder:
         record_elr = record_last_known_elr = None
         if record_isr is not None or not elr_enabled:
             target_elr, target_last_known_elr = [], []
-        if target_elr != partition.elr:
+        if target_elr != partition.eligible_leader_replicas:
             record_elr = target_elr
         if target_last_known_elr != partition.last_known_elr:
             record_last_known_elr = target_last_known_elr

@@ -14,7 +14,7 @@ from records.kafka_constants import (
     NONE,
 )
 from records.model import MetadataRecord
-from records.partition_registration import RECORDED_DIRECTORY_IDS, PartitionRegistration
+from records.partition_registration import ELR_CLEARED, has_elr
 from records.standard_acl import StandardAcl
 from records.token_information import DelegationToken
 from simulator.facts import LeaderRecovered, PartitionLeaderless, Reassignment, UncleanElection
@@ -144,9 +144,9 @@ class ControllerReplay:
         topics = [self.topics[topic_name]] if topic_name else list(self.topics.values())
         for topic in topics:
             for key in topic.partitions:
-                registration = self.partitions[key].registration()
-                if registration.has_elr:
-                    self.partitions[key].register(registration.elr_cleared(RECORDED_DIRECTORY_IDS))
+                partition = self.partitions[key]
+                if has_elr(partition):
+                    partition.merge(ELR_CLEARED)
 
     @staticmethod
     def _set_config(configs: dict[str, str], name: str, value: str | None) -> None:
@@ -217,7 +217,7 @@ class ControllerReplay:
         key = self.next_partition_key
         self.next_partition_key += 1
         partition = Partition(key, topic, metadata_record.data["partitionId"])
-        partition.register(PartitionRegistration.from_record(metadata_record, RECORDED_DIRECTORY_IDS))
+        partition.register(metadata_record)
         self.partitions[key] = partition
         topic.partitions.append(key)
         self._index(partition, [], [])
@@ -228,7 +228,7 @@ class ControllerReplay:
         partition = self.partitions[topic.partitions[data["partitionId"]]]
         old_replicas, old_isr, old_leader = partition.replicas, partition.isr, partition.leader
         old_leader_recovery_state = partition.leader_recovery_state
-        partition.register(partition.registration().merge(metadata_record, RECORDED_DIRECTORY_IDS))
+        partition.merge(metadata_record)
         self._index(partition, old_replicas, old_isr)
         facts = self.facts
         topic_name, topic_id, partition_id = topic.name, topic.topic_id_str, partition.partition_id

@@ -1,6 +1,7 @@
 """Kafka's ``PartitionRegistration`` (``records/partition_registration.py``): the rule functions called directly, and
 the registration built and merged in both forms its holders keep directory ids in (the reference fold's printed
-Uuids, the simulator's 16 bytes). How the reference fold words a refusal is tests/test_metadata_delta.py."""
+Uuids, the simulator's 16 bytes), and the simulator's own partition taking the rule's values. How the reference fold
+words a refusal is tests/test_metadata_delta.py."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ from records.model import uuid_from_str, uuid_to_str
 from records.partition_registration import (
     PRINTED_DIRECTORY_IDS,
     RECORDED_DIRECTORY_IDS,
+    REGISTRATION_FIELDS,
     DirectoriesMismatch,
     InvalidLeaderRecoveryState,
     PartitionRegistration,
     default_to_migrating,
+    has_elr,
     leader_recovery_state_of,
 )
+from simulator.model import Partition as SimulatedPartition
+from simulator.model import Topic
 from tests.reference_fold_support import D1, D2, D3, change, partition
 
 MIGRATING_ID = uuid_from_str(MIGRATING_DIR)
@@ -78,7 +83,27 @@ def test_refusals() -> None:
 def test_clearing_the_elr_is_a_merge() -> None:
     record = partition(eligibleLeaderReplicas=[2], lastKnownElr=[3], leaderEpoch=4, partitionEpoch=7)
     registration = PartitionRegistration.from_record(record, PRINTED_DIRECTORY_IDS)
-    assert registration.has_elr
+    assert has_elr(registration)
     cleared = registration.elr_cleared(PRINTED_DIRECTORY_IDS)
     assert (cleared.eligible_leader_replicas, cleared.last_known_elr, cleared.partition_epoch) == ((), (), 8)
-    assert not cleared.has_elr and (cleared.leader, cleared.leader_epoch, cleared.isr) == (1, 4, (1, 2, 3))
+    assert not has_elr(cleared) and (cleared.leader, cleared.leader_epoch, cleared.isr) == (1, 4, (1, 2, 3))
+
+
+def test_the_simulated_controller_takes_each_value_by_its_name() -> None:
+    """The simulator's mutable partition unpacks the rule's values in the order of REGISTRATION_FIELDS: each of its
+    fields holds the value the immutable registration holds under the same name (as a list), and a merge keeps the
+    lists it does not change."""
+    record = partition(replicas=(4, 5, 6), leader=5, isr=[5, 6], removingReplicas=[6], addingReplicas=[4],
+                       leaderRecoveryState=1, leaderEpoch=3, partitionEpoch=9, directories=[D1, D2, D3],
+                       eligibleLeaderReplicas=[7], lastKnownElr=[8])
+    moved = change(isr=[5], leader=6, lastKnownElr=[9])
+    immutable = PartitionRegistration.from_record(record, RECORDED_DIRECTORY_IDS)
+    mutable = SimulatedPartition(0, Topic("t", b"\x01" * 16), 0)
+    mutable.register(record)
+    replicas = mutable.replicas
+    for registration in (immutable, immutable.merge(moved, RECORDED_DIRECTORY_IDS)):
+        for name in REGISTRATION_FIELDS:
+            value = getattr(registration, name)
+            assert getattr(mutable, name) == (list(value) if isinstance(value, tuple) else value), name
+        mutable.merge(moved)
+    assert mutable.replicas is replicas

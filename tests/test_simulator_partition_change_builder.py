@@ -64,9 +64,9 @@ def test_elr_keeps_last_isr_member_eligible() -> None:
     last = p.leader
     sim.alter_isr("t", 0, [last])
     sim.crash(last)
-    assert p.leader == -1 and p.isr == [] and p.elr == [last]
+    assert p.leader == -1 and p.isr == [] and p.eligible_leader_replicas == [last]
     sim.register_broker(last)
     sim.unfence(last)
-    assert p.leader == last and p.isr == [last] and p.elr == []
+    assert p.leader == last and p.isr == [last] and p.eligible_leader_replicas == []
     versions = {e.version for e in sim.entries() if e.type_name == "PartitionChangeRecord"}
     assert versions == {2}

@@ -29,6 +29,7 @@ from records.partition_registration import (
     PRINTED_DIRECTORY_IDS,
     DirectoriesMismatch,
     InvalidLeaderRecoveryState,
+    has_elr,
 )
 from records.vocabulary import default
 from replay.core.refusals import (
@@ -112,7 +113,7 @@ def clear_elr(image: Image, topic_name: str) -> list[tuple[str, int]]:
     topic_ids = {topic_id for topic_id, name in image.topics.items() if not topic_name or name == topic_name}
     if topic_name and not topic_ids:
         raise Refused(UNKNOWN_TOPIC_ELR_CLEAR.format(topic_name=topic_name))
-    cleared = [key for key, p in image.partitions.items() if key[0] in topic_ids and p.has_elr]
+    cleared = [key for key, p in image.partitions.items() if key[0] in topic_ids and has_elr(p)]
     for key in cleared:
         image.partitions[key] = image.partitions[key].elr_cleared(PRINTED_DIRECTORY_IDS)
     return cleared
