@@ -11,7 +11,7 @@ demo: setup
 
 # pytest exits 5 when it collects no tests: that fails this target like any other non-zero exit.
 test: setup
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup
 
 lint: setup
 	$(VENV)/bin/ruff check .

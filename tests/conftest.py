@@ -3,6 +3,7 @@ modules read (computed once per run); the summary lines tests leave for the end 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,67 @@ SUMMARY = pytest.StashKey[list[str]]()
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     for line in config.stash.get(SUMMARY, []):
         terminalreporter.write_line(line)
+
+
+# --- Two workers, one Spark session ------------------------------------------------------------------------
+# `make test` runs pytest-xdist with two workers (--dist loadgroup): every test on the shared session (the `spark`
+# marker or fixture) is one group, run in order by ONE worker, the run's one Spark session; the other worker takes
+# the tests that start no session in this process (JVM-free tests, and tests of real processes: Kafka's jars,
+# clusters, subprocess commands), so their waiting and their processes overlap the session's work.
+
+SESSION_GROUP = "spark-session"
+# A worker starts with COLUMNS=80 and LINES=24 in its environment where a plain run has none: the commands' tables
+# would be cut at 80 columns on a worker and not in a plain run (or on a terminal of the user's width).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+SESSION_MARK = "spark"
+
+
+def uses_session(item: pytest.Item) -> bool:
+    return item.get_closest_marker(SESSION_MARK) is not None or "spark" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if uses_session(item):
+            item.add_marker(pytest.mark.xdist_group(SESSION_GROUP))
+
+
+def _no_second_session(item: pytest.Item) -> Iterator[None]:
+    """A test outside the session's group that starts a Spark session in this process would be a second session
+    of the run (on the other worker): it fails, naming the marker it lacks."""
+    from pyspark import SparkContext
+
+    before = SparkContext._active_spark_context
+    yield
+    if before is None and SparkContext._active_spark_context is not None and not uses_session(item):
+        raise AssertionError(f"{item.nodeid} started a Spark session in the test process without the "
+                             f"`{SESSION_MARK}` marker: mark it, so that it runs on the worker of the run's one "
+                             "session")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    return (yield from _no_second_session(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    return (yield from _no_second_session(item))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker hands the summary lines its tests left to the controller (``pytest_testnodedown``)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["summary"] = session.config.stash.get(SUMMARY, [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    lines = getattr(node, "workeroutput", {}).get("summary", [])
+    node.config.stash.setdefault(SUMMARY, []).extend(lines)
 
 
 # --- Spark ---------------------------------------------------------------------------------------
