@@ -46,6 +46,7 @@ def uses_session(item: pytest.Item) -> bool:
     return item.get_closest_marker(SESSION_MARK) is not None or "spark" in getattr(item, "fixturenames", ())
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if uses_session(item):
@@ -94,10 +95,22 @@ TEST_DRIVER_MEMORY = "8g"
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """The one SparkSession of the test run: starting the JVM takes seconds, so tests share it. Its heap is
     larger than a command's default (2 GiB): this JVM holds the session-scoped fixtures' cached replays of
-    every real log, simulated story and Kafka cluster for the whole run, where a command holds one."""
+    every real log, simulated story and Kafka cluster for the whole run, where a command holds one. Under
+    pytest-xdist, the first worker to start it claims the run's session; another worker asking for one fails."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        claim = tmp_path_factory.getbasetemp().parent / "spark-session-worker"
+        try:
+            with claim.open("x", encoding="utf-8") as claimed:
+                claimed.write(worker)
+        except FileExistsError:
+            owner = claim.read_text(encoding="utf-8")
+            if owner != worker:
+                pytest.fail(f"a second Spark session of the run, on {worker} ({owner} has the first): every test "
+                            f"on the session must be in the xdist group {SESSION_GROUP!r}")
     session = get_spark(SparkOptions(master="local[2]", shuffle_partitions=4, driver_memory=TEST_DRIVER_MEMORY))
     yield session
     session.stop()
