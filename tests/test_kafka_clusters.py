@@ -32,11 +32,15 @@ write (configs, ACLs, SCRAM credentials, quotas, a topic removal) are counted.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import pickle
+import re
 import shutil
+import signal
 import subprocess
-import threading
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -92,6 +96,7 @@ TRIM_TIMEOUT = 90.0
 # versions: no directories, no ELR) and the script upgrades every feature to the newest its brokers support.
 FORMATTED_AT = {"4.4.0": "3.9", "3.9.2": "3.3"}
 FOLLOW_INTERVAL = 3.0  # seconds between ingest --follow rounds
+FOLLOW_STOP_TIMEOUT = 300.0  # SIGTERM ends the round under way first, on a loaded 2-core machine
 T = TypeVar("T")
 
 
@@ -511,44 +516,79 @@ def run_script(cluster: KafkaCluster) -> Script:
 
 
 @contextlib.contextmanager
-def following(spark: Any, directory: Path, lake: Path) -> Iterator[list[int]]:
-    """``kraft-replay ingest --follow`` (its loop, ``lakehouse.follow.follow``) of ``directory`` into ``lake`` in a
-    thread while the body runs; yields the list of rounds that ingested something (their record counts). Its
-    failure fails the body's caller."""
-    from lakehouse.follow import follow
-    from lakehouse.ingest import IngestOptions
-    from lakehouse.lake import Lake
-
-    stop, rounds, failures = threading.Event(), [], []
-
-    def run() -> None:
-        try:
-            follow(spark, Lake(lake), directory, IngestOptions(), interval=FOLLOW_INTERVAL, stop=stop,
-                   on_round=lambda summary: rounds.append(summary.records_added))
-        except BaseException as exc:
-            failures.append(exc)
-
-    thread = threading.Thread(target=run, name=f"ingest --follow {directory}", daemon=True)
-    thread.start()
+def following(directory: Path, lake: Path, log: Path) -> Iterator[list[int]]:
+    """``kraft-replay ingest --follow`` of ``directory`` into ``lake``, a process of its own (as an operator runs it,
+    with its own Spark) while the body runs, stopped by SIGTERM after it; yields a list that then holds how many
+    rounds ingested something. Its output goes to ``log``; its failure fails the body's caller."""
+    command = [sys.executable, "-m", "kraft_replay.cli", "ingest", str(directory), "--lake", str(lake), "--follow",
+               "--interval", str(FOLLOW_INTERVAL), "--quiet"]
+    rounds: list[int] = []
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
+        # its first round starts as it says it is following (its SIGTERM handler is set by then): the body runs
+        # from there, so that it sees the log from its first segment and a stop request ends a round, not its start
+        wait_for(f"ingest --follow of {directory} started", lambda: process.poll() is not None or re.search(
+            r"^following ", log.read_text(errors="replace"), re.MULTILINE), timeout=FOLLOW_STOP_TIMEOUT)
+        if process.poll() is not None:
+            raise AssertionError(f"ingest --follow of {directory} exited with {process.returncode}:\n"
+                                 f"{log.read_text(errors='replace')[-4000:]}")
         yield rounds
     finally:
-        stop.set()
-        thread.join(timeout=300)
-    if failures:
-        raise AssertionError(f"ingest --follow of {directory} failed") from failures[0]
-    assert not thread.is_alive(), "ingest --follow did not stop"
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=FOLLOW_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    printed = log.read_text(errors="replace")
+    stopped = re.search(r"^stopped after (\d+) ingest round", printed, re.MULTILINE)
+    if process.returncode != 0 or stopped is None:
+        raise AssertionError(f"ingest --follow of {directory} failed (exit {process.returncode}):\n{printed[-4000:]}")
+    rounds.append(int(stopped.group(1)))
+
+
+def _shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's directory both pytest-xdist workers see (the base of their own), or the base of a plain run."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="module", params=KAFKA_VERSIONS)
-def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Iterator[Script]:
-    """A cluster of one Kafka version through the incidents, then stopped (controller first: its log is the last
-    word, the brokers' logs end at the same record), while ``ingest --follow`` archives the controller's log as it
-    grows, rolls, snapshots and is trimmed. The logs and the followed lake stay in the test's directory."""
+def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Script:
+    """A cluster of one Kafka version through the incidents, once per run: the tests of Kafka's fold and of
+    its files run on the worker without a Spark session, the ingest and replay tests on the session's worker, and
+    whichever asks first runs the cluster while the other waits for it (a lock in the run's directory), then both
+    read what it left (the logs, the followed lake, the script's record)."""
     version: str = request.param
+    shared = _shared_dir(tmp_path_factory)
+    saved = shared / f"kafka-{version}.script.pickle"
+    with _locked(shared / f"kafka-{version}.lock"):
+        if not saved.exists():
+            saved.write_bytes(pickle.dumps(_run_cluster(version, shared / f"kafka-{version}")))
+        result: Script = pickle.loads(saved.read_bytes())
+    return result
+
+
+def _run_cluster(version: str, root: Path) -> Script:
+    """The cluster through the incidents, then stopped (controller first: its log is the last word, the brokers'
+    logs end at the same record), while ``ingest --follow`` archives the controller's log as it grows, rolls,
+    snapshots and is trimmed. The logs and the followed lake stay under ``root``."""
     try:
         compiled(version)
-        cluster = KafkaCluster(version, tmp_path_factory.mktemp(f"kafka-{version}"), FORMATTED_AT[version])
+        root.mkdir()
+        cluster = KafkaCluster(version, root, FORMATTED_AT[version])
     except (RefereeUnavailable, KafkaUnavailable) as reason:
         pytest.skip(f"Kafka {version} cluster: {reason}")
     followed = cluster.root / "followed-lake"
@@ -556,13 +596,13 @@ def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     try:
         cluster.format()
         cluster.start_all()
-        with following(spark, cluster.controller.metadata_log, followed) as rounds:
+        with following(cluster.controller.metadata_log, followed, cluster.root / "follow.out") as rounds:
             result = _run_and_trim(cluster)
         # the controller has stopped: one more follower from scratch takes the tail (a restarted follower re-reads
         # what is there, the lake keeps every record once)
-        with following(spark, cluster.controller.metadata_log, followed) as last:
+        with following(cluster.controller.metadata_log, followed, cluster.root / "follow-again.out") as last:
             time.sleep(FOLLOW_INTERVAL)
-        result.followed, result.follow_rounds = followed, len(rounds) + len(last)
+        result.followed, result.follow_rounds = followed, sum(rounds) + sum(last)
     except BaseException:
         for node_id in cluster.nodes:
             print(f"--- node {node_id} output:\n{cluster.output(node_id)}")
@@ -570,10 +610,12 @@ def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     finally:
         cluster.close()
     assert not cluster.running_pids()
+    for node in cluster.nodes.values():
+        node.process = None  # stopped: what is kept of the cluster is its directories
     result.steps = {**{k: round(v, 1) for k, v in cluster.timings.items()}, **result.steps,
                     "total": round(time.monotonic() - started, 1)}
     TALLY.setdefault(version, []).append(f"steps (s): {result.steps}")
-    yield result
+    return result
 
 
 def _run_and_trim(cluster: KafkaCluster) -> Script:
