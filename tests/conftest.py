@@ -34,16 +34,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 # clusters, subprocess commands), so their waiting and their processes overlap the session's work.
 
 SESSION_GROUP = "spark-session"
+SESSION_MARK = "spark"  # the marker, named as the session's fixture is
 # A worker starts with COLUMNS=80 and LINES=24 in its environment where a plain run has none: the commands' tables
 # would be cut at 80 columns on a worker and not in a plain run (or on a terminal of the user's width).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
-SESSION_MARK = "spark"
 
 
 def uses_session(item: pytest.Item) -> bool:
-    return item.get_closest_marker(SESSION_MARK) is not None or "spark" in getattr(item, "fixturenames", ())
+    """The test asks for the session's fixture (itself or through its fixtures) or carries its marker."""
+    return item.get_closest_marker(SESSION_MARK) is not None or SESSION_MARK in getattr(item, "fixturenames", ())
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
