@@ -42,6 +42,12 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.pop(name, None)
 
 
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's own directory, which both workers see (the parent of each worker's base), or a plain run's base."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def uses_session(item: pytest.Item) -> bool:
     """The test asks for the session's fixture (itself or through its fixtures) or carries its marker."""
     return item.get_closest_marker(SESSION_MARK) is not None or SESSION_MARK in getattr(item, "fixturenames", ())
@@ -103,7 +109,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     pytest-xdist, the first worker to start it claims the run's session; another worker asking for one fails."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
-        claim = tmp_path_factory.getbasetemp().parent / "spark-session-worker"
+        claim = run_dir(tmp_path_factory) / "spark-session-worker"
         try:
             with claim.open("x", encoding="utf-8") as claimed:
                 claimed.write(worker)

@@ -34,7 +34,6 @@ pytestmark = pytest.mark.spark
 
 TABLES = (METADATA_LOG, *TABLE_KEYS, ANOMALIES, *DERIVED_TABLES)
 DELTA_SPARK_ENGINE = "Delta-Lake/"  # commitInfo.engineInfo of delta-spark: "Apache-Spark/4.0.1 Delta-Lake/4.0.0"
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -60,7 +60,7 @@ from records.sources import read_entries
 from replay.core.coverage import ClusterCoverage, LogRun, SnapshotId, history_coverage
 from replay.query.image import NO_PRODUCER_ID
 from replay.reference.fold import Image, fold
-from tests.conftest import SUMMARY
+from tests.conftest import SUMMARY, run_dir
 from tests.kafka_cluster import BROKER_IDS, CONTROLLER_ID, KafkaCluster, KafkaUnavailable, Node, wait_for
 from tests.referee import (
     KEYS,
@@ -96,6 +96,7 @@ TRIM_TIMEOUT = 90.0
 # versions: no directories, no ELR) and the script upgrades every feature to the newest its brokers support.
 FORMATTED_AT = {"4.4.0": "3.9", "3.9.2": "3.3"}
 FOLLOW_INTERVAL = 3.0  # seconds between ingest --follow rounds
+FOLLOW_START_TIMEOUT = 300.0  # the follower's driver JVM to start, on a loaded 2-core machine
 FOLLOW_STOP_TIMEOUT = 300.0  # SIGTERM ends the round under way first, on a loaded 2-core machine
 T = TypeVar("T")
 
@@ -529,7 +530,7 @@ def following(directory: Path, lake: Path, log: Path) -> Iterator[list[int]]:
         # its first round starts as it says it is following (its SIGTERM handler is set by then): the body runs
         # from there, so that it sees the log from its first segment and a stop request ends a round, not its start
         wait_for(f"ingest --follow of {directory} started", lambda: process.poll() is not None or re.search(
-            r"^following ", log.read_text(errors="replace"), re.MULTILINE), timeout=FOLLOW_STOP_TIMEOUT)
+            r"^following ", log.read_text(errors="replace"), re.MULTILINE), timeout=FOLLOW_START_TIMEOUT)
         if process.poll() is not None:
             raise AssertionError(f"ingest --follow of {directory} exited with {process.returncode}:\n"
                                  f"{log.read_text(errors='replace')[-4000:]}")
@@ -549,12 +550,6 @@ def following(directory: Path, lake: Path, log: Path) -> Iterator[list[int]]:
     rounds.append(int(stopped.group(1)))
 
 
-def _shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The run's directory both pytest-xdist workers see (the base of their own), or the base of a plain run."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     with path.open("a") as lock:
@@ -572,7 +567,7 @@ def script(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     whichever asks first runs the cluster while the other waits for it (a lock in the run's directory), then both
     read what it left (the logs, the followed lake, the script's record)."""
     version: str = request.param
-    shared = _shared_dir(tmp_path_factory)
+    shared = run_dir(tmp_path_factory)
     saved = shared / f"kafka-{version}.script.pickle"
     with _locked(shared / f"kafka-{version}.lock"):
         if not saved.exists():
