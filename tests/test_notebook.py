@@ -1,4 +1,7 @@
-"""notebooks/time_travel.ipynb runs top to bottom (its cells assert what they show) and is committed clean."""
+"""notebooks/time_travel.ipynb runs top to bottom (its cells assert what they show) and is committed clean.
+
+The notebook runs in a kernel of its own, a process with its own Spark session, as a user runs it: the test does
+not use the run's session, so it runs on the worker of the tests that start none in the test process."""
 
 from __future__ import annotations
 
@@ -7,8 +10,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-
-pytestmark = pytest.mark.spark
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "time_travel.ipynb"
 
