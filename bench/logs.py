@@ -11,9 +11,12 @@ import argparse
 import itertools
 import json
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from records.kafka_constants import ABORT, BEGIN, END
+from records.model import LogEntry
 from simulator import ScenarioOptions, run_scenario, write_log
 
 SEED = 11
@@ -47,25 +50,35 @@ def simulated_log(out: Path, sizes: dict[str, Any], *, reuse: bool, replace: boo
     """(records in ``OUT/log``, records in ``OUT/more``): the log of ``sizes``, reused when ``reuse`` and ``OUT``
     holds one of the same sizes, else generated anew. ``replace`` False: never delete an ``OUT`` that exists (it
     may hold another log and a lake built from it), raise :class:`LogMismatchError` instead."""
-    sizes_file = out / "sizes.json"
-    earlier = json.loads(sizes_file.read_text()) if sizes_file.exists() else {}
+    earlier = _earlier(out)
     if reuse and earlier.get("sizes") == sizes:
         return earlier["count"], earlier["more"]
-    if out.exists():
-        if not replace:
-            raise LogMismatchError(
-                f"{out} exists and holds {earlier.get('sizes', 'no benchmark log')}, not {sizes}: pass --reuse-logs "
-                "with the sizes it was made with, or another --out")
-        shutil.rmtree(out)
+    if out.exists() and not replace:
+        raise LogMismatchError(
+            f"{out} exists and holds {earlier.get('sizes', 'no benchmark log')}, not {sizes}: pass --reuse-logs "
+            "with the sizes it was made with, or another --out")
+    return _simulate(out, sizes, lambda entries: itertools.islice(entries, sizes["records"]),
+                     lambda entries: itertools.islice(entries, max(1, sizes["records"] // 100)))
+
+
+def _earlier(out: Path) -> dict[str, Any]:
+    """What ``OUT/sizes.json`` says of the log ``OUT`` holds (empty: none)."""
+    sizes_file = out / "sizes.json"
+    return json.loads(sizes_file.read_text()) if sizes_file.exists() else {}
+
+
+def _simulate(out: Path, sizes: dict[str, Any], first: Callable[[Iterator[LogEntry]], Iterator[LogEntry]],
+              then: Callable[[Iterator[LogEntry]], Iterator[LogEntry]]) -> tuple[int, int]:
+    """A new ``OUT``: the random scenario of ``sizes``, its ``first`` entries in ``OUT/log``, the entries ``then``
+    takes of the rest in ``OUT/more``, both counts in ``OUT/sizes.json``."""
+    shutil.rmtree(out, ignore_errors=True)
     options = ScenarioOptions(brokers=sizes["brokers"], topics=sizes["topics"],
                               partitions_per_topic=sizes["partitions_per_topic"], events=10**9, seed=sizes["seed"])
     run = run_scenario("random", options)
     generated = run.entries()
-    count, _ = write_log(itertools.islice(generated, sizes["records"]), out / "log", "segments",
-                         cluster_id=run.sim.cluster_id, node_id=3000)
-    more, _ = write_log(itertools.islice(generated, max(1, sizes["records"] // 100)), out / "more", "segments",
-                        cluster_id=run.sim.cluster_id, node_id=3000)
-    sizes_file.write_text(json.dumps({"sizes": sizes, "count": count, "more": more}))
+    count, _ = write_log(first(generated), out / "log", "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    more, _ = write_log(then(generated), out / "more", "segments", cluster_id=run.sim.cluster_id, node_id=3000)
+    (out / "sizes.json").write_text(json.dumps({"sizes": sizes, "count": count, "more": more}))
     return count, more
 
 
@@ -73,3 +86,28 @@ def metadata_log(out: Path) -> tuple[Path, int]:
     """``OUT/log/__cluster_metadata-0`` (the N records) and the bytes of its segments."""
     log_dir = out / "log" / "__cluster_metadata-0"
     return log_dir, sum(p.stat().st_size for p in log_dir.glob("*.log"))
+
+
+def whole_transactions(entries: Iterator[LogEntry], at_least: int) -> Iterator[LogEntry]:
+    """The next ``at_least`` entries, and more until no metadata transaction is open: a log Kafka wrote ends
+    between transactions once its controller settled (Kafka's shell and loader wait for an open one's end)."""
+    open_transaction = False
+    for count, entry in enumerate(entries, start=1):
+        yield entry
+        if entry.type_name == BEGIN:
+            open_transaction = True
+        elif entry.type_name in (END, ABORT):
+            open_transaction = False
+        if count >= at_least and not open_transaction:
+            return
+
+
+def real_like_log(out: Path, sizes: dict[str, Any], *, reuse: bool) -> tuple[int, int]:
+    """(records in ``OUT/log``, records in ``OUT/more``): a data directory the size of a real cluster's log (issue
+    42: a few brokers, tens of thousands of records; the random mix's restarts, fences and elections), and the
+    next ``sizes["more"]`` records, each ending between metadata transactions. Reused as :func:`simulated_log`."""
+    earlier = _earlier(out)
+    if reuse and earlier.get("sizes") == sizes:
+        return earlier["count"], earlier["more"]
+    return _simulate(out, sizes, lambda entries: whole_transactions(entries, sizes["records"]),
+                     lambda entries: whole_transactions(entries, sizes["more"]))

@@ -76,11 +76,25 @@ def kafka_tools_jars(version: str) -> JarSet:
         drop_spark_own=False, label=f"Kafka {version} tools")
 
 
+# Kafka's metadata shell, the yardstick of a first answer (bench/bench_first_answer.py): Maven Central serves
+# ``kafka-shell`` up to 3.9.0 (4.x's is not published there).
+KAFKA_SHELL_VERSION = "3.9.0"
+
+
+def kafka_shell_jars(version: str = KAFKA_SHELL_VERSION) -> JarSet:
+    """``kafka-metadata-shell``'s jar (``org.apache.kafka.shell.MetadataShell``) with everything it runs with."""
+    return JarSet(
+        name=f"kafka-shell-{version}", packages=(f"org.apache.kafka:kafka-shell:{version}",),
+        required=tuple(f"{artifact}-{version}.jar" for artifact in ("kafka-shell", "kafka-metadata", "kafka-clients")),
+        drop_spark_own=False, label=f"Kafka {version} metadata shell")
+
+
 # Kafka releases whose DumpLogSegments lives in kafka-tools (3.x has it in kafka_2.13, as kafka.tools.DumpLogSegments)
 KAFKA_TOOLS_VERSIONS = tuple(v for v in KAFKA_VERSIONS if not v.startswith("3."))
 JAR_SETS: dict[str, JarSet] = {SPARK_JARS.name: SPARK_JARS, "spark": SPARK_JARS,
                                **{f"kafka-{v}": kafka_jars(v) for v in KAFKA_VERSIONS},
-                               **{f"kafka-tools-{v}": kafka_tools_jars(v) for v in KAFKA_TOOLS_VERSIONS}}
+                               **{f"kafka-tools-{v}": kafka_tools_jars(v) for v in KAFKA_TOOLS_VERSIONS},
+                               f"kafka-shell-{KAFKA_SHELL_VERSION}": kafka_shell_jars()}
 
 
 class JarsUnavailableError(RuntimeError):

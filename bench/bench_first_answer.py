@@ -1,0 +1,102 @@
+"""A real log's first answer and its increment beside Kafka's own metadata shell (issue 42, targets 1 and 2).
+
+    nice -n 19 .venv/bin/python -m bench.bench_first_answer --out /tmp/kraft-bench-first-answer
+
+Steps: simulate a data directory the size of a real cluster's log (``bench.logs.real_like_log``: 30,000 records
+of 3 brokers by default, then the next 100 in a second directory) → Kafka's shell (``bench.kafka_shell``:
+``MetadataShell --snapshot SEGMENT ls /image/cluster``, a fresh JVM per run) → ``kraft-replay run DIR --no-report``
+on a new lake as a fresh process, as a new user types it → ``kraft-replay ingest`` of the 100 more records into a
+copy of that lake, then ``kraft-replay replay`` (the increment) as a fresh process. ``--runs`` runs of each, the
+median; every command as its user types it (the default engine, Spark's start included). One table, ready for
+BENCHMARKS.md: the times and their multiples of the shell's (targets: the first answer at most 10 times the
+shell's, the increment at most 5 times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.bench_replay import checkout_commit, cold_command_env
+from bench.clock import timed
+from bench.kafka_shell import ShellUnavailableError, shell_classpath, timed_shell
+from bench.logs import SEED, real_like_log
+
+FIRST_ANSWER_TARGET = 10  # issue 42: `run DIR --no-report` within 10 times Kafka's shell
+INCREMENT_TARGET = 5  # issue 42: `replay` of 100 more records within 5 times Kafka's shell
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=30_000)
+    parser.add_argument("--more", type=int, default=100)
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--partitions-per-topic", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-first-answer"))
+    parser.add_argument("--reuse-logs", action="store_true")
+    args = parser.parse_args()
+    sizes = {"records": args.records, "more": args.more, "brokers": args.brokers, "topics": args.topics,
+             "partitions_per_topic": args.partitions_per_topic, "seed": SEED}
+    count, more = real_like_log(args.out, sizes, reuse=args.reuse_logs)
+    segment = min((args.out / "log" / "__cluster_metadata-0").glob("*.log"))
+    print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {checkout_commit()}, {platform.node()}, "
+          f"python {platform.python_version()}; {count:,} records ({args.brokers} brokers, {args.topics} topics x "
+          f"{args.partitions_per_topic} partitions) + {more} more; median of {args.runs} runs")
+    try:
+        classpath = shell_classpath(args.out)
+    except ShellUnavailableError as error:
+        raise SystemExit(f"Kafka's shell is not available here: {error}") from error
+    printed, _ = timed_shell(classpath, segment, "ls", "/image/cluster")
+    print(f"Kafka's shell: ls /image/cluster -> {' '.join(printed.split())}")
+    shell_s = median(args.runs, lambda: timed_shell(classpath, segment, "ls", "/image/cluster")[1])
+    lake, base = args.out / "lake", args.out / "lake-replayed"
+
+    def first_answer() -> float:
+        shutil.rmtree(lake, ignore_errors=True)
+        return command("run", str(args.out / "log"), "--lake", str(lake), "--no-report", "--quiet")
+
+    run_s = median(args.runs, first_answer)
+    shutil.rmtree(base, ignore_errors=True)
+    shutil.copytree(lake, base)
+    ingests: list[float] = []
+
+    def increment() -> float:
+        shutil.rmtree(lake, ignore_errors=True)
+        shutil.copytree(base, lake)
+        ingests.append(command("ingest", str(args.out / "more"), "--lake", str(lake), "--quiet"))
+        return command("replay", "--lake", str(lake), "--quiet")
+
+    increment_s = median(args.runs, increment)
+    print("| records | Kafka shell s | `run --no-report` s (x shell) | `ingest` of 100 more s | "
+          "`replay` of them s (x shell) |")
+    print("|---|---|---|---|---|")
+    print(f"| {count:,} | {shell_s:.2f} | {run_s:.1f} ({run_s / shell_s:.1f}x; target <= {FIRST_ANSWER_TARGET}x) | "
+          f"{statistics.median(ingests):.1f} | {increment_s:.1f} ({increment_s / shell_s:.1f}x; target <= "
+          f"{INCREMENT_TARGET}x) |")
+
+
+def median(runs: int, measure: Callable[[], float]) -> float:
+    return statistics.median(measure() for _ in range(runs))
+
+
+def command(*args: str) -> float:
+    """``kraft-replay ARGS`` as a fresh process, as a user types it: its wall seconds; a failure stops the bench."""
+    done, seconds = timed(lambda: subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args],
+                                                 env=cold_command_env(), capture_output=True, text=True,
+                                                 check=False))
+    if done.returncode != 0:
+        raise SystemExit(f"`kraft-replay {' '.join(args)}` exited {done.returncode}: {done.stderr[-2000:]}")
+    return seconds
+
+
+if __name__ == "__main__":
+    main()
