@@ -20,6 +20,7 @@ from lakehouse.jars import (
     installed,
     jars_dir,
     kafka_jars,
+    kafka_shell_jars,
     kafka_tools_jars,
     main,
     missing_reason,
@@ -41,8 +42,12 @@ def test_jar_set_names_and_what_each_requires() -> None:
     assert (tools.name, tools.packages, tools.label) == (
         "kafka-tools-4.4.0", ("org.apache.kafka:kafka-tools:4.4.0",), "Kafka 4.4.0 tools")
     assert KAFKA_VERSIONS == ("4.4.0", "3.9.2") and KAFKA_TOOLS_VERSIONS == ("4.4.0",)
+    shell = kafka_shell_jars()
+    assert (shell.name, shell.packages, shell.label, shell.drop_spark_own) == (
+        "kafka-shell-3.9.0", ("org.apache.kafka:kafka-shell:3.9.0",), "Kafka 3.9.0 metadata shell", False)
+    assert shell.required == ("kafka-shell-3.9.0.jar", "kafka-metadata-3.9.0.jar", "kafka-clients-3.9.0.jar")
     assert sorted(JAR_SETS) == sorted(["spark", f"spark-{SPARK_VERSION}", "kafka-4.4.0", "kafka-3.9.2",
-                                       "kafka-tools-4.4.0"])
+                                       "kafka-tools-4.4.0", "kafka-shell-3.9.0"])
     assert JAR_SETS["spark"] is SPARK_JARS
 
 
