@@ -18,14 +18,11 @@ import argparse
 import platform
 import shutil
 import statistics
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.bench_replay import checkout_commit, cold_command_env
-from bench.clock import timed
+from bench.bench_replay import checkout_commit, fresh_cli
 from bench.kafka_shell import ShellUnavailableError, shell_classpath, timed_shell
 from bench.logs import SEED, real_like_log
 
@@ -90,9 +87,7 @@ def median(runs: int, measure: Callable[[], float]) -> float:
 
 def command(*args: str) -> float:
     """``kraft-replay ARGS`` as a fresh process, as a user types it: its wall seconds; a failure stops the bench."""
-    done, seconds = timed(lambda: subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args],
-                                                 env=cold_command_env(), capture_output=True, text=True,
-                                                 check=False))
+    done, seconds = fresh_cli(*args)
     if done.returncode != 0:
         raise SystemExit(f"`kraft-replay {' '.join(args)}` exited {done.returncode}: {done.stderr[-2000:]}")
     return seconds

@@ -226,17 +226,21 @@ def cold_command(lake: Lake, *args: str) -> float | None:
     """The median wall time of ``kraft-replay ARGS`` as a fresh process (``COLD_RUNS`` runs: process and, where
     the command needs them, JVM and session start included; the answer to /dev/null); None when the command fails
     (its error is printed)."""
-    command = [sys.executable, "-m", "kraft_replay.cli", *args, "--lake", str(lake.root)]
-    env = cold_command_env()
     times = []
     for _ in range(COLD_RUNS):
-        done, seconds = timed(lambda: subprocess.run(command, env=env, stdout=subprocess.DEVNULL,
-                                                     stderr=subprocess.PIPE, text=True, check=False))
+        done, seconds = fresh_cli(*args, "--lake", str(lake.root))
         if done.returncode != 0:
-            print(f"cold command: `{' '.join(command)}` exited {done.returncode}: {done.stderr[-2000:]}")
+            print(f"cold command: `{' '.join(done.args)}` exited {done.returncode}: {done.stderr[-2000:]}")
             return None
         times.append(seconds)
     return statistics.median(times)
+
+
+def fresh_cli(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``kraft-replay ARGS`` as a fresh process in :func:`cold_command_env` (the answer to /dev/null, the errors
+    kept): the finished process and its wall seconds."""
+    return timed(lambda: subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args], env=cold_command_env(),
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False))
 
 
 def _measure(spark: SparkSession, args: argparse.Namespace, out: Path, lake: Lake, count: int, more: int
