@@ -7,9 +7,10 @@ of 3 brokers by default, then the next 100 in a second directory) → Kafka's sh
 ``MetadataShell --snapshot SEGMENT ls /image/cluster``, a fresh JVM per run) → ``kraft-replay run DIR --no-report``
 on a new lake as a fresh process, as a new user types it → ``kraft-replay ingest`` of the 100 more records into a
 copy of that lake, then ``kraft-replay replay`` (the increment) as a fresh process. ``--runs`` runs of each, the
-median; every command as its user types it (the default engine, Spark's start included). One table, ready for
-BENCHMARKS.md: the times and their multiples of the shell's (targets: the first answer at most 10 times the
-shell's, the increment at most 5 times).
+median; every command as its user types it (the default engine, Spark's start included). Then all of it again
+with the resident server (``kraft-replay server start``, timed once with its warm-up, stopped at the end). One
+table, ready for BENCHMARKS.md: the times and their multiples of the shell's (targets: the first answer at most 10
+times the shell's, the increment at most 5 times).
 """
 
 from __future__ import annotations
@@ -56,10 +57,31 @@ def main() -> None:
     print(f"Kafka's shell: ls /image/cluster -> {' '.join(printed.split())}")
     shell_s = median(args.runs, lambda: timed_shell(classpath, segment, "ls", "/image/cluster")[1])
     lake, base = args.out / "lake", args.out / "lake-replayed"
+    rows = [("each command starts Spark", measured(args, lake, base, None))]
+    server_dir = args.out / "server"
+    start_s = command("server", "start", server_dir=server_dir)
+    try:
+        rows.append((f"with the resident server (`server start` {start_s:.0f} s, once)",
+                     measured(args, lake, base, server_dir)))
+    finally:
+        command("server", "stop", server_dir=server_dir)
+    print("| records | Spark | Kafka shell s | `run --no-report` s (x shell) | `ingest` of 100 more s | "
+          "`replay` of them s (x shell) |")
+    print("|---|---|---|---|---|---|")
+    for spark, (run_s, ingest_s, increment_s) in rows:
+        print(f"| {count:,} | {spark} | {shell_s:.2f} | {run_s:.1f} ({run_s / shell_s:.1f}x; target <= "
+              f"{FIRST_ANSWER_TARGET}x) | {ingest_s:.1f} | {increment_s:.1f} ({increment_s / shell_s:.1f}x; target "
+              f"<= {INCREMENT_TARGET}x) |")
+
+
+def measured(args: argparse.Namespace, lake: Path, base: Path, server_dir: Path | None) -> tuple[float, float, float]:
+    """The medians of the first answer, the ingest of the more records and the increment's replay, each command a
+    fresh process (using the resident server of ``server_dir``, if given); ``base`` is left the replayed lake."""
 
     def first_answer() -> float:
         shutil.rmtree(lake, ignore_errors=True)
-        return command("run", str(args.out / "log"), "--lake", str(lake), "--no-report", "--quiet")
+        return command("run", str(args.out / "log"), "--lake", str(lake), "--no-report", "--quiet",
+                       server_dir=server_dir)
 
     run_s = median(args.runs, first_answer)
     shutil.rmtree(base, ignore_errors=True)
@@ -69,25 +91,21 @@ def main() -> None:
     def increment() -> float:
         shutil.rmtree(lake, ignore_errors=True)
         shutil.copytree(base, lake)
-        ingests.append(command("ingest", str(args.out / "more"), "--lake", str(lake), "--quiet"))
-        return command("replay", "--lake", str(lake), "--quiet")
+        ingests.append(command("ingest", str(args.out / "more"), "--lake", str(lake), "--quiet",
+                               server_dir=server_dir))
+        return command("replay", "--lake", str(lake), "--quiet", server_dir=server_dir)
 
     increment_s = median(args.runs, increment)
-    print("| records | Kafka shell s | `run --no-report` s (x shell) | `ingest` of 100 more s | "
-          "`replay` of them s (x shell) |")
-    print("|---|---|---|---|---|")
-    print(f"| {count:,} | {shell_s:.2f} | {run_s:.1f} ({run_s / shell_s:.1f}x; target <= {FIRST_ANSWER_TARGET}x) | "
-          f"{statistics.median(ingests):.1f} | {increment_s:.1f} ({increment_s / shell_s:.1f}x; target <= "
-          f"{INCREMENT_TARGET}x) |")
+    return run_s, statistics.median(ingests), increment_s
 
 
 def median(runs: int, measure: Callable[[], float]) -> float:
     return statistics.median(measure() for _ in range(runs))
 
 
-def command(*args: str) -> float:
+def command(*args: str, server_dir: Path | None = None) -> float:
     """``kraft-replay ARGS`` as a fresh process, as a user types it: its wall seconds; a failure stops the bench."""
-    done, seconds = fresh_cli(*args)
+    done, seconds = fresh_cli(*args, server_dir=server_dir)
     if done.returncode != 0:
         raise SystemExit(f"`kraft-replay {' '.join(args)}` exited {done.returncode}: {done.stderr[-2000:]}")
     return seconds

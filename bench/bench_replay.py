@@ -37,6 +37,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +52,7 @@ from bench.logs import add_log_arguments, metadata_log, simulated_log, sizes_of
 from lakehouse.ingest import ingest
 from lakehouse.jars import KAFKA_VERSIONS
 from lakehouse.lake import Lake
+from lakehouse.resident_server import SERVER_DIR_ENV
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, ENGINE_ENV, SparkOptions, SparkUnavailableError, get_spark
 from lakehouse.tables import DERIVED_TABLES, PARTITION_HISTORY, TOPIC_HISTORY
 from records.sources import read_entries
@@ -214,12 +216,18 @@ def _growth(measured: list[Measured]) -> None:
               f"{multiple(row.replay_seconds, row.floor.seconds)} |")
 
 
-def cold_command_env() -> dict[str, str]:
+# the server directory of the cold commands: no server was ever started there
+NO_SERVER_DIR = Path(tempfile.gettempdir()) / "kraft-bench-no-resident-server"
+
+
+def cold_command_env(server_dir: Path | None = None) -> dict[str, str]:
     """The environment of a cold command: this checkout's modules, and the default engine (``KRAFT_REPLAY_ENGINE``
     unset) as a user types the command; naming an engine would send ``state`` down the Spark path
-    (``replay.query.state_answer.light_path_serves``)."""
+    (``replay.query.state_answer.light_path_serves``). The resident server of ``server_dir`` (``kraft-replay
+    server``), or none: a server the user left running is not the bench's."""
     path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    return {name: value for name, value in os.environ.items() if name != ENGINE_ENV} | {"PYTHONPATH": path}
+    return ({name: value for name, value in os.environ.items() if name != ENGINE_ENV}
+            | {"PYTHONPATH": path, SERVER_DIR_ENV: str(server_dir or NO_SERVER_DIR)})
 
 
 def cold_command(lake: Lake, *args: str) -> float | None:
@@ -236,10 +244,11 @@ def cold_command(lake: Lake, *args: str) -> float | None:
     return statistics.median(times)
 
 
-def fresh_cli(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def fresh_cli(*args: str, server_dir: Path | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
     """``kraft-replay ARGS`` as a fresh process in :func:`cold_command_env` (the answer to /dev/null, the errors
     kept): the finished process and its wall seconds."""
-    return timed(lambda: subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args], env=cold_command_env(),
+    env = cold_command_env(server_dir)
+    return timed(lambda: subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args], env=env,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False))
 
 

@@ -14,6 +14,7 @@ from kraft_replay.lake_commands import INGEST_EPILOG, ingest, lake_app
 from kraft_replay.log_commands import LOG_COMMANDS
 from kraft_replay.replay_commands import REPLAY_COMMANDS
 from kraft_replay.run_commands import DEMO_EPILOG, RUN_COMMANDS, demo
+from kraft_replay.server_commands import server_app
 from kraft_replay.simulate_command import SIMULATE_EPILOG, simulate
 
 app = typer.Typer(
@@ -32,6 +33,7 @@ app.command(epilog=DEMO_EPILOG)(demo)
 app.command(epilog=SIMULATE_EPILOG)(simulate)
 app.command(epilog=INGEST_EPILOG)(ingest)
 app.add_typer(lake_app, name="lake")
+app.add_typer(server_app, name="server")
 for _command, _epilog in [*REPLAY_COMMANDS, *RUN_COMMANDS, *INCIDENT_COMMANDS, *CONFIG_COMMANDS]:
     app.command(epilog=_epilog)(_command)
 

@@ -190,10 +190,35 @@ def usage_error(message: str) -> NoReturn:
 
 
 def spark_session(master: str | None, remote: str | None = None) -> SparkSession:
-    """The session of a command's ``--master``/``--remote``, announcing its engine on stderr."""
+    """The session of a command's ``--master``/``--remote``, announcing its engine on stderr. Without either (and
+    without ``$SPARK_REMOTE``/``$KRAFT_REPLAY_SPARK_MASTER``) the resident server when one runs
+    (``lakehouse.resident_server``), saying so."""
+    from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV
     from lakehouse.spark import SparkOptions, get_spark
 
+    if master is None and remote is None and not (os.environ.get(SPARK_REMOTE_ENV)
+                                                  or os.environ.get(SPARK_MASTER_ENV)):
+        remote = _resident_url()
     return get_spark(SparkOptions(master=master, remote=remote, announce=True))
+
+
+def _resident_url() -> str | None:
+    """The resident server's URL when one runs for this installation (stderr says which, or why not)."""
+    from pyspark.sql import SparkSession
+
+    from lakehouse.resident_server import resident_server
+
+    if SparkSession.getActiveSession() is not None:
+        return None  # a session of this process (a test run, a notebook) stays its own
+    server = resident_server()
+    if server is None:
+        return None
+    outdated = server.outdated()
+    if outdated:
+        print(f"not using the resident Spark server at {server.url}: {outdated}", file=sys.stderr)
+        return None
+    print(f"Spark: the resident server at {server.url} (`kraft-replay server stop` ends it)", file=sys.stderr)
+    return server.url
 
 
 @contextlib.contextmanager

@@ -61,6 +61,7 @@ KRYO_SERIALIZER = "org.apache.spark.serializer.KryoSerializer"
 _JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
 # Runtime SQL settings that hold for local and Spark Connect sessions alike.
 _COMMON_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -73,7 +74,7 @@ _COMMON_CONF: dict[str, str] = {
     "spark.sql.maxPlanStringLength": "1000000",
     # PySpark records the Python call site of every DataFrame call for error messages: five JVM round trips per
     # call, 60 % of a small replay's round trips (issue 20: a 176-record replay 64 -> 51 s without it).
-    "spark.python.sql.dataFrameDebugging.enabled": "false",
+    DATAFRAME_DEBUGGING: "false",
 }
 
 
@@ -152,7 +153,7 @@ def _java_major(version_line: str) -> int | None:
     return int(match.group(2) or 0) if major == 1 else major
 
 
-def _require_java() -> str:
+def require_java() -> str:
     """Fail early with an actionable message: PySpark's own error for a missing JDK says nothing useful."""
     line = java_available()
     if line is None:
@@ -169,7 +170,7 @@ def _require_java() -> str:
     return line
 
 
-def _session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
+def session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
     """The configuration for a session; static JVM settings only for local sessions (Connect refuses them)."""
     conf = dict(_COMMON_CONF)
     if local:
@@ -191,11 +192,22 @@ def _session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
         } | delta_conf()
     else:
+        conf.pop(DATAFRAME_DEBUGGING)  # a setting of the classic client; a Connect server refuses to change it
         if options.shuffle_partitions is not None:
             conf[SHUFFLE_PARTITIONS] = str(options.shuffle_partitions)
         if options.driver_memory is not None:
             raise ValueError("driver_memory cannot be set for Spark Connect: the server owns the JVM")
     return conf | options.extra_conf
+
+
+def local_session_conf(options: SparkOptions, master: str) -> dict[str, str]:
+    """The whole configuration of a driver JVM started on this machine for ``master`` (a session of this process,
+    or the resident server of ``lakehouse.resident_server``)."""
+    conf = session_conf(options, local=True)
+    if master.startswith("local"):
+        # Machines whose hostname does not resolve (containers, CI) otherwise fail to bind the driver.
+        conf = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"} | conf
+    return conf
 
 
 def get_spark(options: SparkOptions | None = None) -> SparkSession:
@@ -209,7 +221,7 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
     remote = options.remote or os.environ.get(SPARK_REMOTE_ENV)
     if remote:
         builder = SparkSession.builder.remote(remote).appName(options.app_name)
-        for key, value in _session_conf(options, local=False).items():
+        for key, value in session_conf(options, local=False).items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         if options.announce:
@@ -227,14 +239,11 @@ def get_spark(options: SparkOptions | None = None) -> SparkSession:
         return active
 
     master = options.master or os.environ.get(SPARK_MASTER_ENV) or DEFAULT_MASTER
-    java_line = _require_java()
+    java_line = require_java()
     # Python workers must run this interpreter (it has pyspark/pyarrow), not whatever `python3` is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(options.app_name)
-    conf = _session_conf(options, local=True)
-    if master.startswith("local"):
-        # Machines whose hostname does not resolve (containers, CI) otherwise fail to bind the driver.
-        conf = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"} | conf
+    conf = local_session_conf(options, master)
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:

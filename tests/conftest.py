@@ -4,6 +4,7 @@ modules read (computed once per run); the summary lines tests leave for the end 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyspark.sql import SparkSession
 
+from lakehouse.resident_server import SERVER_DIR_ENV
 from lakehouse.spark import SparkOptions, get_spark
 
 if TYPE_CHECKING:
@@ -40,6 +42,9 @@ SESSION_MARK = "spark"  # the marker, named as the session's fixture is
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
+# The commands a test runs as processes start their own Spark: a resident server the developer started
+# (``kraft-replay server start``) is not theirs to use. test_resident_server starts its own in a directory of its own.
+os.environ[SERVER_DIR_ENV] = tempfile.mkdtemp(prefix="kraft-replay-test-no-server-")
 
 
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lakehouse.jars import installed, jars_dir, kafka_jars, missing_reason
-from tests.loopback import free_port, listening
+from lakehouse.loopback import free_port, listening
 
 CONTROLLER_ID = 100
 BROKER_IDS = (1, 2, 3)

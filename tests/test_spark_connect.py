@@ -29,13 +29,13 @@ import pytest
 
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
 from lakehouse.jars import installed, missing_reason
+from lakehouse.loopback import free_port, listening
 from lakehouse.spark import DELTA_CATALOG, DELTA_EXTENSION, DELTA_RS, DELTA_SPARK, ENGINE_ENV, java_available
 from records.jsonl import write_jsonl
 from records.model import LogEntry
 from simulator import run_scenario
 from tests.conftest import REPO_ROOT
 from tests.incident_lake import OPTIONS
-from tests.loopback import free_port, listening
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_2.13-{pyspark.__version__}.jar"

@@ -22,9 +22,9 @@ from lakehouse.spark import (
     KRYO_SERIALIZER,
     SparkOptions,
     SparkUnavailableError,
-    _session_conf,
     has_delta_spark,
     local_driver_memory,
+    session_conf,
 )
 
 pytestmark = pytest.mark.spark
@@ -164,8 +164,8 @@ def test_a_commands_driver_heap_is_2_gib_unless_the_environment_says(monkeypatch
     assert local_driver_memory() == DEFAULT_DRIVER_MEMORY == "2g"
     monkeypatch.setenv(DRIVER_MEMORY_ENV, " 6G ")
     assert local_driver_memory() == "6G"
-    assert _session_conf(SparkOptions(), local=True)["spark.driver.memory"] == "6G"
-    assert _session_conf(SparkOptions(driver_memory="3g"), local=True)["spark.driver.memory"] == "3g"
+    assert session_conf(SparkOptions(), local=True)["spark.driver.memory"] == "6G"
+    assert session_conf(SparkOptions(driver_memory="3g"), local=True)["spark.driver.memory"] == "3g"
     for wrong in ("lots", "0g", "2 g", "-1g", "2gb"):
         monkeypatch.setenv(DRIVER_MEMORY_ENV, wrong)
         with pytest.raises(SparkUnavailableError, match=f"{DRIVER_MEMORY_ENV}=.*expected a JVM memory size"):

@@ -38,11 +38,11 @@ import pyspark
 import pytest
 
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
+from lakehouse.loopback import free_port, listening
 from lakehouse.spark import java_available
 from simulator import run_scenario
 from tests.conftest import REPO_ROOT
 from tests.incident_lake import OPTIONS
-from tests.loopback import free_port, listening
 from tests.test_lake_support import write_jsonl_file, write_log_dir
 
 pytestmark = pytest.mark.cluster

@@ -1,0 +1,91 @@
+"""``kraft-replay server``: start, ask about and stop the resident Spark server (``lakehouse.resident_server``)
+that the other commands reuse instead of starting Spark each.
+
+Register with ``app.add_typer(server_app, name="server")``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kraft_replay.plumbing import EXIT_FAILURE, guarded_command
+
+server_app = typer.Typer(
+    name="server",
+    help="A resident Spark server on this machine that the commands reuse (no Spark start per command).\n\n"
+         "Example: kraft-replay server start; kraft-replay run DIR; kraft-replay server stop",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+PortOption = Annotated[int | None, typer.Option("--port", min=1, max=65535, show_default=False,
+                                                help="Its Spark Connect port on 127.0.0.1 (default: a free one)")]
+DriverMemoryOption = Annotated[str | None, typer.Option(
+    "--driver-memory", show_default=False,
+    help="The server JVM's heap (default $KRAFT_REPLAY_DRIVER_MEMORY, else 2g), e.g. 4g")]
+WarmUpOption = Annotated[bool, typer.Option(
+    "--warm-up/--no-warm-up",
+    help="Replay the bundled sample log through the new server once, so that the first real command finds its "
+         "JVM warm (a cold JVM runs a replay's plans at about half speed)")]
+USING = "the commands without --master or --remote use it until `kraft-replay server stop`"
+
+
+@server_app.command("start", epilog="Example: kraft-replay server start --driver-memory 4g")
+@guarded_command
+def start(port: PortOption = None, driver_memory: DriverMemoryOption = None, warm_up: WarmUpOption = True) -> None:
+    """Start the resident Spark server (a Spark Connect server on 127.0.0.1), unless one runs already."""
+    from lakehouse.resident_server import start_server
+
+    server, started = start_server(port, driver_memory)
+    typer.echo(f"{'started' if started else 'already running'}: resident Spark server {server.describe()}")
+    if started and warm_up:
+        typer.echo("warming up: ingesting and replaying the bundled sample log into a temporary lake")
+        _warm_up(server.url)
+    typer.echo(USING)
+
+
+def _warm_up(url: str) -> None:
+    """Ingest and replay the bundled sample log through the server at ``url`` into a lake deleted afterwards."""
+    import tempfile
+
+    from kraft_replay.sample import SAMPLE_DIR
+    from lakehouse.ingest import ingest
+    from lakehouse.lake import Lake
+    from lakehouse.spark import SparkOptions, get_spark
+    from replay.store.runs import run_replay
+
+    spark = get_spark(SparkOptions(remote=url))
+    with tempfile.TemporaryDirectory(prefix="kraft-replay-warm-up-") as directory:
+        lake = Lake(Path(directory) / "lake")
+        ingest(spark, lake, SAMPLE_DIR)
+        run_replay(spark, lake)
+
+
+@server_app.command("status", epilog="Example: kraft-replay server status")
+@guarded_command
+def status() -> None:
+    """Say whether a resident Spark server runs (exit 1 when none does)."""
+    from lakehouse.resident_server import resident_server
+
+    server = resident_server()
+    if server is None:
+        typer.echo("no resident Spark server (start one with `kraft-replay server start`)")
+        raise typer.Exit(EXIT_FAILURE)
+    typer.echo(f"running: resident Spark server {server.describe()}")
+    outdated = server.outdated()
+    typer.echo(f"not used: {outdated}; restart it (`kraft-replay server stop`, then start)" if outdated else USING)
+
+
+@server_app.command("stop", epilog="Example: kraft-replay server stop")
+@guarded_command
+def stop() -> None:
+    """Stop the resident Spark server (safe when none runs)."""
+    from lakehouse.resident_server import stop_server
+
+    server = stop_server()
+    typer.echo(f"stopped: resident Spark server {server.describe()}" if server else "no resident Spark server ran")
