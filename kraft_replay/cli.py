@@ -6,25 +6,20 @@ helpers are in ``kraft_replay.plumbing``. No module imports this one.
 
 from __future__ import annotations
 
-import typer
-
 from kraft_replay.config_commands import CONFIG_COMMANDS
 from kraft_replay.incident_commands import INCIDENT_COMMANDS
 from kraft_replay.lake_commands import INGEST_EPILOG, ingest, lake_app
 from kraft_replay.log_commands import LOG_COMMANDS
+from kraft_replay.plumbing import command_group
 from kraft_replay.replay_commands import REPLAY_COMMANDS
 from kraft_replay.run_commands import DEMO_EPILOG, RUN_COMMANDS, demo
 from kraft_replay.server_commands import server_app
 from kraft_replay.simulate_command import SIMULATE_EPILOG, simulate
 
-app = typer.Typer(
-    name="kraft-replay",
-    help="Replay Apache Kafka KRaft metadata logs: the cluster's state at any offset or time.\n\n"
-         "Example: kraft-replay dump /var/lib/kafka/data/__cluster_metadata-0 --format table",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+app = command_group(
+    "kraft-replay",
+    "Replay Apache Kafka KRaft metadata logs: the cluster's state at any offset or time.\n\n"
+    "Example: kraft-replay dump /var/lib/kafka/data/__cluster_metadata-0 --format table",
 )
 
 for _command, _epilog in LOG_COMMANDS:

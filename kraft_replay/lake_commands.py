@@ -23,6 +23,7 @@ from kraft_replay.plumbing import (
     QuietOption,
     RemoteOption,
     SourceClusterOption,
+    command_group,
     guarded_command,
     spark_session,
     spark_with_progress,
@@ -36,14 +37,10 @@ INGEST_EPILOG = (
     "  kraft-replay ingest --follow /var/lib/kafka/data/__cluster_metadata-0 --interval 30"
 )
 
-lake_app = typer.Typer(
-    name="lake",
-    help="Inspect and maintain the Delta lake (history, tables, optimize, vacuum, redact).\n\n"
-         "Example: kraft-replay lake history metadata_log --lake ./kraft-lake",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+lake_app = command_group(
+    "lake",
+    "Inspect and maintain the Delta lake (history, tables, optimize, vacuum, redact).\n\n"
+    "Example: kraft-replay lake history metadata_log --lake ./kraft-lake",
 )
 
 

@@ -186,6 +186,16 @@ def usage_error(message: str) -> NoReturn:
     raise QueryError(message)
 
 
+# --- command groups ------------------------------------------------------------------------------
+
+
+def command_group(name: str | None = None, help_text: str | None = None) -> typer.Typer:
+    """A typer app of commands (the whole CLI, or a group such as ``lake``): no shell completion, no pretty
+    tracebacks (``guarded`` prints one line instead), ``-h`` as well as ``--help``, its help without arguments."""
+    return typer.Typer(name=name, help=help_text, no_args_is_help=True, add_completion=False,
+                       pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
+
+
 # --- Spark ---------------------------------------------------------------------------------------
 
 
@@ -297,8 +307,7 @@ def table_lines(headers: Sequence[str], rows: Iterable[Sequence[Any]], width: in
 
 def standalone_app(commands: Iterable[tuple[Callable[..., None], str]]) -> typer.Typer:
     """Some commands without the rest of the CLI (tests, subprocesses, before registration)."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-                      context_settings={"help_option_names": ["-h", "--help"]})
+    app = command_group()
     for command, epilog in commands:
         app.command(epilog=epilog)(command)
     return app

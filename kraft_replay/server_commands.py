@@ -11,16 +11,12 @@ from typing import Annotated
 
 import typer
 
-from kraft_replay.plumbing import EXIT_FAILURE, guarded_command
+from kraft_replay.plumbing import EXIT_FAILURE, command_group, guarded_command
 
-server_app = typer.Typer(
-    name="server",
-    help="A resident Spark server on this machine that the commands reuse (no Spark start per command).\n\n"
-         "Example: kraft-replay server start; kraft-replay run DIR; kraft-replay server stop",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+server_app = command_group(
+    "server",
+    "A resident Spark server on this machine that the commands reuse (no Spark start per command).\n\n"
+    "Example: kraft-replay server start; kraft-replay run DIR; kraft-replay server stop",
 )
 
 PortOption = Annotated[int | None, typer.Option("--port", min=1, max=65535, show_default=False,

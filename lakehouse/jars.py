@@ -26,6 +26,7 @@ from pathlib import Path
 import pyspark
 
 SPARK_VERSION = pyspark.__version__
+SPARK_HOME = Path(pyspark.__file__).resolve().parent  # the Spark that pyspark ships: its launchers and jars
 SCALA_BINARY = "2.13"
 DELTA_VERSION = "4.0.0"  # the delta-spark release built for Spark 4.0.x; the PyPI package of the same version
 # Kafka releases whose own metadata fold referees the replay: the newest, and the last 3.x (the last with ZooKeeper
@@ -154,7 +155,7 @@ def missing_reason(directory: Path | None = None, jar_set: JarSet = SPARK_JARS) 
 
 
 def _spark_submit() -> Path:
-    return Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    return SPARK_HOME / "bin" / "spark-submit"
 
 
 def _resolve_with_spark(packages: tuple[str, ...], target: Path, work: Path) -> list[Path]:
@@ -162,7 +163,7 @@ def _resolve_with_spark(packages: tuple[str, ...], target: Path, work: Path) -> 
     script = work / "empty.py"
     script.write_text("")
     ivy = work / "ivy"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_HOME=str(Path(pyspark.__file__).parent))
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_HOME=str(SPARK_HOME))
     result = subprocess.run(
         [str(_spark_submit()), "--master", "local[1]", "--conf", f"spark.jars.ivy={ivy}",
          "--packages", ",".join(packages), str(script)],

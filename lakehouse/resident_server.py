@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pyspark
 
-from lakehouse.jars import installed
+from lakehouse.jars import SPARK_HOME, installed
 from lakehouse.loopback import LOOPBACK, free_port, listening
 from lakehouse.spark import SparkOptions, SparkUnavailableError, local_session_conf, require_java
 
@@ -41,7 +41,6 @@ CONNECT_PORT = "spark.connect.grpc.binding.port"
 CONNECT_ADDRESS = "spark.connect.grpc.binding.address"
 START_TIMEOUT = 120.0  # seconds for the JVM to listen (a busy 2-core machine takes about 20)
 STOP_TIMEOUT = 30.0  # seconds for the JVM to end after SIGTERM before SIGKILL
-SPARK_HOME = Path(pyspark.__file__).resolve().parent
 CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_2.13-{pyspark.__version__}.jar"
 # the directory holding the product's packages: the server's Python workers import them (``mapInArrow`` decoders)
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent

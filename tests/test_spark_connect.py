@@ -28,8 +28,9 @@ import pyspark
 import pytest
 
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
-from lakehouse.jars import installed, missing_reason
+from lakehouse.jars import SPARK_HOME, installed, missing_reason
 from lakehouse.loopback import free_port, listening
+from lakehouse.resident_server import CONNECT_JAR, SERVER_CLASS
 from lakehouse.spark import DELTA_CATALOG, DELTA_EXTENSION, DELTA_RS, DELTA_SPARK, ENGINE_ENV, java_available
 from records.jsonl import write_jsonl
 from records.model import LogEntry
@@ -37,9 +38,6 @@ from simulator import run_scenario
 from tests.conftest import REPO_ROOT
 from tests.incident_lake import OPTIONS
 
-SPARK_HOME = Path(pyspark.__file__).resolve().parent
-CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_2.13-{pyspark.__version__}.jar"
-SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 120.0
 
 

@@ -38,6 +38,7 @@ import pyspark
 import pytest
 
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
+from lakehouse.jars import SPARK_HOME
 from lakehouse.loopback import free_port, listening
 from lakehouse.spark import java_available
 from simulator import run_scenario
@@ -47,7 +48,6 @@ from tests.test_lake_support import write_jsonl_file, write_log_dir
 
 pytestmark = pytest.mark.cluster
 
-SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
