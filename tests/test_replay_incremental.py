@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
+from lakehouse.spark import SHUFFLE_PARTITIONS
 from records.model import MetadataRecord
 from replay.fold.incremental import FOLDED_FROM
 from replay.reference.fold import reference_histories
@@ -59,6 +60,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
     layouts: list[dict[str, dict[str, tuple[int, int]]]] = []
     kinds: list[set[str]] = []  # record types ingested by each step
     tables: list[dict[str, tuple[int, int]]] = []  # table → (version, rows) after each step
+    partitions: list[set[str | None]] = []  # the shuffle partitions each step's stages ran at
     for step in range(3):
         parts = {c: [e for e in logs[c] if b[step] < e.offset <= b[step + 1]] for c, b in bounds.items()}
         kinds.append({e.record.type_name for part in parts.values() for e in part
@@ -68,7 +70,9 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
         for frame in frames[1:]:
             part = part.unionByName(frame)
         lake.write(part, "metadata_log", "append")
-        summaries.append(run_replay(spark, lake))
+        partitions.append(set())
+        summaries.append(run_replay(spark, lake, progress=lambda _: partitions[-1].add(
+            spark.conf.get(SHUFFLE_PARTITIONS))))
         layouts.append({name: _files(lake, name) for name in GROWING_HISTORY})
         tables.append({name: (int(lake.delta_table(name).version()), lake.read(spark, name).count())
                        for name in (*FOLDED_FROM, ANOMALIES)})
@@ -76,7 +80,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
     checkpoints = _collect(lake.read(spark, CHECKPOINTS))
     full = _cli_replay(lake, "--full")  # the command's flag: a full rebuild though a checkpoint exists
     return {"logs": logs, "summaries": summaries, "layouts": layouts, "kinds": kinds, "tables": tables,
-            "incremental": after_increments,
+            "incremental": after_increments, "partitions": partitions,
             "full": _lake_tables(spark, lake), "full_summary": full, "checkpoints": checkpoints}
 
 
@@ -85,6 +89,14 @@ def test_incremental_replays_equal_a_full_replay(incremental: dict[str, Any]) ->
     clusters = ", ".join(f"{c} (offsets 0..{log[-1].offset})" for c, log in sorted(incremental["logs"].items()))
     assert incremental["full_summary"].startswith(f"replayed {clusters} from metadata_log v2 (full) in ")
     _assert_same(incremental["incremental"], incremental["full"], "incremental vs full", names=WITH_DERIVED)
+
+
+def test_small_replays_and_increments_run_in_one_shuffle_partition(spark: SparkSession,
+                                                                    incremental: dict[str, Any]) -> None:
+    """Each step replays fewer than 50,000 records (``replay.store.runs.RECORDS_PER_TASK_AT_LEAST``): its stages
+    run at 1 shuffle partition, not the session's 4, which is back after each."""
+    assert incremental["partitions"] == [{"1"}, {"1"}, {"1"}], incremental["partitions"]
+    assert spark.conf.get(SHUFFLE_PARTITIONS) == "4"
 
 
 def _files(lake: Lake, name: str) -> dict[str, tuple[int, int]]:

@@ -379,17 +379,21 @@ def test_cli_history_diff_and_sql(lake: Lake) -> None:
 
 def test_replay_is_byte_identical_whatever_the_shuffle_partitions_and_code_generation(
         spark: SparkSession, replayed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The module's replay of 4,929 records ran interpreted (``lakehouse.spark_settings.interpreted``); this one
-    generates code, at 7 shuffle partitions."""
+    """The module's replay of 4,929 records ran interpreted (``lakehouse.spark_settings.interpreted``) in one shuffle
+    partition (a small log); this one generates code, at 7 shuffle partitions."""
     lake = replayed["lake"]
     monkeypatch.setattr(store, "INTERPRETED_UP_TO", 0)
+    monkeypatch.setattr(store, "RECORDS_PER_TASK_AT_LEAST", 1)
+    partitions: set[str | None] = set()
     code_generation: set[str | None] = set()
     file_skipping: set[str | None] = set()
     before = spark.conf.get(DELTA_STATS_SKIPPING, None)
     with spark_conf(spark, "spark.sql.shuffle.partitions", "7"):
         summary = run_replay(spark, lake, progress=lambda _: (code_generation.add(spark.conf.get(WHOLE_STAGE_CODEGEN)),
-                                                               file_skipping.add(spark.conf.get(DELTA_STATS_SKIPPING))))
+                                                               file_skipping.add(spark.conf.get(DELTA_STATS_SKIPPING)),
+                                                               partitions.add(spark.conf.get(SHUFFLE_PARTITIONS))))
     assert code_generation == {"true"}
+    assert partitions == {"7"}
     assert file_skipping == {"true"}  # the replay reads and rewrites with file_statistics
     assert spark.conf.get(DELTA_STATS_SKIPPING, None) == before
     assert summary.rows == replayed["summary"].rows
@@ -406,10 +410,18 @@ def test_a_large_log_gets_more_shuffle_partitions() -> None:
     assert shuffle_partitions_for(10_000_000, 200) == 200  # a cluster's own setting, when larger, stays
 
 
+def test_a_small_log_or_increment_gets_fewer_shuffle_partitions() -> None:
+    assert shuffle_partitions_for(30_000, 8) == 1  # 50,000 records per task at least
+    assert shuffle_partitions_for(100, 8) == 1
+    assert shuffle_partitions_for(0, 8) == 1  # an increment without new records
+    assert shuffle_partitions_for(120_000, 8) == 3
+    assert shuffle_partitions_for(120_000, 2) == 2  # never more than configured
+
+
 def test_a_full_replay_of_a_large_log_sorts_in_more_partitions_and_writes_the_same_files(
         spark: SparkSession, replayed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """7 configured; the 4,929 records at 500 per partition (a small stand-in for 250,000) make the fold and the
-    derivation run at 10, and the setting is restored after; the data files are the ones written at 2."""
+    derivation run at 10, and the setting is restored after; the data files are the ones written at 1."""
     lake = replayed["lake"]
     monkeypatch.setattr(store, "RECORDS_PER_SHUFFLE_PARTITION", 500)
     seen: dict[str, tuple[str | None, ...]] = {}

@@ -147,6 +147,13 @@ class StandaloneCluster:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/json/", timeout=10) as answer:
             return json.load(answer)
 
+    def alive_workers(self) -> int | None:
+        """The master's count of registered workers; None while its web UI is still starting (an empty page)."""
+        try:
+            return self.status().get("aliveworkers")
+        except (OSError, ValueError):
+            return None
+
     def log_tails(self) -> str:
         return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in self.logs
                          if log.is_file())
@@ -232,7 +239,7 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
                 [str(SPARK_CLASS), WORKER_CLASS, "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
                  "--webui-port", str(free_port()), "--work-dir", str(work_dir), cluster.url],
                 worker_env, cluster.logs[1 + i]))
-        wait_until(lambda: cluster.status().get("aliveworkers") == WORKERS, f"{WORKERS} workers registered")
+        wait_until(lambda: cluster.alive_workers() == WORKERS, f"{WORKERS} workers registered")
         yield cluster
     finally:
         _stop(list(reversed(cluster.processes)))  # the workers (and their executors) first, then the master

@@ -70,6 +70,10 @@ class IncrementPlan:
     covered: dict[str, ClusterCoverage]  # cluster → its history's coverage after the new records (clusters in scope)
     checked: dict[str, tuple[int, int]]  # cluster → (checked, differing) snapshots before the new records
 
+    @property
+    def new_records(self) -> int:
+        return sum(last - first + 1 for first, last in self.new_bounds.values())
+
 
 def incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_id: str | None,
                      notes: list[str]) -> IncrementPlan | None:

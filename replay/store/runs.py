@@ -72,6 +72,10 @@ MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 # A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
 # log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
+# Below this many records per task, a task's fixed cost outweighs its work: a small replay or increment is planned in
+# fewer shuffle partitions than configured (issue 42: a 30,000-record log's full replay, and 100 new records'
+# increment, measured at 1 and 8 partitions in BENCHMARKS.md).
+RECORDS_PER_TASK_AT_LEAST = 50_000
 RECORDS_WRITTEN_AT_ONCE = 100_000  # up to this many records replayed, every table is written at once
 INTERPRETED_UP_TO = 100_000  # a log of up to this many records is replayed without generated code (measured)
 # An increment's fold (its records, the seeds, the merges into the open versions) is small work in many plans: it
@@ -104,9 +108,12 @@ class ReplaySummary:
 
 
 def shuffle_partitions_for(records: int, configured: int) -> int:
-    """The shuffle partitions of a full replay of ``records``: the configured ones, more for a large log (the
-    tables' layout does not depend on them, ``replay.store.layout``)."""
-    return max(configured, -(-records // RECORDS_PER_SHUFFLE_PARTITION))
+    """The shuffle partitions of a replay of ``records`` (a full one's, or an increment's new records): the configured
+    ones, more for a large log, fewer for a small one (the tables' layout does not depend on them,
+    ``replay.store.layout``)."""
+    needed = -(-records // RECORDS_PER_SHUFFLE_PARTITION)
+    filled = -(-records // RECORDS_PER_TASK_AT_LEAST)
+    return max(needed, min(configured, filled), 1)
 
 
 def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
@@ -212,8 +219,10 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     if not full:
         plan = incremental_plan(spark, lake, log_version, cluster_id, notes)
         if plan is not None:
-            tell("replaying the offsets after the last checkpoint (incremental)")
-            return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
+            partitions = shuffle_partitions_for(plan.new_records, int(spark.conf.get(SHUFFLE_PARTITIONS) or 0))
+            with spark_conf(spark, SHUFFLE_PARTITIONS, str(partitions)):
+                tell("replaying the offsets after the last checkpoint (incremental)")
+                return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
     log = lake.read(spark, METADATA_LOG, version=log_version)
     if cluster_id is not None:
         log = log.where(F.col("cluster_id") == cluster_id)
@@ -337,8 +346,7 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
                                        }.items() if n not in result.unchanged or (n == ANOMALIES and found)}
         counts = {c: (before[0] + checks.counts.get(c, (0, 0))[0], before[1] + checks.counts.get(c, (0, 0))[1])
                   for c, before in counts.items()}
-        new_records = sum(last - first + 1 for first, last in plan.new_bounds.values())
-        versions.update(write_tables(spark, lake, written, tell, new_records,
+        versions.update(write_tables(spark, lake, written, tell, plan.new_records,
                                      {n: (open_files[n], current[n]) for n in open_files}))
         if plan.derived:
             _refresh_derived(spark, lake, versions, current, changed, tell=tell)
