@@ -27,6 +27,7 @@ import pyspark
 
 SPARK_VERSION = pyspark.__version__
 SPARK_HOME = Path(pyspark.__file__).resolve().parent  # the Spark that pyspark ships: its launchers and jars
+SPARK_SUBMIT = SPARK_HOME / "bin" / "spark-submit"
 SCALA_BINARY = "2.13"
 DELTA_VERSION = "4.0.0"  # the delta-spark release built for Spark 4.0.x; the PyPI package of the same version
 # Kafka releases whose own metadata fold referees the replay: the newest, and the last 3.x (the last with ZooKeeper
@@ -154,10 +155,6 @@ def missing_reason(directory: Path | None = None, jar_set: JarSet = SPARK_JARS) 
             f"(or `python -m lakehouse.jars fetch {jar_set.name}`) where Maven Central is reachable")
 
 
-def _spark_submit() -> Path:
-    return SPARK_HOME / "bin" / "spark-submit"
-
-
 def _resolve_with_spark(packages: tuple[str, ...], target: Path, work: Path) -> list[Path]:
     """Spark's own resolver (Ivy, ``--packages``): a driver that runs an empty script once the jars are there."""
     script = work / "empty.py"
@@ -165,7 +162,7 @@ def _resolve_with_spark(packages: tuple[str, ...], target: Path, work: Path) -> 
     ivy = work / "ivy"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_HOME=str(SPARK_HOME))
     result = subprocess.run(
-        [str(_spark_submit()), "--master", "local[1]", "--conf", f"spark.jars.ivy={ivy}",
+        [str(SPARK_SUBMIT), "--master", "local[1]", "--conf", f"spark.jars.ivy={ivy}",
          "--packages", ",".join(packages), str(script)],
         capture_output=True, text=True, env=env, timeout=900, check=False)
     fetched = sorted((ivy / "jars").glob("*.jar")) if (ivy / "jars").is_dir() else []

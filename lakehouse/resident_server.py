@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pyspark
 
-from lakehouse.jars import SPARK_HOME, installed
+from lakehouse.jars import SCALA_BINARY, SPARK_HOME, SPARK_SUBMIT, installed
 from lakehouse.loopback import LOOPBACK, free_port, listening
 from lakehouse.spark import SparkOptions, SparkUnavailableError, local_session_conf, require_java
 
@@ -41,7 +41,7 @@ CONNECT_PORT = "spark.connect.grpc.binding.port"
 CONNECT_ADDRESS = "spark.connect.grpc.binding.address"
 START_TIMEOUT = 120.0  # seconds for the JVM to listen (a busy 2-core machine takes about 20)
 STOP_TIMEOUT = 30.0  # seconds for the JVM to end after SIGTERM before SIGKILL
-CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_2.13-{pyspark.__version__}.jar"
+CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_{SCALA_BINARY}-{pyspark.__version__}.jar"
 # the directory holding the product's packages: the server's Python workers import them (``mapInArrow`` decoders)
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -140,7 +140,7 @@ def _server_command(port: int, driver_memory: str | None) -> list[str]:
     conf = local_session_conf(SparkOptions(driver_memory=driver_memory), SERVER_MASTER)
     conf |= {CONNECT_PORT: str(port), CONNECT_ADDRESS: LOOPBACK}
     settings = [part for key, value in conf.items() for part in ("--conf", f"{key}={value}")]
-    return [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "kraft-replay-server",
+    return [str(SPARK_SUBMIT), "--class", SERVER_CLASS, "--name", "kraft-replay-server",
             "--master", SERVER_MASTER, *settings, "spark-internal"]
 
 

@@ -28,7 +28,7 @@ import pyspark
 import pytest
 
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
-from lakehouse.jars import SPARK_HOME, installed, missing_reason
+from lakehouse.jars import SPARK_HOME, SPARK_SUBMIT, installed, missing_reason
 from lakehouse.loopback import free_port, listening
 from lakehouse.resident_server import CONNECT_JAR, SERVER_CLASS
 from lakehouse.spark import DELTA_CATALOG, DELTA_EXTENSION, DELTA_RS, DELTA_SPARK, ENGINE_ENV, java_available
@@ -66,7 +66,7 @@ def connect_server(request: pytest.FixtureRequest,
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}
     env.pop("SPARK_REMOTE", None)
-    command = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "kraft-replay-test",
+    command = [str(SPARK_SUBMIT), "--class", SERVER_CLASS, "--name", "kraft-replay-test",
                "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
                "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.driver.memory=1g",
                "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4", *delta,

@@ -12,6 +12,7 @@ and schema is declared in the lake's registry (``lakehouse.tables``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -114,6 +115,13 @@ def shuffle_partitions_for(records: int, configured: int) -> int:
     needed = -(-records // RECORDS_PER_SHUFFLE_PARTITION)
     filled = -(-records // RECORDS_PER_TASK_AT_LEAST)
     return max(needed, min(configured, filled), 1)
+
+
+def shuffle_partitions_held(spark: SparkSession, records: int) -> contextlib.AbstractContextManager[None]:
+    """The session's shuffle partitions set for a replay of ``records`` (``shuffle_partitions_for`` of the configured
+    ones) while the block runs, restored after it."""
+    configured = int(spark.conf.get(SHUFFLE_PARTITIONS) or 0)
+    return spark_conf(spark, SHUFFLE_PARTITIONS, str(shuffle_partitions_for(records, configured)))
 
 
 def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
@@ -219,8 +227,7 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     if not full:
         plan = incremental_plan(spark, lake, log_version, cluster_id, notes)
         if plan is not None:
-            partitions = shuffle_partitions_for(plan.new_records, int(spark.conf.get(SHUFFLE_PARTITIONS) or 0))
-            with spark_conf(spark, SHUFFLE_PARTITIONS, str(partitions)):
+            with shuffle_partitions_held(spark, plan.new_records):
                 tell("replaying the offsets after the last checkpoint (incremental)")
                 return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
     log = lake.read(spark, METADATA_LOG, version=log_version)
@@ -237,8 +244,7 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     safe = safe_offsets(replay_input.log, clusters)
 
     records = sum(max(c.last_offset - c.log_first_offset + 1, 0) for c in covered.values())
-    partitions = shuffle_partitions_for(records, int(spark.conf.get(SHUFFLE_PARTITIONS) or 0))
-    with spark_conf(spark, SHUFFLE_PARTITIONS, str(partitions)):
+    with shuffle_partitions_held(spark, records):
         tell("folding the log into states (Spark window functions)")
         # the fold's windows all read the partition events in one order (``replay.fold.partitions``): sorted once, kept
         # by its checkpoints. An increment keeps adaptive execution (slower without it), its fold interpreted (46 ->
