@@ -16,8 +16,9 @@ from lakehouse.log_rows import entries_frame
 from lakehouse.spark import DELTA_RS, DELTA_SPARK
 from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
 from replay.core.safe_points import SafePoints
+from replay.store import layout
 from replay.store.derived import refreshed_rows
-from replay.store.layout import _ALPHABET, AS_OF_SORTED, RANGED_TABLES, TOPIC_RANGES, task_keys
+from replay.store.layout import _ALPHABET, AS_OF_SORTED, RANGED_TABLES, TOPIC_RANGES, task_keys, topic_ranges
 from replay.store.runs import run_replay
 from simulator import ScenarioOptions, run_scenario
 
@@ -35,10 +36,33 @@ def test_each_task_key_lands_in_its_own_partition(spark: SparkSession) -> None:
     assert {(r["key"], r["task"]) for r in rows} == {(k, i) for i, k in enumerate(keys)}
 
 
-def test_large_tables_are_cut_into_topic_ranges_and_open_versions(spark: SparkSession, tmp_path: Path) -> None:
+def test_the_topic_ranges_grow_with_the_records_replayed() -> None:
+    assert [topic_ranges(n) for n in (0, 1, 30_000, 100_000, 100_001, 250_000, 799_999, 800_001, 10_000_000)] == [
+        1, 1, 1, 1, 2, 3, 8, 8, 8]
+
+
+def _ranged_tables(spark: SparkSession, tmp_path: Path) -> Lake:
     run = run_scenario("random", ScenarioOptions(seed=3, topics=24, partitions_per_topic=3, events=150))
     lake = Lake(tmp_path / "lake")
     lake.write(entries_frame(spark, list(run.entries()), "layout"), "metadata_log", "overwrite")
+    return lake
+
+
+def test_a_small_replay_writes_each_large_table_in_one_file_per_split(spark: SparkSession, tmp_path: Path) -> None:
+    lake = _ranged_tables(spark, tmp_path)
+    run_replay(spark, lake)
+    for name in RANGED_TABLES:
+        files = pa.table(lake.delta_table(name).get_add_actions(flatten=True)).to_pylist()
+        assert 1 <= len(files) <= 2, f"{name}: {len(files)} files for a replay of a few hundred records"
+        if "null_count.valid_to_offset" in files[0]:  # one file of open versions, one of settled ones
+            assert sorted(f["null_count.valid_to_offset"] == f["num_records"] for f in files) == [False, True], name
+
+
+def test_large_tables_are_cut_into_topic_ranges_and_open_versions(spark: SparkSession, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large replay's cut, shown on a small one: one range per record here, so all TOPIC_RANGES of them."""
+    monkeypatch.setattr(layout, "RECORDS_PER_TOPIC_RANGE", 1)
+    lake = _ranged_tables(spark, tmp_path)
     run_replay(spark, lake)
     for name in RANGED_TABLES:
         files = pa.table(lake.delta_table(name).get_add_actions(flatten=True)).to_pylist()

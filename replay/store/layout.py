@@ -4,10 +4,13 @@ Every table is sorted by its key and ``valid_from_offset`` (``AS_OF_SORTED`` fir
 input gives byte-identical Parquet files whatever ``spark.sql.shuffle.partitions`` is, because which rows go to
 which writing task and where a file ends depend only on the rows:
 
-- the large tables keyed by topic (``RANGED_TABLES``) are cut into ``TOPIC_RANGES`` contiguous ranges of
-  topic ids (by the id's first character: Kafka's topic ids are random base64url UUIDs, so the ranges are
-  even), each sorted and written by its own task; a file therefore covers a narrow band of topic ids, so a
-  read by topic id with Delta's data skipping on (a replay's ``file_statistics``) reads only that band's files;
+- the large tables keyed by topic (``RANGED_TABLES``) are cut into contiguous ranges of topic ids (by the
+  id's first character: Kafka's topic ids are random base64url UUIDs, so the ranges are even), each sorted and
+  written by its own task; a file therefore covers a narrow band of topic ids, so a read by topic id with Delta's
+  data skipping on (a replay's ``file_statistics``) reads only that band's files. How many ranges depends on the
+  records replayed (``topic_ranges``: one per ``RECORDS_PER_TOPIC_RANGE``, at most ``TOPIC_RANGES``): a small
+  replay or increment writes each table in one task per split, since sixteen tiny files cost its writer more
+  than they save a reader;
 - the other tables go to one task (``repartition(1)``): they are small;
 - ``partition_history``, which every whole-cluster question reads through the as-of rule (``state``,
   ``state_at().partitions``, the JVM-free path), sorts its settled versions by how long they lasted
@@ -41,6 +44,7 @@ from replay.audit.elections import UNEXPLAINED_LOSS
 
 OPEN = "open"
 TOPIC_RANGES = 8
+RECORDS_PER_TOPIC_RANGE = 100_000
 RANGED_TABLES = (PARTITION_HISTORY, REPLICA_HISTORY, REPLICA_STATE_HISTORY, PARTITION_STATE_HISTORY,
                  ELECTIONS)
 # The base64url alphabet in byte order (the order Spark and Parquet sort strings in).
@@ -68,10 +72,17 @@ def task_keys(spark: SparkSession, tasks: int) -> tuple[int, ...]:
     return _TASK_KEYS[tasks]
 
 
-def _topic_range(topic_id: Column) -> Column:
-    """0 .. TOPIC_RANGES - 1, in key order, from the id's first character (anything else: range 0)."""
+def topic_ranges(records: int) -> int:
+    """The topic ranges a replay of ``records`` (a full replay's, or an increment's new records) cuts its large
+    tables into: one per ``RECORDS_PER_TOPIC_RANGE``, at least one, at most ``TOPIC_RANGES``. A function of the
+    input only, so the files stay the same whatever the session's partitions."""
+    return max(1, min(TOPIC_RANGES, -(-records // RECORDS_PER_TOPIC_RANGE)))
+
+
+def _topic_range(topic_id: Column, ranges: int) -> Column:
+    """0 .. ranges - 1, in key order, from the id's first character (anything else: range 0)."""
     rank = F.greatest(F.position(F.substring(topic_id, 1, 1), F.lit(_ALPHABET)) - 1, F.lit(0))
-    return F.least((rank * TOPIC_RANGES / len(_ALPHABET)).cast("int"), F.lit(TOPIC_RANGES - 1))
+    return F.least((rank * ranges / len(_ALPHABET)).cast("int"), F.lit(ranges - 1))
 
 
 def mutable_where(name: str, columns: list[str]) -> str | None:
@@ -102,8 +113,9 @@ def mutable(name: str, columns: list[str]) -> Column | None:
     return F.expr(where) if where is not None else None
 
 
-def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...]) -> tuple[DataFrame, str | None]:
-    """``df`` distributed and sorted for writing table ``name``, and its split column (None: no split)."""
+def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...], records: int) -> tuple[DataFrame, str | None]:
+    """``df`` distributed and sorted for writing table ``name`` of a replay of ``records`` (``topic_ranges``), and
+    its split column (None: no split)."""
     rows = mutable(name, df.columns)
     split = OPEN if rows is not None else None
     if rows is not None:
@@ -112,13 +124,13 @@ def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...]) -> tuple[Dat
     if name in AS_OF_SORTED:
         columns = (lasted(), "valid_from_offset", *order)
     sort = (OPEN, *columns) if split is not None else columns
-    ranges = TOPIC_RANGES if name in RANGED_TABLES else 1
+    ranges = topic_ranges(records) if name in RANGED_TABLES else 1
     tasks = ranges * 2 if split is not None else ranges
     if tasks == 1:
         return df.repartition(1).sortWithinPartitions(*sort), split
     # open and settled rows never share a writing task, so never a file, whatever the engine (delta-spark writes
     # no directory per split value)
-    index = _topic_range(F.col("topic_id")) if ranges > 1 else F.lit(0)
+    index = _topic_range(F.col("topic_id"), ranges) if ranges > 1 else F.lit(0)
     if split is not None:
         index = index + F.when(F.col(OPEN), F.lit(ranges)).otherwise(F.lit(0))
     keys = F.array(*[F.lit(key) for key in task_keys(df.sparkSession, tasks)])

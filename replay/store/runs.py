@@ -48,7 +48,7 @@ from lakehouse.tables import (
     spark_schema,
 )
 from replay.audit.effective_configs import ConfigsInForce, configs_in_force
-from replay.core.coverage import SnapshotId
+from replay.core.coverage import ClusterCoverage, SnapshotId
 from replay.core.safe_points import SafePoints
 from replay.core.shapes import RecordShapes, lake_shapes
 from replay.fold.engine import replay
@@ -108,6 +108,12 @@ class ReplaySummary:
         return max(self.clusters.values())
 
 
+def records_covered(covered: Mapping[str, ClusterCoverage]) -> int:
+    """The records a full replay of ``covered`` (cluster → its coverage) folds: each cluster's log from its first
+    stored offset on."""
+    return sum(max(c.last_offset - c.log_first_offset + 1, 0) for c in covered.values())
+
+
 def shuffle_partitions_for(records: int, configured: int) -> int:
     """The shuffle partitions of a replay of ``records`` (a full one's, or an increment's new records): the configured
     ones, more for a large log, fewer for a small one (the tables' layout does not depend on them,
@@ -124,10 +130,11 @@ def shuffle_partitions_held(spark: SparkSession, records: int) -> contextlib.Abs
     return spark_conf(spark, SHUFFLE_PARTITIONS, str(shuffle_partitions_for(records, configured)))
 
 
-def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...]) -> int:
-    """Overwrite ``name`` with ``df`` in the deterministic layout; returns the Delta version written. The
-    history tables keep Delta's Change Data Feed (``table_changes``: what each replay changed)."""
-    ordered, split = sorted_layout(df, name, order)
+def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], records: int) -> int:
+    """Overwrite ``name`` with ``df`` in the deterministic layout of a replay of ``records``; returns the Delta
+    version written. The history tables keep Delta's Change Data Feed (``table_changes``: what each replay
+    changed)."""
+    ordered, split = sorted_layout(df, name, order, records)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
         return lake.write(ordered, name, "overwrite", split_by=split, change_data_feed=name in HISTORY_TABLES)
 
@@ -144,8 +151,8 @@ def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, DataFrame], 
     def action(name: str) -> Callable[[], int]:
         order = ANOMALY_ORDER if name == ANOMALIES else (*HISTORY_KEYS[name], "valid_from_offset")
         if name not in replaced:
-            return partial(write_sorted, lake, tables[name], name, order)
-        return partial(replace_open_versions, lake, tables[name], name, order, *replaced[name])
+            return partial(write_sorted, lake, tables[name], name, order, records)
+        return partial(replace_open_versions, lake, tables[name], name, order, records, *replaced[name])
 
     versions: dict[str, int] = {}
     large = [n for n in tables if n in GROWING_HISTORY and records > RECORDS_WRITTEN_AT_ONCE]
@@ -166,12 +173,12 @@ def replaceable_rows(spark: SparkSession, lake: Lake, name: str, version: int, f
     return lake.read_replaceable(spark, name, version, files, mutable_where(name, columns) if columns else None)
 
 
-def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], files: list[str],
-                          version: int) -> int:
+def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], records: int,
+                          files: list[str], version: int) -> int:
     """Replace the rows ``replaceable_rows`` gave (the files ``files`` of version ``version``; delta-spark:
-    the rows matching ``mutable_where``) with ``df``, in the same layout as ``write_sorted``; the table's other
-    files are kept."""
-    ordered, split = sorted_layout(df, name, order)
+    the rows matching ``mutable_where``) with ``df``, in the same layout as ``write_sorted`` (of an increment of
+    ``records`` new records); the table's other files are kept."""
+    ordered, split = sorted_layout(df, name, order, records)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
         return lake.replace_files(ordered, name, files, version, split_by=split,
                                   where=mutable_where(name, df.columns))
@@ -243,7 +250,7 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     replay_input = snapshot_input(log, snapshots, covered)
     safe = safe_offsets(replay_input.log, clusters)
 
-    records = sum(max(c.last_offset - c.log_first_offset + 1, 0) for c in covered.values())
+    records = records_covered(covered)
     with shuffle_partitions_held(spark, records):
         tell("folding the log into states (Spark window functions)")
         # the fold's windows all read the partition events in one order (``replay.fold.partitions``): sorted once, kept
@@ -261,14 +268,15 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             versions = write_tables(spark, lake, tables, tell, records)
         versions[COVERAGE] = write_coverage(spark, lake, covered, checks.counts)
         notes.extend(coverage_notes(covered, checks.counts))
-        _write_derived(spark, lake, versions, cluster_id, tell=tell)
+        _write_derived(spark, lake, versions, records, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*tables, *DERIVED_TABLES, COVERAGE], notes, started)
 
 
-def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cluster_id: str | None = None,
-                   *, tell: Callable[[str], None]) -> None:
-    """Recompute the state machines and the election audit from the history versions just written."""
+def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], records: int,
+                   cluster_id: str | None = None, *, tell: Callable[[str], None]) -> None:
+    """Recompute the state machines and the election audit from the history versions just written (by a replay of
+    ``records``)."""
     tell(DERIVING)
     history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
     if cluster_id is not None:
@@ -280,16 +288,16 @@ def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], cl
     if cluster_id is not None:
         tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
     tell(WRITING + TABLES_APART.join(tables))
-    versions |= run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name])
+    versions |= run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name], records)
                                          for name, df in tables.items()})
 
 
 def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], before: dict[str, int],
-                     checkpoints: dict[str, int], *, tell: Callable[[str], None]) -> None:
-    """The derived tables after an increment: only the affected partitions recomputed (``replay.store.derived``),
-    only the files of mutable rows replaced. ``before``: the versions the increment started from;
-    ``checkpoints``: cluster → C of the clusters with new records. The derived tables are the versions the
-    last checkpoint wrote (``replay.store.increment_plan.incremental_plan`` checked)."""
+                     checkpoints: dict[str, int], records: int, *, tell: Callable[[str], None]) -> None:
+    """The derived tables after an increment of ``records`` new records: only the affected partitions recomputed
+    (``replay.store.derived``), only the files of mutable rows replaced. ``before``: the versions the increment
+    started from; ``checkpoints``: cluster → C of the clusters with new records. The derived tables are the
+    versions the last checkpoint wrote (``replay.store.increment_plan.incremental_plan`` checked)."""
     tell(DERIVING)
     cps = SafePoints(checkpoints)
     # every version live after C is in the files the increment wrote (it replaced those of the open versions)
@@ -306,7 +314,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     tell(WRITING + TABLES_APART.join(DERIVED_TABLES))
     versions |= run_concurrently(spark, {name: partial(
         replace_open_versions, lake, refreshed_rows(name, stored[name], recomputed[name], affected, cps), name,
-        DERIVED_ORDER[name], files[name], current[name]) for name in DERIVED_TABLES})
+        DERIVED_ORDER[name], records, files[name], current[name]) for name in DERIVED_TABLES})
 
 
 def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int,
@@ -355,10 +363,10 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
         versions.update(write_tables(spark, lake, written, tell, plan.new_records,
                                      {n: (open_files[n], current[n]) for n in open_files}))
         if plan.derived:
-            _refresh_derived(spark, lake, versions, current, changed, tell=tell)
+            _refresh_derived(spark, lake, versions, current, changed, plan.new_records, tell=tell)
         else:
             notes.append("the derived tables are not the ones the last checkpoint wrote: rebuilt whole")
-            _write_derived(spark, lake, versions, tell=tell)
+            _write_derived(spark, lake, versions, records_covered(plan.covered), tell=tell)
     else:
         notes.append("no new records after the checkpoints: tables unchanged")
         versions.update({n: int(lake.delta_table(n).version()) for n in DERIVED_TABLES if lake.table_exists(n)})
