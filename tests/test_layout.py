@@ -41,7 +41,7 @@ def test_the_topic_ranges_grow_with_the_records_replayed() -> None:
         1, 1, 1, 1, 2, 3, 8, 8, 8]
 
 
-def _ranged_tables(spark: SparkSession, tmp_path: Path) -> Lake:
+def _lake_of_a_random_log(spark: SparkSession, tmp_path: Path) -> Lake:
     run = run_scenario("random", ScenarioOptions(seed=3, topics=24, partitions_per_topic=3, events=150))
     lake = Lake(tmp_path / "lake")
     lake.write(entries_frame(spark, list(run.entries()), "layout"), "metadata_log", "overwrite")
@@ -49,7 +49,7 @@ def _ranged_tables(spark: SparkSession, tmp_path: Path) -> Lake:
 
 
 def test_a_small_replay_writes_each_large_table_in_one_file_per_split(spark: SparkSession, tmp_path: Path) -> None:
-    lake = _ranged_tables(spark, tmp_path)
+    lake = _lake_of_a_random_log(spark, tmp_path)
     run_replay(spark, lake)
     for name in RANGED_TABLES:
         files = pa.table(lake.delta_table(name).get_add_actions(flatten=True)).to_pylist()
@@ -62,7 +62,7 @@ def test_large_tables_are_cut_into_topic_ranges_and_open_versions(spark: SparkSe
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A large replay's cut, shown on a small one: one range per record here, so all TOPIC_RANGES of them."""
     monkeypatch.setattr(layout, "RECORDS_PER_TOPIC_RANGE", 1)
-    lake = _ranged_tables(spark, tmp_path)
+    lake = _lake_of_a_random_log(spark, tmp_path)
     run_replay(spark, lake)
     for name in RANGED_TABLES:
         files = pa.table(lake.delta_table(name).get_add_actions(flatten=True)).to_pylist()
