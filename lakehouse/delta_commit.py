@@ -15,6 +15,7 @@ import json
 import math
 import re
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -56,6 +57,7 @@ def commit_spark_parquet(
     mode: Literal["append", "overwrite"],
     staging_prefix: str = "part",
     split_by: str | None = None,
+    configuration: Mapping[str, str] | None = None,
 ) -> int:
     """Write `spark_df` as Parquet from Spark and commit it to the Delta table at `table_root`.
 
@@ -65,7 +67,7 @@ def commit_spark_parquet(
     unpartitioned tables are supported. Returns the Delta version this commit created.
 
     `split_by`: a column that only sorts the rows into separate files (see `stage_spark_parquet`); it is not
-    part of the table.
+    part of the table. `configuration`: the table properties of a table this commit creates.
     """
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
@@ -79,7 +81,8 @@ def commit_spark_parquet(
     commit = CommitProperties(custom_metadata={STAGING_KEY: staging})
     if existing is None:
         delta_schema = Schema.from_arrow(arrow_schema)
-        create_table_with_add_actions(root, delta_schema, actions, commit_properties=commit)
+        create_table_with_add_actions(root, delta_schema, actions, configuration=configuration,
+                                      commit_properties=commit)
         return _committed_version(root, staging, since=-1)
     # deltalake only reads the actions, but types them as an (invariant) list of adds and removes
     existing.create_write_transaction(cast("list[AddAction | RemoveAction]", actions), mode=mode, schema=arrow_schema,

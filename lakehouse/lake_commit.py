@@ -26,9 +26,8 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, stage_spark_parquet, table_columns
+from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, stage_spark_parquet
 from lakehouse.lake_root import LakeError, LakeRoot, table_arrow_schema, utc_now
-from lakehouse.spark_settings import spark_conf
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, spark_schema
 
 MAX_COMMIT_ATTEMPTS = 50
@@ -38,9 +37,6 @@ ROWS_KEY = "kraftReplay.rowsAdded"
 INGEST_KEY = "kraftReplay.ingestId"
 COMMIT_KEY = "kraftReplay.commit"  # a token naming one commit: finds its version among concurrent ones
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
-# Delta refuses a replaceWhere whose new rows do not all match the condition; an incremental replay replaces the
-# rows that may change (open versions) with what they became (many now closed), so the check does not apply.
-_REPLACE_WHERE_CHECK = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
 # Delta's exceptions for a commit that lost against a concurrent one: recompute and retry.
 _CONCURRENT = ("ConcurrentTransactionException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
                "ConcurrentDeleteDeleteException", "MetadataChangedException", "ProtocolChangedException",
@@ -71,39 +67,32 @@ class LakeCommits(LakeRoot):
               split_by: str | None = None, change_data_feed: bool = False) -> int:
         """Write a DataFrame to a table (created if missing) as one commit; returns the new version.
 
-        A plain write, for state tables computed elsewhere (the replay's): no deduplication. ``split_by``:
-        a boolean column (not stored) whose true and false rows go to separate files (delta-rs: directories;
-        delta-spark: the writing tasks keep them apart, see ``replay.store.layout``). ``change_data_feed``: Delta's
-        Change Data Feed on (delta-spark), so ``table_changes`` answers what each replay changed.
+        A plain write, for state tables computed elsewhere (the replay's): no deduplication. Spark writes the
+        Parquet files and delta-rs commits them, whichever engine the lake has: most of a small table's write
+        through delta-spark is its commit's fixed latency, and a replay commits many tables (issue 42, measured in
+        BENCHMARKS.md). ``split_by``: a boolean column (not stored) whose true and false rows go to separate
+        directories (``replay.store.layout``). ``change_data_feed``: Delta's Change Data Feed on for the table, so
+        delta-spark's ``table_changes`` answers what each replay changed (from the files each commit adds and
+        removes).
         """
-        spark = self.delta_spark(df.sparkSession)
-        if spark is not None:
-            writer = table_columns(df, split_by).write.format("delta").mode(mode)
-            if mode == "overwrite":
-                writer = writer.option("overwriteSchema", "true")
-            done = self._spark_write(spark, writer, name, "write", change_data_feed=change_data_feed)
-            return done[0] if done is not None else int(DeltaTable(self.path(name)).version())
-        version = commit_spark_parquet(df, self.path(name), mode, split_by=split_by)
+        root = self.path(name)
+        if change_data_feed and self.table_exists(name):
+            current = DeltaTable(root)
+            if current.metadata().configuration.get(CHANGE_DATA_FEED) != "true":
+                current.alter.set_table_properties({CHANGE_DATA_FEED: "true"})
+        configuration = {CHANGE_DATA_FEED: "true"} if change_data_feed else None
+        version = commit_spark_parquet(df, root, mode, split_by=split_by, configuration=configuration)
         self.maybe_checkpoint(name, version)
         return version
 
     def _spark_write(self, spark: SparkSession, writer: Any, name: str, operation: str, *,
-                     change_data_feed: bool = False, metadata: dict[str, str] | None = None
-                     ) -> tuple[int, int] | None:
+                     metadata: dict[str, str] | None = None) -> tuple[int, int] | None:
         """Save with delta-spark; returns the version of this commit (found by its token: others may commit
-        after it) and the rows it wrote, None when Delta made no commit (an idempotent write it had seen, a
-        ``replaceWhere`` that changes nothing). Change Data Feed is switched on for a table that wants it (new, or
-        written by delta-rs). ``spark``: the writer's session, never the thread's active one (a replay writes
-        from threads that have none, ``lakehouse.concurrent_jobs``)."""
+        after it) and the rows it wrote, None when Delta made no commit (an idempotent write it had seen).
+        ``spark``: the writer's session, never the thread's active one."""
         root = self.path(name)
         token = uuid.uuid4().hex
         current = DeltaTable(root) if self.table_exists(name) else None
-        if change_data_feed:
-            if current is None:
-                writer = writer.option(CHANGE_DATA_FEED, "true")
-            elif current.metadata().configuration.get(CHANGE_DATA_FEED) != "true":
-                spark.sql(f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ('{CHANGE_DATA_FEED}' = 'true')")
-                current = DeltaTable(root)  # the ALTER is a commit of its own
         since = int(current.version()) if current is not None else -1
         info = {OPERATION_KEY: operation, COMMIT_KEY: token, **(metadata or {})}
         writer.option("userMetadata", json.dumps(info, sort_keys=True)).save(root)
@@ -120,29 +109,15 @@ class LakeCommits(LakeRoot):
         return None
 
     def replace_files(self, df: DataFrame, name: str, remove: list[str], version: int,
-                      split_by: str | None = None, where: str | None = None) -> int:
-        """One commit that replaces the rows ``read_replaceable`` gave with ``df`` (their replacement plus any
-        new rows); the other files stay as they are. Refused when the table moved past ``version`` (the
-        replaced rows were chosen from it).
-
-        delta-rs removes the files ``remove`` (paths relative to the table, all in ``version``); delta-spark
-        replaces the rows matching ``where`` (Delta's ``replaceWhere``: a file of those rows only is removed, not
-        rewritten), or the whole table when ``where`` is None.
-        """
-        spark = df.sparkSession
+                      split_by: str | None = None) -> int:
+        """One commit that replaces the rows ``read_files`` gave (the files ``remove``, paths relative to the
+        table, all in ``version``) with ``df`` (their replacement plus any new rows); the other files stay as they
+        are. Refused when the table moved past ``version`` (the replaced rows were chosen from it). Committed by
+        delta-rs whichever engine the lake has, as ``write``."""
         root = self.path(name)
-        rows = table_columns(df, split_by)
         table = DeltaTable(root)
         if int(table.version()) != version:
             raise LakeError(f"{name}: another writer committed after version {version}: run the replay again")
-        if self.delta_spark(spark) is not None:
-            change_data_feed = table.metadata().configuration.get(CHANGE_DATA_FEED) == "true"
-            if where is None:
-                return self.write(rows, name, "overwrite", change_data_feed=change_data_feed)
-            writer = rows.write.format("delta").mode("overwrite").option("replaceWhere", where)
-            with spark_conf(spark, _REPLACE_WHERE_CHECK, "false"):
-                done = self._spark_write(spark, writer, name, "replace where")
-            return done[0] if done is not None else version
         staging, adds = stage_spark_parquet(df, root, split_by=split_by)
         files = pa.table(table.get_add_actions(flatten=True))
         sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))

@@ -52,16 +52,11 @@ class LakeMaintenance(LakeCommits):
     """The maintenance half of `lakehouse.lake.Lake` (its compaction commits through the commit layer)."""
 
     def history(self, name: str, limit: int | None = None) -> list[HistoryEntry]:
-        """Versions newest first, with the operation and how many rows each added."""
-        spark = self.delta_spark()
-        if spark is not None:
-            described = spark.sql(f"DESCRIBE HISTORY delta.`{self.path(name)}`" + (f" LIMIT {limit}" if limit else ""))
-            commits = [{**row.asDict(), "timestamp": row["timestamp"].replace(tzinfo=UTC).timestamp() * 1000}
-                       for row in described.collect()]
-        else:
-            commits = self.delta_table(name).history(limit=limit)
+        """Versions newest first, with the operation and how many rows each added. Read from the Delta log by
+        delta-rs whichever engine committed: it keeps every commit's own keys, which delta-spark's ``DESCRIBE
+        HISTORY`` drops from a delta-rs commit (the replay's)."""
         entries = []
-        for commit in commits:
+        for commit in self.delta_table(name).history(limit=limit):
             commit = {**commit, **user_metadata(commit)}
             metrics = commit.get("operationMetrics") or {}
             rows = commit.get(ROWS_KEY)

@@ -93,16 +93,6 @@ class LakeReads(LakeRoot):
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).parquet(*(f"{self.path(name)}/{path}" for path in paths))
 
-    def read_replaceable(self, spark: SparkSession, name: str, version: int, files: list[str], where: str | None
-                         ) -> DataFrame:
-        """The rows of a table version that a later ``replace_files`` replaces: delta-rs, the rows of ``files``;
-        delta-spark, the rows matching ``where`` (SQL; None: every row). The caller keeps the two the same set
-        (``replay.store.layout`` writes the rows matching ``where`` to files of their own)."""
-        if self.delta_spark(spark) is not None:
-            rows = self.read(spark, name, version=version)
-            return rows.where(where) if where is not None else rows
-        return self.read_files(spark, name, files)
-
 
 def overlapping_files(table: DeltaTable, ranges: Mapping[str, tuple[int, int]]) -> list[str]:
     """URIs of the files whose (cluster_id, offset) statistics may hold a key in one of the ranges.

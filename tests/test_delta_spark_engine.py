@@ -33,6 +33,7 @@ from tests.test_lake_support import CLUSTER, simulated, write_jsonl_file
 pytestmark = pytest.mark.spark
 
 TABLES = (METADATA_LOG, *TABLE_KEYS, ANOMALIES, *DERIVED_TABLES)
+DELTA_RS_ENGINE = "delta-rs:"  # commitInfo.engineInfo of delta-rs: "delta-rs:py-1.6.6"
 DELTA_SPARK_ENGINE = "Delta-Lake/"  # commitInfo.engineInfo of delta-spark: "Apache-Spark/4.0.1 Delta-Lake/4.0.0"
 
 
@@ -110,16 +111,18 @@ def test_delta_spark_commits_name_their_engine_and_keep_a_change_data_feed(spark
     run_replay(spark, lake)
     ingest(spark, lake, write_jsonl_file(tmp_path / "b.jsonl", entries), IngestOptions(cluster_id=CLUSTER))
     run_replay(spark, lake)
-    for name in (METADATA_LOG, "partition_history", "elections"):
+    commits = [a["commitInfo"] for a in _log_actions(lake, METADATA_LOG) if "commitInfo" in a]
+    assert commits and all(DELTA_SPARK_ENGINE in c["engineInfo"] for c in commits)
+    for name in ("partition_history", "elections"):  # the replay's tables: Spark's files, delta-rs's commits
         commits = [a["commitInfo"] for a in _log_actions(lake, name) if "commitInfo" in a]
-        assert commits and all(DELTA_SPARK_ENGINE in c["engineInfo"] for c in commits), name
+        assert commits and all(c["engineInfo"].startswith(DELTA_RS_ENGINE) for c in commits), name
     for name in TABLE_KEYS:
         assert DeltaTable(lake.path(name)).metadata().configuration.get("delta.enableChangeDataFeed") == "true"
 
     names = register_views(spark, lake)
     assert "partition_history" in names and spark.catalog.currentDatabase() == DATABASE
     history = spark.sql("DESCRIBE HISTORY partition_history").orderBy("version").collect()
-    assert [h["operation"] for h in history][:1] == ["WRITE"] and len(history) >= 2
+    assert [h["operation"] for h in history][:1] == ["CREATE TABLE"] and len(history) >= 2  # by delta-rs
     last = history[-1]["version"]
     assert spark.sql("DESCRIBE DETAIL kraft.partition_history").first()["location"].endswith("/partition_history")
     # the first replay's open versions, and how the incremental one changed them

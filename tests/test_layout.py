@@ -100,11 +100,13 @@ def _assert_file_orders(lake: Lake) -> None:
     assert settled > 0
 
 
-def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spark: SparkSession,
-                                                                           tmp_path: Path) -> None:
-    lake = Lake(tmp_path / "lake", engine=DELTA_RS)  # files by name: the delta-rs engine's way
+@pytest.mark.parametrize("engine", [DELTA_RS, DELTA_SPARK])
+def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spark: SparkSession, tmp_path: Path,
+                                                                           engine: str) -> None:
+    """Either engine: the replay's writes are committed by delta-rs (files by name), Change Data Feed kept."""
+    lake = Lake(tmp_path / "lake", engine=engine)
     rows = spark.createDataFrame([(i, i >= 5) for i in range(10)], "offset BIGINT, open BOOLEAN").repartition(1)
-    version = lake.write(rows, "t", "overwrite", split_by="open")
+    version = lake.write(rows, "t", "overwrite", split_by="open", change_data_feed=True)
     before = {f["path"]: f for f in pa.table(lake.delta_table("t").get_add_actions(flatten=True)).to_pylist()}
     opened = [path for path in before if "/open=true/" in path]
     assert opened and len(opened) < len(before)
@@ -115,30 +117,11 @@ def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spar
     after = {f["path"] for f in pa.table(lake.delta_table("t").get_add_actions(flatten=True)).to_pylist()}
     assert set(before) - set(opened) <= after and not set(opened) & after
     assert sorted(r["offset"] for r in lake.read(spark, "t").collect()) == list(range(11))
+    commit = lake.history("t", limit=1)[0]
+    assert commit.operation == "replace files" and "delta-rs" in (commit.engine_info or "")
+    assert lake.delta_table("t").metadata().configuration.get("delta.enableChangeDataFeed") == "true"
     with pytest.raises(LakeError, match="another writer committed"):
         lake.replace_files(replacement, "t", opened, version, split_by="open")
-
-
-def test_delta_spark_replaces_the_rows_matching_where_and_refuses_a_moved_table(spark: SparkSession,
-                                                                               tmp_path: Path) -> None:
-    lake = Lake(tmp_path / "lake", engine=DELTA_SPARK)
-    schema = "offset BIGINT, valid_to_offset BIGINT"
-    rows = spark.createDataFrame([(i, None if i >= 5 else i + 1) for i in range(10)], schema)
-    version = lake.write(rows.repartition(1), "t", "overwrite")
-    where = "valid_to_offset IS NULL"
-    stored = lake.read_replaceable(spark, "t", version, [], where)
-    assert sorted(r["offset"] for r in stored.collect()) == [5, 6, 7, 8, 9]
-    # offsets 5 and 6 closed, 7..9 still open, 10 new: the settled rows 0..4 stay as they are
-    replacement = spark.createDataFrame([(5, 6), (6, 7), (7, None), (8, None), (9, None), (10, None)], schema)
-    after = lake.replace_files(replacement, "t", [], version, where=where)
-    assert after == version + 1
-    got = sorted((r["offset"], r["valid_to_offset"]) for r in lake.read(spark, "t").collect())
-    assert got == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, None), (8, None), (9, None),
-                   (10, None)]
-    commit = lake.history("t", limit=1)[0]
-    assert commit.operation == "replace where" and "Delta-Lake/" in (commit.engine_info or "")
-    with pytest.raises(LakeError, match="another writer committed"):
-        lake.replace_files(replacement, "t", [], version, where=where)
 
 
 def test_split_files_and_added_files(spark: SparkSession, tmp_path: Path) -> None:

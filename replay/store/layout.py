@@ -87,7 +87,7 @@ def _topic_range(topic_id: Column, ranges: int) -> Column:
 
 def mutable_where(name: str, columns: list[str]) -> str | None:
     """The rows of table ``name`` that a later replay may still change, as SQL (None: the table has no such
-    split): the delta-spark engine replaces exactly these rows (``replaceWhere``), delta-rs the files holding them.
+    split): they are written to files of their own, and a replay replaces those files (``Lake.replace_files``).
 
     A version is open until a later record ends it. An election's lost-leader cause and the leaderless period
     it starts wait for the broker's next state change (``replay.audit.elections``); for a period the test is a

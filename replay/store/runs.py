@@ -62,7 +62,7 @@ from replay.store.derived import (
     resumed_partitions,
 )
 from replay.store.increment_plan import IncrementPlan, incremental_plan
-from replay.store.layout import OPEN, mutable_where, sorted_layout
+from replay.store.layout import OPEN, sorted_layout
 from replay.store.snapshot_checks import SnapshotChecks, snapshot_checks
 from replay.store.snapshots import coverages, snapshot_input, with_snapshot_causes
 
@@ -166,22 +166,20 @@ def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, DataFrame], 
     return versions
 
 
-def replaceable_rows(spark: SparkSession, lake: Lake, name: str, version: int, files: list[str]) -> DataFrame:
-    """The stored rows of ``name`` a replay may still change: the rows of ``files`` (delta-rs: those holding open
-    versions or other mutable rows), or the rows ``replay.store.layout.mutable_where`` selects (delta-spark)."""
-    columns = lake.read(spark, name, version=version).columns if lake.delta_spark(spark) else []
-    return lake.read_replaceable(spark, name, version, files, mutable_where(name, columns) if columns else None)
+def replaceable_rows(spark: SparkSession, lake: Lake, name: str, files: list[str]) -> DataFrame:
+    """The stored rows of ``name`` a replay may still change: the rows of ``files`` (those holding open versions or
+    other mutable rows, ``replay.store.layout.mutable_where``, written apart from the settled ones)."""
+    return lake.read_files(spark, name, files)
 
 
 def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], records: int,
                           files: list[str], version: int) -> int:
-    """Replace the rows ``replaceable_rows`` gave (the files ``files`` of version ``version``; delta-spark:
-    the rows matching ``mutable_where``) with ``df``, in the same layout as ``write_sorted`` (of an increment of
-    ``records`` new records); the table's other files are kept."""
+    """Replace the rows ``replaceable_rows`` gave (the files ``files`` of version ``version``) with ``df``, in the
+    same layout as ``write_sorted`` (of an increment of ``records`` new records); the table's other files are
+    kept."""
     ordered, split = sorted_layout(df, name, order, records)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
-        return lake.replace_files(ordered, name, files, version, split_by=split,
-                                  where=mutable_where(name, df.columns))
+        return lake.replace_files(ordered, name, files, version, split_by=split)
 
 
 def table_rows(lake: Lake, name: str) -> int:
@@ -308,7 +306,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
     # a table not written split (delta-spark, an older layout): every file is replaced, settled rows too
     files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
-    stored = {name: replaceable_rows(spark, lake, name, current[name], files[name]) for name in DERIVED_TABLES}
+    stored = {name: replaceable_rows(spark, lake, name, files[name]) for name in DERIVED_TABLES}
     affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
     recomputed = resumed_partitions(changed, brokers, stored, affected, cps, configs_in_force(spark, lake))
     tell(WRITING + TABLES_APART.join(DERIVED_TABLES))
@@ -344,7 +342,7 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
         safe.update(safe_offsets(plan.new_log, {c: last for c, (_, last) in plan.new_bounds.items()}))
         # closed versions never change: the large tables are read and replaced only where they hold open versions
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
-        stored = {n: (replaceable_rows(spark, lake, n, current[n], open_files[n])
+        stored = {n: (replaceable_rows(spark, lake, n, open_files[n])
                       if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
         shapes = lake_shapes(spark, lake)
         with interpreted(spark, INTERPRETED_INCREMENT_FOLD):
