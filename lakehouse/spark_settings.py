@@ -58,10 +58,10 @@ def spark_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
                     _HELD[where] = hold.outer
 
 
-def file_statistics(spark: SparkSession) -> contextlib.AbstractContextManager[None]:
-    """Delta's data skipping on for the block: a replay's reads and rewrites pick files by their statistics
-    (the log past a checkpoint, a table's open versions, the files a ``replaceWhere`` rewrites)."""
-    return spark_conf(spark, DELTA_STATS_SKIPPING, "true")
+def file_statistics(spark: SparkSession, many_files: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Delta's data skipping on for the block when the tables read have ``many_files`` to skip (the log past a
+    checkpoint, a table's stored versions by key), off when they have not: each read it filters costs a Spark job."""
+    return spark_conf(spark, DELTA_STATS_SKIPPING, "true" if many_files else "false")
 
 
 # Adaptive execution plans a query stage by stage as it runs, so a local checkpoint taken under it reports neither

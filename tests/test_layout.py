@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake, LakeError
 from lakehouse.log_rows import entries_frame
-from lakehouse.spark import DELTA_RS, DELTA_SPARK
+from lakehouse.spark import DELTA_RS, DELTA_SPARK, DELTA_STATS_SKIPPING
 from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
 from replay.core.safe_points import SafePoints
 from replay.store import layout
@@ -48,9 +48,17 @@ def _lake_of_a_random_log(spark: SparkSession, tmp_path: Path) -> Lake:
     return lake
 
 
+def _skipping_seen(spark: SparkSession, lake: Lake) -> set[str | None]:
+    """Replay ``lake``; Delta's data skipping as each of the replay's stages saw it."""
+    seen: set[str | None] = set()
+    run_replay(spark, lake, progress=lambda _stage: seen.add(spark.conf.get(DELTA_STATS_SKIPPING)))
+    return seen
+
+
 def test_a_small_replay_writes_each_large_table_in_one_file_per_split(spark: SparkSession, tmp_path: Path) -> None:
+    """One file per split, so Delta's data skipping would have nothing to skip: the replay runs without it."""
     lake = _lake_of_a_random_log(spark, tmp_path)
-    run_replay(spark, lake)
+    assert _skipping_seen(spark, lake) == {"false"}
     for name in RANGED_TABLES:
         files = pa.table(lake.delta_table(name).get_add_actions(flatten=True)).to_pylist()
         assert 1 <= len(files) <= 2, f"{name}: {len(files)} files for a replay of a few hundred records"
@@ -63,7 +71,7 @@ def test_large_tables_are_cut_into_topic_ranges_and_open_versions(spark: SparkSe
     """A large replay's cut, shown on a small one: one range per record here, so all TOPIC_RANGES of them."""
     monkeypatch.setattr(layout, "RECORDS_PER_TOPIC_RANGE", 1)
     lake = _lake_of_a_random_log(spark, tmp_path)
-    run_replay(spark, lake)
+    assert _skipping_seen(spark, lake) == {"true"}  # files to skip: the reads pick them by their statistics
     for name in RANGED_TABLES:
         files = pa.table(lake.delta_table(name).get_add_actions(flatten=True)).to_pylist()
         ranges = {(_range_of(f["min.topic_id"]), _range_of(f["max.topic_id"])) for f in files}

@@ -62,7 +62,7 @@ from replay.store.derived import (
     resumed_partitions,
 )
 from replay.store.increment_plan import IncrementPlan, incremental_plan
-from replay.store.layout import OPEN, sorted_layout
+from replay.store.layout import OPEN, sorted_layout, topic_ranges
 from replay.store.snapshot_checks import SnapshotChecks, snapshot_checks
 from replay.store.snapshots import coverages, snapshot_input, with_snapshot_causes
 
@@ -217,10 +217,14 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     Incremental (``replay.fold.incremental``) when a checkpoint exists, the history tables are the ones it wrote
     and ``metadata_log`` grew since; a full rebuild otherwise or with ``full=True``. A cluster whose stored
     log no longer starts at offset 0 is replayed from the snapshot it starts at (``replay.core.coverage``). ``progress``
-    is told each stage (a terminal shows it). A small log is replayed ``interpreted``; all with ``file_statistics``."""
+    is told each stage (a terminal shows it). A small log is replayed ``interpreted``, and without Delta's data
+    skipping where its tables were written one topic range each (``replay.store.layout.topic_ranges``): with nothing
+    to skip, the job it runs before each filtered read is all it adds (BENCHMARKS.md, issue 42)."""
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
-    with interpreted(spark, table_rows(lake, METADATA_LOG) <= INTERPRETED_UP_TO), file_statistics(spark):
+    log_records = table_rows(lake, METADATA_LOG)
+    with (interpreted(spark, log_records <= INTERPRETED_UP_TO),
+          file_statistics(spark, many_files=topic_ranges(log_records) > 1)):
         return _run_replay(spark, lake, cluster_id, full, progress or (lambda _stage: None))
 
 
