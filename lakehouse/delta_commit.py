@@ -114,6 +114,12 @@ def stage_spark_parquet(
     return staging, _add_actions(table_columns(spark_df, split_by).schema, root, staging)
 
 
+def removed_file(path: str, size: int | None, deletion_ms: int, data_change: bool = True) -> RemoveAction:
+    """The ``remove`` action of a file of an unpartitioned table, with its extended metadata (empty partition values,
+    size): delta-spark's Change Data Feed reads a removed file's rows only from a ``remove`` that has it."""
+    return RemoveAction(path, data_change, deletion_ms, size, {})
+
+
 def table_columns(spark_df: DataFrame, split_by: str | None) -> DataFrame:
     """`spark_df` without its `split_by` column: what the table holds."""
     return spark_df.drop(split_by) if split_by is not None else spark_df

@@ -26,7 +26,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, stage_spark_parquet
+from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, removed_file, stage_spark_parquet
 from lakehouse.lake_root import LakeError, LakeRoot, table_arrow_schema, utc_now
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, spark_schema
 
@@ -123,7 +123,7 @@ class LakeCommits(LakeRoot):
         sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))
         now_ms = int(time.time() * 1000)
         actions: list[AddAction | RemoveAction] = [*adds]
-        actions += [RemoveAction(path, True, now_ms, sizes.get(path)) for path in remove]
+        actions += [removed_file(path, sizes.get(path), now_ms) for path in remove]
         try:
             version = commit_at_version(table, actions, table_arrow_schema(table), {OPERATION_KEY: "replace files"})
         except CommitFailedError:

@@ -15,7 +15,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import SparkSession
 
-from lakehouse.delta_commit import commit_at_version, stage_spark_parquet
+from lakehouse.delta_commit import commit_at_version, removed_file, stage_spark_parquet
 from lakehouse.lake_commit import (
     CONFLICT,
     INGEST_KEY,
@@ -118,7 +118,7 @@ class LakeMaintenance(LakeCommits):
             staging, adds = stage_spark_parquet(df, root, "optimized")
             now_ms = int(time.time() * 1000)
             actions: list[AddAction | RemoveAction] = [replace(add, data_change=False) for add in adds]
-            actions += [RemoveAction(path, False, now_ms, size) for path, size, _ in small]
+            actions += [removed_file(path, size, now_ms, data_change=False) for path, size, _ in small]
             try:
                 commit_at_version(table, actions, SCHEMAS[name], {OPERATION_KEY: "optimize", ROWS_KEY: "0"})
             except CommitFailedError:

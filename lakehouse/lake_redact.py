@@ -34,7 +34,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.schema import Field, PrimitiveType
 from deltalake.transaction import AddAction, RemoveAction
 
-from lakehouse.delta_commit import arrow_filesystem, commit_at_version, staged_add_actions
+from lakehouse.delta_commit import arrow_filesystem, commit_at_version, removed_file, staged_add_actions
 from lakehouse.lake import Lake
 from lakehouse.lake_commit import CONFLICT, OPERATION_KEY, ROWS_KEY, Conflict
 from lakehouse.lake_root import STAGING_DIR, LakeError
@@ -185,7 +185,7 @@ def _rewrite_table(lake: Lake, name: str, key: bytes, summary: RedactSummary) ->
             filesystem.create_dir(f"{base}/{staging}", recursive=True)
             pq.write_table(pa.Table.from_pylist(rows, schema=schema), f"{base}/{staging}/part-{len(replaced):05d}"
                            ".parquet", filesystem=filesystem)
-            actions.append(RemoveAction(path, True, _now_ms(), size))
+            actions.append(removed_file(path, size, _now_ms()))
             replaced.append(path)
         if not replaced:
             return 0
