@@ -133,7 +133,7 @@ def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spar
 
 
 def test_split_files_and_added_files(spark: SparkSession, tmp_path: Path) -> None:
-    lake = Lake(tmp_path / "lake", engine=DELTA_RS)  # files by name: the delta-rs engine's way
+    lake = Lake(tmp_path / "lake", engine=DELTA_RS)  # files by name, as the replay commits on either engine
     rows = spark.createDataFrame([(i, i >= 5) for i in range(10)], "offset BIGINT, open BOOLEAN").repartition(1)
     first = lake.write(rows, "split", "overwrite", split_by="open")
     opened = lake.split_files("split", "open")

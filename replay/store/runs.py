@@ -308,7 +308,8 @@ def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], 
     brokers = lake.read(spark, BROKER_HISTORY, version=versions[BROKER_HISTORY])
     current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
     split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
-    # a table not written split (delta-spark, an older layout): every file is replaced, settled rows too
+    # a table not written split (by delta-spark, before the replay's commits went through delta-rs): every file is
+    # replaced, settled rows too
     files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
     stored = {name: replaceable_rows(spark, lake, name, files[name]) for name in DERIVED_TABLES}
     affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
