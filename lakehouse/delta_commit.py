@@ -67,7 +67,8 @@ def commit_spark_parquet(
     unpartitioned tables are supported. Returns the Delta version this commit created.
 
     `split_by`: a column that only sorts the rows into separate files (see `stage_spark_parquet`); it is not
-    part of the table. `configuration`: the table properties of a table this commit creates.
+    part of the table. `configuration`: table properties the table has after this commit (set first on an
+    existing table that lacks them, as a commit of their own).
     """
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
@@ -76,6 +77,10 @@ def commit_spark_parquet(
     existing = DeltaTable(root) if DeltaTable.is_deltatable(root) else None
     if existing is not None:
         _check_target(existing, arrow_schema, mode)
+        missing = {key: value for key, value in (configuration or {}).items()
+                   if existing.metadata().configuration.get(key) != value}
+        if missing:
+            existing.alter.set_table_properties(missing)
 
     staging, actions = stage_spark_parquet(spark_df, root, staging_prefix, split_by)
     commit = CommitProperties(custom_metadata={STAGING_KEY: staging})

@@ -75,13 +75,8 @@ class LakeCommits(LakeRoot):
         delta-spark's ``table_changes`` answers what each replay changed (from the files each commit adds and
         removes).
         """
-        root = self.path(name)
-        if change_data_feed and self.table_exists(name):
-            current = DeltaTable(root)
-            if current.metadata().configuration.get(CHANGE_DATA_FEED) != "true":
-                current.alter.set_table_properties({CHANGE_DATA_FEED: "true"})
         configuration = {CHANGE_DATA_FEED: "true"} if change_data_feed else None
-        version = commit_spark_parquet(df, root, mode, split_by=split_by, configuration=configuration)
+        version = commit_spark_parquet(df, self.path(name), mode, split_by=split_by, configuration=configuration)
         self.maybe_checkpoint(name, version)
         return version
 

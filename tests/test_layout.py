@@ -132,6 +132,20 @@ def test_replace_files_swaps_only_the_named_files_and_refuses_a_moved_table(spar
         lake.replace_files(replacement, "t", opened, version, split_by="open")
 
 
+def test_a_table_written_before_change_data_feed_gets_it_with_its_next_write(spark: SparkSession,
+                                                                             tmp_path: Path) -> None:
+    """A history table of an older release (no Change Data Feed) gets the property in a commit of its own, then the
+    overwrite: delta-spark's ``table_changes`` answers from that commit on."""
+    lake = Lake(tmp_path / "lake")
+    first = lake.write(spark.createDataFrame([(1,)], "offset BIGINT"), "t", "overwrite")
+    assert "delta.enableChangeDataFeed" not in lake.delta_table("t").metadata().configuration
+    second = lake.write(spark.createDataFrame([(2,), (3,)], "offset BIGINT"), "t", "overwrite",
+                        change_data_feed=True)
+    assert (first, second) == (0, 2)  # version 1: the property set
+    assert lake.delta_table("t").metadata().configuration.get("delta.enableChangeDataFeed") == "true"
+    assert sorted(r["offset"] for r in lake.read(spark, "t").collect()) == [2, 3]
+
+
 def test_split_files_and_added_files(spark: SparkSession, tmp_path: Path) -> None:
     lake = Lake(tmp_path / "lake", engine=DELTA_RS)  # files by name, as the replay commits on either engine
     rows = spark.createDataFrame([(i, i >= 5) for i in range(10)], "offset BIGINT, open BOOLEAN").repartition(1)
