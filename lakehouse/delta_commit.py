@@ -77,8 +77,8 @@ def commit_spark_parquet(
     existing = DeltaTable(root) if DeltaTable.is_deltatable(root) else None
     if existing is not None:
         _check_target(existing, arrow_schema, mode)
-        missing = {key: value for key, value in (configuration or {}).items()
-                   if existing.metadata().configuration.get(key) != value}
+        properties = existing.metadata().configuration
+        missing = {key: value for key, value in (configuration or {}).items() if properties.get(key) != value}
         if missing:
             existing.alter.set_table_properties(missing)
 
