@@ -109,8 +109,12 @@ def jars_dir(jar_set: JarSet = SPARK_JARS) -> Path:
     configured = os.environ.get(jar_set.env) if jar_set.env else None
     if configured:
         return Path(configured).expanduser()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "kraft-replay" / "jars" / jar_set.name
+    return jars_cache() / jar_set.name
+
+
+def jars_cache() -> Path:
+    """``$XDG_CACHE_HOME/kraft-replay/jars``: the directory of every cached set (and of the replay's own jar)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kraft-replay" / "jars"
 
 
 @dataclass(frozen=True)

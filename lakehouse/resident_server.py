@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pyspark
 
-from lakehouse.jars import SCALA_BINARY, SPARK_HOME, SPARK_SUBMIT, installed
+from lakehouse.jars import SCALA_BINARY, SPARK_HOME, SPARK_SUBMIT
 from lakehouse.loopback import LOOPBACK, free_port, listening
-from lakehouse.spark import SparkOptions, SparkUnavailableError, local_session_conf, require_java
+from lakehouse.spark import SPARK_JARS_CONF, SparkOptions, SparkUnavailableError, local_session_conf, require_java
 
 SERVER_DIR_ENV = "KRAFT_REPLAY_SERVER_DIR"
 SERVER_FILE = "server.json"
@@ -190,8 +190,8 @@ def _locked() -> Iterator[None]:
 
 
 def _spark_jars() -> str:
-    jars = installed()
-    return jars.spark_jars if jars is not None else ""
+    """The jars a server started now gets (the lake engine's and the replay's own)."""
+    return local_session_conf(SparkOptions(), SERVER_MASTER).get(SPARK_JARS_CONF, "")
 
 
 def process_alive(pid: int) -> bool:

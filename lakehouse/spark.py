@@ -28,10 +28,13 @@ from lakehouse.light_reader import DELTA_RS as DELTA_RS
 from lakehouse.light_reader import DELTA_SPARK as DELTA_SPARK
 from lakehouse.light_reader import ENGINE_ENV as ENGINE_ENV
 from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV
+from lakehouse.replay_jar import ReplayJarError
+from lakehouse.replay_jar import build as build_replay_jar
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+SPARK_JARS_CONF = "spark.jars"
 DEFAULT_DRIVER_MEMORY = "2g"
 DRIVER_MEMORY_ENV = "KRAFT_REPLAY_DRIVER_MEMORY"
 _JVM_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
@@ -119,12 +122,21 @@ def delta_conf() -> dict[str, str]:
         if engine == DELTA_SPARK:
             raise SparkUnavailableError(f"{ENGINE_ENV}={DELTA_SPARK}, but {missing_reason()}")
         return {}
-    return {"spark.jars": jars.spark_jars, "spark.sql.extensions": DELTA_EXTENSION,
+    return {SPARK_JARS_CONF: jars.spark_jars, "spark.sql.extensions": DELTA_EXTENSION,
             "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
             # Delta rebuilds a table's snapshot in 50 tasks by default; the lake's tables have tens of files, and
             # 50 tiny tasks per table read dominated the small commands (state: 274 tasks and 146 s -> 34, 64 s)
             "spark.databricks.delta.snapshotPartitions": str(max(2, os.cpu_count() or 2)),
             DELTA_STATS_SKIPPING: "false"}
+
+
+def replay_jar() -> str | None:
+    """The jar of the replay's own JVM functions (``lakehouse.replay_jar``), built when missing; None when it cannot
+    be built here (no JDK): the replay says so when it needs them, every other command runs without them."""
+    try:
+        return str(build_replay_jar())
+    except ReplayJarError:
+        return None
 
 
 def java_available() -> str | None:
@@ -158,13 +170,13 @@ def require_java() -> str:
     line = java_available()
     if line is None:
         raise SparkUnavailableError(
-            f"Java {MIN_JAVA_MAJOR} not found: run `make setup` or install openjdk-17-jre-headless "
+            f"Java {MIN_JAVA_MAJOR} not found: run `make setup` or install openjdk-17-jdk-headless "
             "(or set JAVA_HOME to a JDK 17+), or point SPARK_REMOTE at a Spark Connect server."
         )
     major = _java_major(line)
     if major is not None and major < MIN_JAVA_MAJOR:
         raise SparkUnavailableError(
-            f"Spark 4 needs Java {MIN_JAVA_MAJOR}+, found {line!r}: install openjdk-17-jre-headless "
+            f"Spark 4 needs Java {MIN_JAVA_MAJOR}+, found {line!r}: install openjdk-17-jdk-headless "
             "and put it first on PATH (or set JAVA_HOME to it)."
         )
     return line
@@ -191,6 +203,9 @@ def session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             # Spark's warnings without its start-up notices (hostname, native Hadoop, plan truncation).
             "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
         } | delta_conf()
+        jars = [jar for jar in (conf.get(SPARK_JARS_CONF), replay_jar()) if jar]
+        if jars:
+            conf[SPARK_JARS_CONF] = ",".join(jars)
     else:
         conf.pop(DATAFRAME_DEBUGGING)  # a setting of the classic client; a Connect server refuses to change it
         if options.shuffle_partitions is not None:

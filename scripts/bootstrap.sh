@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent setup: JDK 17+ for Spark, Python 3.11/3.12, .venv with the project installed editable, the
-# delta-spark/spark-avro jars and Kafka's jars (for the Kafka-referee tests).
+# delta-spark/spark-avro jars, Kafka's jars (for the Kafka-referee tests) and the replay's own jar (replay/jvm).
 # Re-runs are fast: the pip step is skipped while .venv/.installed-<sha256 of pyproject.toml> exists.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,17 +24,19 @@ java_major() {
   sed -nE 's/.*version "1\.([0-9]+).*/\1/p; t; s/.*version "([0-9]+).*/\1/p' <<<"$line"
 }
 java_ok() { local major; major=$(java_major 2>/dev/null) && [ -n "$major" ] && [ "$major" -ge 17 ]; }
+# javac builds the replay's own JVM functions (lakehouse.replay_jar): a JDK, not only a JRE.
+javac_ok() { if [ -n "${JAVA_HOME:-}" ]; then [ -x "$JAVA_HOME/bin/javac" ]; else command -v javac >/dev/null; fi; }
 
-if java_ok; then
-  say "java $(java_major) found"
+if java_ok && javac_ok; then
+  say "java $(java_major) found (with javac)"
 elif is_root && command -v apt-get >/dev/null; then
-  mkdir -p /usr/share/man/man1  # slim Debian images lack it and the JRE's postinst fails without it
+  mkdir -p /usr/share/man/man1  # slim Debian images lack it and the JDK's postinst fails without it
   # Debian 12 ships openjdk-17; Debian 13 only openjdk-21 (also supported by Spark 4).
-  apt_install openjdk-17-jre-headless 2>/dev/null || apt_install openjdk-21-jre-headless
-  java_ok || die "a JDK was installed but $(java_cmd) is still not Java 17+: fix JAVA_HOME or PATH"
-  say "java $(java_major) installed"
+  apt_install openjdk-17-jdk-headless 2>/dev/null || apt_install openjdk-21-jdk-headless
+  java_ok && javac_ok || die "a JDK was installed but $(java_cmd) is still not Java 17+ with javac: fix JAVA_HOME or PATH"
+  say "java $(java_major) installed (with javac)"
 else
-  die "Java 17+ not found: install openjdk-17-jre-headless (or set JAVA_HOME to a JDK 17+), then re-run"
+  die "a JDK 17+ (java and javac) not found: install openjdk-17-jdk-headless (or set JAVA_HOME to a JDK 17+), then re-run"
 fi
 
 python_ok() { "$1" -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] < (3, 13))' 2>/dev/null; }
@@ -86,4 +88,6 @@ fi
 # without them those tests skip. One line per set; re-runs read manifests.
 while IFS= read -r line; do say "$line"; done < <(.venv/bin/python -m lakehouse.jars fetch spark kafka-4.4.0 kafka-3.9.2 kafka-tools-4.4.0 \
   || echo "jars: lakehouse.jars failed; the lake engine will be delta-rs and the Kafka-referee tests will skip")
+# The replay's own JVM functions (replay/jvm), compiled against the Spark pyspark ships into the jar cache.
+say "replay jar: $(.venv/bin/python -m lakehouse.replay_jar)"
 say "ready"

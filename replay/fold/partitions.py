@@ -1,11 +1,13 @@
-"""Partitions and topics: Kafka's ``TopicsDelta``/``PartitionRegistration.merge`` as window functions.
+"""Partitions and topics: Kafka's ``TopicsDelta``/``PartitionRegistration.merge`` as DataFrame steps.
 
 Each partition's events (PartitionRecord = create, PartitionChangeRecord = change, the partitions
 of a RemoveTopicRecord = delete, the partitions a ClearElrRecord names = clear) are ordered as Kafka
-applies them. A *generation* starts at every create or delete; inside a create generation each field
-is the last value a record set (``null`` arrays, leader ``-2`` and recovery state ``-1`` set nothing),
-the leader epoch is the created epoch plus the number of records that named a leader, the partition
-epoch the created epoch plus the number of changes (a clear counts only where it emptied an ELR).
+applies them. A *generation* starts at every create or delete; which topic events, creations and changes apply is
+decided set-based (joins and windows), and each partition's applicable events are then folded in one pass by a
+JVM function (``replay/jvm``: ``kraftreplay.fold.PartitionFold``), which merges each record into the registration
+before it: every field is the last value a record set (``null`` arrays, leader ``-2`` and recovery state ``-1`` set
+nothing), the leader epoch moves on with every record that names a leader, the partition epoch with every merge
+(a clear merges only where it empties an ELR).
 Changes Kafka would refuse (unknown partition, removed topic, directories that do not match the replicas, a
 clear of an unknown topic name) and PartitionRecords of unknown topics are not applied and come out as
 anomalies.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
@@ -41,6 +43,7 @@ from replay.core.refusals import (
     UNKNOWN_TOPIC_REMOVAL,
 )
 from replay.core.shapes import RecordShapes
+from replay.fold.jvm_functions import JvmFunction, jvm_call
 
 KEY = ("topic_id", "partition_id")
 ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
@@ -49,6 +52,23 @@ CLEAR_ELR = "ClearElrRecord"
 TOPIC, REMOVE_TOPIC = "TopicRecord", "RemoveTopicRecord"
 PARTITION, CHANGE = "PartitionRecord", "PartitionChangeRecord"
 CHANGES = ("change", "clear")  # the event kinds that merge into a live partition (PartitionRegistration.merge)
+# The JVM fold of one partition's events (replay/jvm: kraftreplay.fold.PartitionFold): the struct it reads for each
+# event, fields in its order and types (the apply order first: sorting the structs sorts the events), and the
+# struct it gives back for each, its outcome and the registration after it.
+FOLD_EVENT = (("visible_offset", "bigint"), ("offset", "bigint"), ("seq", "bigint"), ("kind", "string"),
+              *((name, "array<int>") for name in ARRAYS), ("leader", "int"), ("base_leader_epoch", "int"),
+              ("base_partition_epoch", "int"), ("leader_recovery_state", "int"), ("record_dirs", "array<string>"))
+FOLD_CARRIED = ("visible_time_ms", "record_type", "generation")  # after the fields it reads, for the rows it gives
+OUTCOME = "outcome"
+FOLD_RESULT = ((OUTCOME, "string"), *((name, "array<int>") for name in ARRAYS), ("leader", "int"),
+               ("leader_epoch", "bigint"), ("partition_epoch", "bigint"), ("leader_recovery_state", "int"),
+               ("directories", "array<string>"))
+# its outcomes, as PartitionFold names them: the event made (or deleted) the registration; its directories do not
+# match its replicas (refused); a clear with no ELR to clear (not merged)
+APPLIED, DIRECTORIES_REFUSED, NOTHING_TO_CLEAR = "applied", "directories refused", "nothing to clear"
+PARTITION_FOLD = JvmFunction(
+    "kraft_partition_fold", "kraftreplay.fold.PartitionFold",
+    "array<struct<" + ",".join(f"{name}:{spark_type}" for name, spark_type in FOLD_RESULT) + ">>")
 
 
 @dataclass(frozen=True)
@@ -120,7 +140,7 @@ def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsRe
     topic when the name is empty) get their ELR and last known ELR emptied, as a PartitionChangeRecord setting
     both to ``[]`` would; a name no live topic has is refused. ``records``: ClearElrRecord events typed as ``r``;
     ``live``: ``topic_live_intervals``; ``keys``: the partitions ever created. Which clears change a partition
-    (an ELR to empty) is decided with the partition's state: ``_effective_clears``."""
+    (an ELR to empty) is decided with the partition's state: ``_registrations``."""
     clear_records, intervals = records.alias("c"), live.alias("t")
     name = F.coalesce(F.col("c.r.topicName"), F.lit(default(CLEAR_ELR, "topicName")))
     named = (name == "") | (F.col("t.name") == name)
@@ -134,16 +154,6 @@ def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsRe
         *EVENT_COLUMNS, *KEY, F.lit("clear").alias("kind"),
         empty.alias("eligible_leader_replicas"), empty.alias("last_known_elr"))
     return ClearsResult(clears, refused)
-
-
-def _effective_clears(events: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
-    """``events`` without the clears that found no ELR and no last known ELR: Kafka merges a partition only where
-    one of them is not empty, so only there does a clear move the partition epoch on and make a version."""
-    before = ordered(*keyed).rowsBetween(Window.unboundedPreceding, -1)
-    had = F.lit(False)
-    for column in ("eligible_leader_replicas", "last_known_elr"):
-        had = had | F.coalesce(F.size(_in_generation(column, before)) > 0, F.lit(False))
-    return events.withColumn("_had_elr", had).where((F.col("kind") != "clear") | F.col("_had_elr")).drop("_had_elr")
 
 
 @dataclass(frozen=True)
@@ -238,9 +248,7 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     # The deletions ride along the applied events (their versions stay empty): ``to_intervals`` ends a partition's
     # last version at its deletion in the same sorted stream.
     live_events = stream.where(applied | (F.col("kind") == "delete"))
-    if clearing:
-        live_events = _effective_clears(live_events, keyed)
-    states, refused_by_state = _states(live_events, keyed)
+    states, refused_by_state = _registrations(live_events, keyed)
     state = states.where(F.col("kind") != "delete")
     refused_changes = refused_changes.unionByName(refused_by_state.select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
@@ -282,20 +290,6 @@ def _invalid_recovery_state_reason() -> Column:
     return reason_column(INVALID_LEADER_RECOVERY_STATE, state="leader_recovery_state")
 
 
-def _in_generation(column: str, window: WindowSpec) -> Column:
-    """The last non-null ``column`` of the row's generation in ``window`` (a partition's events of every generation,
-    in apply order), null when the generation has none: what a window per generation gives, without sorting the
-    events by generation too."""
-    set_in = F.last(F.when(F.col(column).isNotNull(), F.col("generation")), ignorenulls=True).over(window)
-    return F.when(set_in == F.col("generation"), F.last(column, ignorenulls=True).over(window))
-
-
-def _since_generation_start(running_count: str, window: WindowSpec) -> Column:
-    """A running count over a partition's events (column ``running_count``) counted from the row's generation
-    start on: a generation starts with a create or delete, which the counts do not count."""
-    return F.col(running_count) - _in_generation_start(running_count, window)
-
-
 def _starts_generation() -> Column:
     """A create or a delete: every other event kind merges into the live partition."""
     return ~F.col("kind").isin(*CHANGES)
@@ -306,49 +300,28 @@ def _in_generation_start(column: str, window: WindowSpec) -> Column:
     return F.last(F.when(_starts_generation(), F.col(column)), ignorenulls=True).over(window)
 
 
-def _states(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
-    """The partition after every applied event, and the changes refused for their directories.
-
-    ``PartitionRegistration.merge`` keeps the old directories when a change has none, and
-    ``defaultToMigrating`` turns a list that is all MIGRATING (or empty) into MIGRATING for every replica of the
-    new assignment. So the directories after an event are the last list a record gave (PartitionRecord: its own,
-    none = empty): MIGRATING for each replica when that list is all MIGRATING, else the list itself, which the
-    registration's constructor refuses unless it has one entry per replica. Whether a change is refused so
-    depends on the state before it: each round finds the first such refusal of every generation (the state
-    before it is right), drops it, and folds again; a log without one takes a single round."""
-    upto = running(*keyed)  # a partition's events (every generation) up to this one
-    event = [*keyed, "generation", "visible_offset", "offset", "seq"]
-    refused: DataFrame | None = None
-    while True:
-        events = live_events if refused is None else live_events.join(
-            F.broadcast(refused.select(*event)), event, "left_anti")
-        counted = events.select(
-            "*", F.sum(F.when((F.col("kind") == "change") & F.col("leader").isNotNull(), 1).otherwise(0)).over(upto)
-            .alias("_leaders"),
-            F.sum(F.when(F.col("kind").isin(*CHANGES), 1).otherwise(0)).over(upto).alias("_changes"))
-        state = counted.select(
-            *EVENT_COLUMNS, *KEY, "kind", "generation",
-            *[_in_generation(name, upto).alias(name) for name in ARRAYS],
-            _in_generation("leader", upto).alias("leader"),
-            (_in_generation("base_leader_epoch", upto) + _since_generation_start("_leaders", upto)
-             ).alias("leader_epoch"),
-            (_in_generation("base_partition_epoch", upto) + _since_generation_start("_changes", upto)
-             ).alias("partition_epoch"),
-            _in_generation("leader_recovery_state", upto).alias("leader_recovery_state"),
-            _in_generation("record_dirs", upto).alias("last_dirs"))
-        migrating = F.forall("last_dirs", lambda directory: directory == F.lit(MIGRATING_DIR))
-        state = state.select(
-            "*", F.when(migrating, F.array_repeat(F.lit(MIGRATING_DIR), F.size("replicas")))
-            .otherwise(F.col("last_dirs")).alias("directories"),
-            (~migrating & (F.size("last_dirs") != F.size("replicas"))).alias("lengths_differ")).drop("last_dirs")
-        # The states feed the history and the invariant checks: checkpointed, so the anomalies do not
-        # recompute the windows.
-        state = state.localCheckpoint(eager=True)
-        first = (state.where("lengths_differ")
-                 .groupBy(*keyed, "generation")
-                 .agg(F.min(F.struct("visible_offset", "offset", "seq", "record_type")).alias("e"))
-                 .select(*keyed, "generation", "e.*"))
-        if first.isEmpty():
-            empty = state.where(F.lit(False)).select(*event, "record_type")
-            return state.drop("lengths_differ"), empty if refused is None else refused
-        refused = (first if refused is None else refused.unionByName(first)).localCheckpoint(eager=True)
+def _registrations(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
+    """The partition after every applied event, and the changes refused for their directories: each partition's
+    events folded in apply order by the JVM fold ``PARTITION_FOLD`` (``kraftreplay.fold.PartitionFold``), which
+    sees the registration before each event. ``PartitionRegistration.merge`` keeps the old directories when a
+    change has none, and ``defaultToMigrating`` turns a list that is all MIGRATING (or empty) into MIGRATING for
+    every replica of the new assignment; a merge whose directories then differ from its replicas in length is
+    refused by the registration's constructor and changes nothing. A clear merges only where the ELR or the
+    last known ELR is not empty (only there does it move the partition epoch on and make a version)."""
+    spark = live_events.sparkSession
+    event = F.struct(*[F.col(name).cast(spark_type).alias(name) for name, spark_type in FOLD_EVENT],
+                     *FOLD_CARRIED)
+    # the structs sort by their first fields, the apply order (visible offset, offset, seq: unique per partition)
+    grouped = live_events.groupBy(*keyed).agg(F.array_sort(F.collect_list(event)).alias("_events"))
+    folded = grouped.select(*keyed, "_events", jvm_call(
+        spark, PARTITION_FOLD, F.col("_events"), F.lit(MIGRATING_DIR)).alias("_results"))
+    outcomes = folded.select(*keyed, F.explode(F.arrays_zip("_events", "_results")).alias("_step")).select(
+        *keyed, *[F.col(f"_step._events.{name}").alias(name) for name in (*EVENT_COLUMNS, "kind", "generation")
+                  if name not in keyed],
+        *[F.col(f"_step._results.{name}").alias(name) for name, _ in FOLD_RESULT])
+    # The states feed the history and the invariant checks: checkpointed, so the anomalies do not fold again.
+    outcomes = outcomes.localCheckpoint(eager=True)
+    states = outcomes.where(F.col(OUTCOME) == APPLIED).drop(OUTCOME)
+    refused = outcomes.where(F.col(OUTCOME) == DIRECTORIES_REFUSED).select(
+        *keyed, "generation", "visible_offset", "offset", "seq", "record_type")
+    return states, refused

@@ -1,0 +1,67 @@
+"""The replay's own JVM functions (the Java sources under ``replay/jvm``, built into a jar by ``lakehouse.replay_jar``),
+registered in a session under their SQL names and called as columns.
+
+A session this project starts has the jar on its ``spark.jars`` (``lakehouse.spark``: its executors load it); a Spark
+Connect session is sent the jar as an artifact first, so a server started without it runs them too.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse.replay_jar import ReplayJarError, build
+from lakehouse.spark import SparkUnavailableError
+
+
+class JvmFunctionsUnavailableError(SparkUnavailableError):
+    """The replay's JVM functions cannot be loaded in the session: no jar, or a server that refuses it (one
+    actionable line, as for a missing JVM)."""
+
+
+@dataclass(frozen=True)
+class JvmFunction:
+    name: str  # its SQL name in the session
+    java_class: str  # the class in the jar (a ``UDF1``)
+    result_type: str  # the Spark type of its result, as DDL
+
+
+_REGISTERED: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def _registered(spark: SparkSession, function: JvmFunction) -> None:
+    """Register ``function`` in ``spark`` once (threads of one session share the registration)."""
+    with _LOCK:
+        done = _REGISTERED.setdefault(spark, set())
+        if function.name in done:
+            return
+        try:
+            jar = build()
+        except ReplayJarError as error:
+            raise JvmFunctionsUnavailableError(f"the replay's JVM functions are not built: {error}") from error
+        try:
+            if _is_connect(spark) and not done:
+                # a Connect server loads a session's artifacts in a class loader of that session
+                spark.addArtifacts(str(jar))
+            spark.udf.registerJavaFunction(function.name, function.java_class, function.result_type)
+        except (PySparkException, OSError) as error:
+            raise JvmFunctionsUnavailableError(
+                f"the replay's JVM functions ({jar.name}) cannot be loaded in this Spark session: {error}") from error
+        done.add(function.name)
+
+
+def _is_connect(spark: SparkSession) -> bool:
+    """A Spark Connect session (its class is pyspark's Connect client, not the classic one)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def jvm_call(spark: SparkSession, function: JvmFunction, *columns: Column) -> Column:
+    """``function`` applied to ``columns``, registered in ``spark`` first when it is not yet."""
+    _registered(spark, function)
+    return F.call_function(function.name, *columns)

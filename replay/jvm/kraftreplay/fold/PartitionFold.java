@@ -1,0 +1,201 @@
+package kraftreplay.fold;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF2;
+import scala.collection.Seq;
+
+/**
+ * One partition's events folded in the order Kafka applies them, as Kafka's {@code TopicsDelta} and
+ * {@code PartitionRegistration.merge} apply them: the registration after each event.
+ *
+ * <p>The events (one partition key, sorted by visible offset, offset, seq) are the ones the set-based steps
+ * around it found applicable: creates (PartitionRecord of a live topic), deletes (the topic's removal or
+ * replacement), changes (PartitionChangeRecord in a created generation) and ELR clears. What is decided here
+ * needs the registration before the event: a clear merges only where the ELR or the last known ELR is not
+ * empty; a merge whose directories do not match its replicas ({@code PartitionRegistration}'s constructor,
+ * after {@code defaultToMigrating}) is refused and changes nothing.
+ *
+ * <p>Input: {@code DirectoryId.MIGRATING} as Kafka's text (the second argument), and an array of the event structs {@code replay.fold.partitions.FOLD_EVENT} declares (fields in that order;
+ * more may follow, unread). Output: an array of the same length, each element the struct {@code
+ * replay.fold.partitions.FOLD_RESULT} declares: the event's outcome and the registration after it (null values
+ * after a delete and for an event not applied).
+ */
+public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
+    private static final long serialVersionUID = 1L;
+
+    /** The event made the registration (or deleted it). */
+    public static final String APPLIED = "applied";
+    /** A clear that found no ELR to clear: Kafka does not merge it. */
+    public static final String NOTHING_TO_CLEAR = "nothing to clear";
+    /** A merge whose directories do not match its replicas: refused, the registration stays. */
+    public static final String DIRECTORIES_REFUSED = "directories refused";
+
+    private static final int KIND = 3;
+    private static final int ARRAYS = 4;  // the six int arrays, EVENT_FIELDS[4..9]
+    private static final int ARRAY_COUNT = 6;
+    private static final int ELR = 4;  // eligible_leader_replicas, within the arrays
+    private static final int LAST_KNOWN_ELR = 5;
+    private static final int LEADER = 10;
+    private static final int BASE_LEADER_EPOCH = 11;
+    private static final int BASE_PARTITION_EPOCH = 12;
+    private static final int LEADER_RECOVERY_STATE = 13;
+    private static final int RECORD_DIRS = 14;
+
+    /** A live registration: the values the last records set, and the directories they last gave. */
+    private static final class Registration {
+        final Object[] arrays = new Object[ARRAY_COUNT];
+        Integer leader;
+        Long leaderEpoch;
+        Long partitionEpoch;
+        Integer leaderRecoveryState;
+        Seq<String> lastDirs;
+        final String migratingDir;
+
+        Registration(String migratingDir) {
+            this.migratingDir = migratingDir;
+        }
+
+        Registration copy() {
+            Registration next = new Registration(migratingDir);
+            System.arraycopy(arrays, 0, next.arrays, 0, ARRAY_COUNT);
+            next.leader = leader;
+            next.leaderEpoch = leaderEpoch;
+            next.partitionEpoch = partitionEpoch;
+            next.leaderRecoveryState = leaderRecoveryState;
+            next.lastDirs = lastDirs;
+            return next;
+        }
+
+        int replicaCount() {
+            Object replicas = arrays[0];
+            return replicas == null ? -1 : ((Seq<?>) replicas).length();
+        }
+
+        /** {@code defaultToMigrating}: a list that is empty or all MIGRATING means MIGRATING for every replica. */
+        boolean migrating() {
+            if (lastDirs == null) {
+                return false;
+            }
+            for (int i = 0; i < lastDirs.length(); i++) {
+                if (!migratingDir.equals(lastDirs.apply(i))) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        boolean directoriesMismatch() {
+            return lastDirs != null && !migrating() && lastDirs.length() != replicaCount();
+        }
+
+        Object directories() {
+            if (lastDirs == null) {
+                return null;
+            }
+            if (migrating()) {
+                String[] all = new String[Math.max(replicaCount(), 0)];
+                Arrays.fill(all, migratingDir);
+                return Arrays.asList(all);
+            }
+            return lastDirs;
+        }
+
+        boolean hasElr() {
+            return notEmpty(arrays[ELR]) || notEmpty(arrays[LAST_KNOWN_ELR]);
+        }
+
+        Row row(String outcome) {
+            return RowFactory.create(outcome, arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5],
+                leader, leaderEpoch, partitionEpoch, leaderRecoveryState, directories());
+        }
+    }
+
+    private static boolean notEmpty(Object array) {
+        return array != null && ((Seq<?>) array).length() > 0;
+    }
+
+    private static Row outcomeOnly(String outcome) {
+        return RowFactory.create(outcome, null, null, null, null, null, null, null, null, null, null, null);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Registration created(Row event, String migratingDir) {
+        Registration created = new Registration(migratingDir);
+        for (int i = 0; i < ARRAY_COUNT; i++) {
+            created.arrays[i] = event.get(ARRAYS + i);
+        }
+        created.leader = (Integer) event.get(LEADER);
+        created.leaderEpoch = event.isNullAt(BASE_LEADER_EPOCH) ? null : (long) event.getInt(BASE_LEADER_EPOCH);
+        created.partitionEpoch =
+            event.isNullAt(BASE_PARTITION_EPOCH) ? null : (long) event.getInt(BASE_PARTITION_EPOCH);
+        created.leaderRecoveryState = (Integer) event.get(LEADER_RECOVERY_STATE);
+        created.lastDirs = (Seq<String>) event.get(RECORD_DIRS);
+        return created;
+    }
+
+    /** {@code PartitionRegistration.merge}: every value the record sets replaces the registration's. */
+    @SuppressWarnings("unchecked")
+    private static Registration merged(Registration before, Row event, boolean change) {
+        Registration next = before.copy();
+        for (int i = 0; i < ARRAY_COUNT; i++) {
+            if (!event.isNullAt(ARRAYS + i)) {
+                next.arrays[i] = event.get(ARRAYS + i);
+            }
+        }
+        if (change && !event.isNullAt(LEADER)) {
+            next.leader = event.getInt(LEADER);
+            next.leaderEpoch = before.leaderEpoch == null ? null : before.leaderEpoch + 1;
+        }
+        next.partitionEpoch = before.partitionEpoch == null ? null : before.partitionEpoch + 1;
+        if (!event.isNullAt(LEADER_RECOVERY_STATE)) {
+            next.leaderRecoveryState = event.getInt(LEADER_RECOVERY_STATE);
+        }
+        if (!event.isNullAt(RECORD_DIRS)) {
+            next.lastDirs = (Seq<String>) event.get(RECORD_DIRS);
+        }
+        return next;
+    }
+
+    @Override
+    public List<Row> call(Seq<Row> events, String migratingDir) {
+        List<Row> results = new ArrayList<>(events.length());
+        Registration live = null;
+        for (int i = 0; i < events.length(); i++) {
+            Row event = events.apply(i);
+            String kind = event.getString(KIND);
+            switch (kind) {
+                case "create" -> {
+                    live = created(event, migratingDir);
+                    results.add(live.row(APPLIED));
+                }
+                case "delete" -> {
+                    live = null;
+                    results.add(outcomeOnly(APPLIED));
+                }
+                case "change", "clear" -> {
+                    if (live == null) {
+                        throw new IllegalArgumentException("a " + kind + " at offset " + event.getLong(1)
+                            + " without a live partition: the caller passes only applicable events");
+                    }
+                    if (kind.equals("clear") && !live.hasElr()) {
+                        results.add(outcomeOnly(NOTHING_TO_CLEAR));
+                        continue;
+                    }
+                    Registration next = merged(live, event, kind.equals("change"));
+                    if (next.directoriesMismatch()) {
+                        results.add(outcomeOnly(DIRECTORIES_REFUSED));
+                        continue;
+                    }
+                    live = next;
+                    results.add(live.row(APPLIED));
+                }
+                default -> throw new IllegalArgumentException("unknown partition event kind " + kind);
+            }
+        }
+        return results;
+    }
+}
