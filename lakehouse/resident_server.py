@@ -132,6 +132,10 @@ def stop_server() -> ResidentServer | None:
         if server is None:
             return None
         _end_group(server.pid)
+        # the port closes as the JVM ends: "stopped" is said once nothing answers there any more
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while listening(server.port) and time.monotonic() < deadline:
+            time.sleep(0.2)
         (server_dir() / SERVER_FILE).unlink(missing_ok=True)
         return server
 
@@ -177,6 +181,9 @@ def _end_group(pid: int) -> None:
     if process_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
 
 
 @contextlib.contextmanager

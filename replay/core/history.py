@@ -24,6 +24,13 @@ def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple
                 .withColumn("valid_to_time_ms", F.lead("visible_time_ms").over(in_apply_order))
                 .where((F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") != F.col("visible_offset")))
                        & ~F.coalesce(F.col(tombstone), F.lit(False))))
+    return as_versions(versions, keyed, value_columns)
+
+
+def as_versions(versions: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...]) -> DataFrame:
+    """Rows that are versions (the state after an event: its ``visible_offset``, ``visible_time_ms``, ``offset``,
+    ``record_type``, the values, and the version's end ``valid_to_offset``/``valid_to_time_ms``) in the columns of
+    a history table."""
     return versions.select(
         *keyed, *value_columns,
         F.col("visible_offset").alias("valid_from_offset"), "valid_to_offset",

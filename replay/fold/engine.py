@@ -32,13 +32,12 @@ from replay.fold.brokers import BROKER_VALUES, broker_states, controller_states,
 from replay.fold.client_quotas import quota_states
 from replay.fold.configurations import config_states
 from replay.fold.delegation_tokens import TokensResult, token_states
-from replay.fold.partitions import ARRAYS, partition_states, topic_events
+from replay.fold.partitions import partition_states, topic_events
 from replay.fold.producer_ids import producer_id_states
 from replay.fold.replicas import replica_history
 from replay.fold.scram import scram_states
 
 PARTITION_TYPES = ("PartitionRecord", "PartitionChangeRecord")
-PARTITION_VALUES = ("leader", "leader_epoch", "partition_epoch", *ARRAYS, "leader_recovery_state", "directories")
 
 TABLE_KEYS = HISTORY_KEYS  # the history tables and their keys, declared in the lake's registry
 
@@ -129,9 +128,7 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
     topic_history = to_intervals(
         topics.topic_events.withColumn("is_tombstone", F.col("kind") == "remove"),
         ("cluster_id", "topic_id"), ("name",)).localCheckpoint(eager=True)
-    partition_history = _with_topic_names(to_intervals(
-        partitions.states.withColumn("is_tombstone", F.col("kind") == "delete"),
-        ("cluster_id", "topic_id", "partition_id"), PARTITION_VALUES), topic_history).localCheckpoint(eager=True)
+    partition_history = _with_topic_names(partitions.versions, topic_history).localCheckpoint(eager=True)
     broker_history = collapse(
         to_intervals(brokers.states.withColumn("registers", F.col("kind") == "register"),
                      ("cluster_id", "broker_id"), (*BROKER_VALUES, "registers")),

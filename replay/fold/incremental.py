@@ -59,7 +59,7 @@ from replay.core.image_parts import IMAGE_PARTS, WHOLE_PARTS
 from replay.core.safe_points import SAFE_POINT, SafePoints
 from replay.core.shapes import RecordShapes, record_shapes
 from replay.fold.brokers import FEATURE, ZK_MIGRATION
-from replay.fold.engine import PARTITION_TYPES, PARTITION_VALUES, TABLE_KEYS, ReplayResult, replay
+from replay.fold.engine import PARTITION_TYPES, TABLE_KEYS, ReplayResult, replay
 from replay.fold.partitions import CLEAR_ELR
 from replay.fold.replicas import replica_history
 
@@ -332,7 +332,6 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
 
 
 __all__ = [
-    "PARTITION_VALUES",
     "IncrementalResult",
     "Touched",
     "incremental_replay",

@@ -29,6 +29,7 @@ from records.kafka_constants import (
 )
 from records.vocabulary import column_name, default
 from replay.core.events import kafka_columns, kafka_default, kafka_field, ordered, parsed, running
+from replay.core.history import as_versions
 from replay.core.refusal_columns import reason_column
 from replay.core.refusals import (
     INVALID_LEADER_RECOVERY_STATE,
@@ -52,17 +53,21 @@ CLEAR_ELR = "ClearElrRecord"
 TOPIC, REMOVE_TOPIC = "TopicRecord", "RemoveTopicRecord"
 PARTITION, CHANGE = "PartitionRecord", "PartitionChangeRecord"
 CHANGES = ("change", "clear")  # the event kinds that merge into a live partition (PartitionRegistration.merge)
+PARTITION_VALUES = ("leader", "leader_epoch", "partition_epoch", *ARRAYS, "leader_recovery_state", "directories")
 # The JVM fold of one partition's events (replay/jvm: kraftreplay.fold.PartitionFold): the struct it reads for each
 # event, fields in its order and types (the apply order first: sorting the structs sorts the events), and the
 # struct it gives back for each, its outcome and the registration after it.
 FOLD_EVENT = (("visible_offset", "bigint"), ("offset", "bigint"), ("seq", "bigint"), ("kind", "string"),
               *((name, "array<int>") for name in ARRAYS), ("leader", "int"), ("base_leader_epoch", "int"),
-              ("base_partition_epoch", "int"), ("leader_recovery_state", "int"), ("record_dirs", "array<string>"))
-FOLD_CARRIED = ("visible_time_ms", "record_type", "generation")  # after the fields it reads, for the rows it gives
+              ("base_partition_epoch", "int"), ("leader_recovery_state", "int"), ("record_dirs", "array<string>"),
+              ("visible_time_ms", "bigint"))
+FOLD_CARRIED = ("record_type", "generation")  # after the fields it reads, for the rows it gives
 OUTCOME = "outcome"
+IS_VERSION = "is_version"  # the registration after the last applied event at its visible offset
 FOLD_RESULT = ((OUTCOME, "string"), *((name, "array<int>") for name in ARRAYS), ("leader", "int"),
                ("leader_epoch", "bigint"), ("partition_epoch", "bigint"), ("leader_recovery_state", "int"),
-               ("directories", "array<string>"))
+               ("directories", "array<string>"), ("valid_to_offset", "bigint"), ("valid_to_time_ms", "bigint"),
+               (IS_VERSION, "boolean"))
 # its outcomes, as PartitionFold names them: the event made (or deleted) the registration; its directories do not
 # match its replicas (refused); a clear with no ELR to clear (not merged)
 APPLIED, DIRECTORIES_REFUSED, NOTHING_TO_CLEAR = "applied", "directories refused", "nothing to clear"
@@ -158,7 +163,7 @@ def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsRe
 
 @dataclass(frozen=True)
 class PartitionsResult:
-    states: DataFrame  # one row per applied event: the partition after it
+    versions: DataFrame  # the partitions' versions, as partition_history holds them but for the topic's name
     anomalies: DataFrame
 
 
@@ -265,7 +270,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     anomalies = refused_creates.unionByName(refused_changes).unionByName(invariants)
     if clearing:
         anomalies = anomalies.unionByName(cleared.anomalies)
-    return PartitionsResult(states, anomalies)
+    versions = as_versions(states.where(F.col(IS_VERSION)), keyed, PARTITION_VALUES)
+    return PartitionsResult(versions, anomalies)
 
 
 def _mismatched_directories() -> Column:

@@ -19,6 +19,10 @@ import scala.collection.Seq;
  * empty; a merge whose directories do not match its replicas ({@code PartitionRegistration}'s constructor,
  * after {@code defaultToMigrating}) is refused and changes nothing.
  *
+ * <p>The registrations become versions as {@code replay.core.history.to_intervals} makes them: the registration
+ * after the last applied event at a visible offset is a version (the records of a transaction become visible
+ * together), ended by the next applied event's visible offset; a delete ends one and starts none.
+ *
  * <p>Input: {@code DirectoryId.MIGRATING} as Kafka's text (the second argument), and an array of the event structs {@code replay.fold.partitions.FOLD_EVENT} declares (fields in that order;
  * more may follow, unread). Output: an array of the same length, each element the struct {@code
  * replay.fold.partitions.FOLD_RESULT} declares: the event's outcome and the registration after it (null values
@@ -44,6 +48,13 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
     private static final int BASE_PARTITION_EPOCH = 12;
     private static final int LEADER_RECOVERY_STATE = 13;
     private static final int RECORD_DIRS = 14;
+    private static final int VISIBLE_TIME_MS = 15;
+    private static final int VISIBLE_OFFSET = 0;
+    // the result's fields: the outcome, the registration (11 values), then its version's end and whether it is one
+    private static final int VALID_TO_OFFSET = 12;
+    private static final int VALID_TO_TIME_MS = 13;
+    private static final int IS_VERSION = 14;
+    private static final int RESULT_WIDTH = 15;
 
     /** A live registration: the values the last records set, and the directories they last gave. */
     private static final class Registration {
@@ -108,9 +119,9 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
             return notEmpty(arrays[ELR]) || notEmpty(arrays[LAST_KNOWN_ELR]);
         }
 
-        Row row(String outcome) {
-            return RowFactory.create(outcome, arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5],
-                leader, leaderEpoch, partitionEpoch, leaderRecoveryState, directories());
+        Object[] values(String outcome) {
+            return new Object[] {outcome, arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5],
+                leader, leaderEpoch, partitionEpoch, leaderRecoveryState, directories(), null, null, false};
         }
     }
 
@@ -118,8 +129,11 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
         return array != null && ((Seq<?>) array).length() > 0;
     }
 
-    private static Row outcomeOnly(String outcome) {
-        return RowFactory.create(outcome, null, null, null, null, null, null, null, null, null, null, null);
+    private static Object[] outcomeOnly(String outcome) {
+        Object[] values = new Object[RESULT_WIDTH];
+        values[0] = outcome;
+        values[IS_VERSION] = false;
+        return values;
     }
 
     @SuppressWarnings("unchecked")
@@ -162,7 +176,8 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
 
     @Override
     public List<Row> call(Seq<Row> events, String migratingDir) {
-        List<Row> results = new ArrayList<>(events.length());
+        List<Object[]> results = new ArrayList<>(events.length());
+        List<Integer> applied = new ArrayList<>(events.length());
         Registration live = null;
         for (int i = 0; i < events.length(); i++) {
             Row event = events.apply(i);
@@ -170,11 +185,13 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
             switch (kind) {
                 case "create" -> {
                     live = created(event, migratingDir);
-                    results.add(live.row(APPLIED));
+                    results.add(live.values(APPLIED));
+                    applied.add(i);
                 }
                 case "delete" -> {
                     live = null;
                     results.add(outcomeOnly(APPLIED));
+                    applied.add(i);
                 }
                 case "change", "clear" -> {
                     if (live == null) {
@@ -191,11 +208,27 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
                         continue;
                     }
                     live = next;
-                    results.add(live.row(APPLIED));
+                    results.add(live.values(APPLIED));
+                    applied.add(i);
                 }
                 default -> throw new IllegalArgumentException("unknown partition event kind " + kind);
             }
         }
-        return results;
+        for (int k = 0; k < applied.size(); k++) {
+            Row event = events.apply(applied.get(k));
+            Object[] values = results.get(applied.get(k));
+            Row next = k + 1 < applied.size() ? events.apply(applied.get(k + 1)) : null;
+            if (next != null) {
+                values[VALID_TO_OFFSET] = next.getLong(VISIBLE_OFFSET);
+                values[VALID_TO_TIME_MS] = next.isNullAt(VISIBLE_TIME_MS) ? null : next.getLong(VISIBLE_TIME_MS);
+            }
+            values[IS_VERSION] = !event.getString(KIND).equals("delete")
+                && (next == null || next.getLong(VISIBLE_OFFSET) != event.getLong(VISIBLE_OFFSET));
+        }
+        List<Row> rows = new ArrayList<>(results.size());
+        for (Object[] values : results) {
+            rows.add(RowFactory.create(values));
+        }
+        return rows;
     }
 }
