@@ -27,7 +27,7 @@ class JvmFunctionsUnavailableError(SparkUnavailableError):
 @dataclass(frozen=True)
 class JvmFunction:
     name: str  # its SQL name in the session
-    java_class: str  # the class in the jar (a ``UDF1``)
+    java_class: str  # the class in the jar (a Spark Java UDF: ``UDF1``, ``UDF2``, ...)
     result_type: str  # the Spark type of its result, as DDL
 
 

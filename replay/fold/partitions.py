@@ -235,8 +235,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         stream = stream.unionByName(cleared.clears, allowMissingColumns=True)
     stream = stream.withColumn("malformed", F.coalesce("malformed", F.lit(False)))
     keyed = ("cluster_id", *KEY)
-    # One window spec for every window of the partition fold (``_states``, ``to_intervals``): Spark sorts the events
-    # once. A generation's kind is the last create or delete so far (none before the first).
+    # Both windows in one spec: Spark sorts the events once. A generation's kind is the last create or delete so far
+    # (none before the first).
     stream = stream.select(
         "*", F.sum(F.when(_starts_generation(), 1).otherwise(0)).over(running(*keyed)).alias("generation"),
         _in_generation_start("kind", running(*keyed)).alias("generation_kind"))
@@ -250,8 +250,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         F.when(F.col("malformed") & _mismatched_directories(), lengths_refused)
         .when(F.col("malformed"), _invalid_recovery_state_reason())
         .otherwise(_partition_reason(UNKNOWN_PARTITION_CHANGE)).alias("reason"))
-    # The deletions ride along the applied events (their versions stay empty): ``to_intervals`` ends a partition's
-    # last version at its deletion in the same sorted stream.
+    # The deletions ride along the applied events (they start no version): the JVM fold ends a partition's last
+    # version at its deletion.
     live_events = stream.where(applied | (F.col("kind") == "delete"))
     states, refused_by_state = _registrations(live_events, keyed)
     state = states.where(F.col("kind") != "delete")

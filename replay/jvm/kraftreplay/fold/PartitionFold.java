@@ -23,10 +23,10 @@ import scala.collection.Seq;
  * after the last applied event at a visible offset is a version (the records of a transaction become visible
  * together), ended by the next applied event's visible offset; a delete ends one and starts none.
  *
- * <p>Input: {@code DirectoryId.MIGRATING} as Kafka's text (the second argument), and an array of the event structs {@code replay.fold.partitions.FOLD_EVENT} declares (fields in that order;
- * more may follow, unread). Output: an array of the same length, each element the struct {@code
- * replay.fold.partitions.FOLD_RESULT} declares: the event's outcome and the registration after it (null values
- * after a delete and for an event not applied).
+ * <p>Input: an array of the event structs {@code replay.fold.partitions.FOLD_EVENT} declares (fields in that
+ * order; more may follow, unread), and {@code DirectoryId.MIGRATING} as Kafka's text. Output: an array of the
+ * same length, each element the struct {@code replay.fold.partitions.FOLD_RESULT} declares: the event's outcome,
+ * the registration after it (null values after a delete and for an event not applied) and its version's end.
  */
 public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
     private static final long serialVersionUID = 1L;
@@ -39,7 +39,7 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
     public static final String DIRECTORIES_REFUSED = "directories refused";
 
     private static final int KIND = 3;
-    private static final int ARRAYS = 4;  // the six int arrays, EVENT_FIELDS[4..9]
+    private static final int ARRAYS = 4;  // the six int arrays, FOLD_EVENT[4..9]
     private static final int ARRAY_COUNT = 6;
     private static final int ELR = 4;  // eligible_leader_replicas, within the arrays
     private static final int LAST_KNOWN_ELR = 5;
