@@ -75,7 +75,6 @@ def run(
     quiet: QuietOption = False,
 ) -> None:
     """Ingest, replay and explain your own cluster's metadata log: offline partitions, fences, elections."""
-    from kraft_replay.report import write_report
     from kraft_replay.summary import summarize
     from lakehouse.ingest import IngestOptions, ingest, plan_source
     from lakehouse.lake import Lake
@@ -111,6 +110,8 @@ def run(
         echo("\n".join(told.lines))
         written = None
         if report:
+            from kraft_replay.report import write_report  # matplotlib: imported only when plots are drawn
+
             echo(f"4/4 writing the report (plots and one HTML page) to {root / 'report'}")
             written = write_report(spark, target, root / "report", cluster_id=cluster, summary=told,
                                    progress=stages)

@@ -73,7 +73,8 @@ def commit_spark_parquet(
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     root = _normalize_root(table_root)
-    arrow_schema = to_arrow_schema(table_columns(spark_df, split_by).schema)
+    columns = table_columns(spark_df, split_by).schema  # asked once: on Spark Connect each schema is a request
+    arrow_schema = to_arrow_schema(columns)
     existing = DeltaTable(root) if DeltaTable.is_deltatable(root) else None
     if existing is not None:
         _check_target(existing, arrow_schema, mode)
@@ -82,7 +83,7 @@ def commit_spark_parquet(
         if missing:
             existing.alter.set_table_properties(missing)
 
-    staging, actions = stage_spark_parquet(spark_df, root, staging_prefix, split_by)
+    staging, actions = stage_spark_parquet(spark_df, root, staging_prefix, split_by, columns)
     commit = CommitProperties(custom_metadata={STAGING_KEY: staging})
     if existing is None:
         delta_schema = Schema.from_arrow(arrow_schema)
@@ -96,7 +97,8 @@ def commit_spark_parquet(
 
 
 def stage_spark_parquet(
-    spark_df: DataFrame, table_root: str, staging_prefix: str = "part", split_by: str | None = None
+    spark_df: DataFrame, table_root: str, staging_prefix: str = "part", split_by: str | None = None,
+    columns: StructType | None = None,
 ) -> tuple[str, list[AddAction]]:
     """Executors write `spark_df` as Parquet under `<table_root>/<prefix>-<uuid>/`; nothing is committed.
 
@@ -106,7 +108,8 @@ def stage_spark_parquet(
 
     `split_by`: a column whose values go to separate files (Spark's ``partitionBy``: one subdirectory per
     value, the column itself left out of the files). The table stays unpartitioned: the column is only a
-    way to keep rows apart, e.g. the open versions of a history table from the closed ones.
+    way to keep rows apart, e.g. the open versions of a history table from the closed ones. ``columns``: the
+    schema of ``table_columns(spark_df, split_by)``, when the caller has it.
     """
     if not _STAGING_PREFIX.fullmatch(staging_prefix):
         raise ValueError(f"staging_prefix must match {_STAGING_PREFIX.pattern}, not {staging_prefix!r}")
@@ -116,7 +119,8 @@ def stage_spark_parquet(
     if split_by is not None:
         writer = writer.partitionBy(split_by)
     writer.parquet(f"{root}/{staging}")
-    return staging, _add_actions(table_columns(spark_df, split_by).schema, root, staging)
+    schema = columns if columns is not None else table_columns(spark_df, split_by).schema
+    return staging, _add_actions(schema, root, staging)
 
 
 def removed_file(path: str, size: int | None, deletion_ms: int, data_change: bool = True) -> RemoveAction:

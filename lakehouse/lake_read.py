@@ -84,6 +84,24 @@ class LakeReads(LakeRoot):
         before = set(self.file_paths(name, since))
         return [path for path in self.file_paths(name, version) if path not in before]
 
+    def small_rows(self, name: str, version: int | None = None) -> list[dict[str, Any]]:
+        """Every row of a small table (the replay's checkpoints, its coverage: a row per cluster or replay) read by
+        delta-rs on the driver, maps as dicts: no Spark job, where each Spark read of a table costs one or more
+        (issue 42: an increment's planning read four such tables)."""
+        table = self.delta_table(name, version)
+        kinds = {field.name: field.type for field in table_arrow_schema(table)}
+        rows = table.to_pyarrow_table().to_pylist()
+        maps = [column for column, kind in kinds.items() if pa.types.is_map(kind)]
+        for row in rows:
+            for column in maps:
+                if row[column] is not None:
+                    row[column] = dict(row[column])
+        return rows
+
+    def columns(self, name: str) -> list[str]:
+        """The column names of a table, from its Delta log (no Spark job)."""
+        return list(table_arrow_schema(self.delta_table(name)).names)
+
     def read_files(self, spark: SparkSession, name: str, paths: list[str], schema: StructType | None = None
                    ) -> DataFrame:
         """The rows of some files of a table (paths relative to it); ``schema`` by default the table's."""
@@ -92,6 +110,30 @@ class LakeReads(LakeRoot):
         if not paths:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).parquet(*(f"{self.path(name)}/{path}" for path in paths))
+
+
+def clusters_in_files(spark: SparkSession, table: DeltaTable, uris: list[str]) -> set[str]:
+    """The cluster ids in some files of ``table`` (URIs as ``file_uris`` gives them): from each file's statistics
+    where its smallest and largest ``cluster_id`` are one (an ingest writes a cluster's records apart), else read."""
+    if not uris:
+        return set()
+    files = pa.table(table.get_add_actions(flatten=True))
+    names = set(files.column_names)
+    lowest = files.column("min.cluster_id").to_pylist() if "min.cluster_id" in names else [None] * files.num_rows
+    highest = files.column("max.cluster_id").to_pylist() if "max.cluster_id" in names else [None] * files.num_rows
+    single = {path: low for path, low, high in zip(files.column("path").to_pylist(), lowest, highest, strict=True)
+              if low is not None and low == high}
+    found: set[str] = set()
+    unknown = []
+    for uri in uris:
+        cluster = next((low for path, low in single.items() if uri.endswith(f"/{path}")), None)
+        if cluster is None:
+            unknown.append(uri)
+        else:
+            found.add(cluster)
+    if unknown:
+        found |= {row["cluster_id"] for row in spark.read.parquet(*unknown).select("cluster_id").distinct().collect()}
+    return found
 
 
 def overlapping_files(table: DeltaTable, ranges: Mapping[str, tuple[int, int]]) -> list[str]:

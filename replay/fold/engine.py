@@ -7,8 +7,9 @@ Nothing here collects the log on the driver or runs Python per record; the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -85,33 +86,37 @@ PART_FOLDS: dict[str, PartFold] = {
 @dataclass(frozen=True)
 class ImageParts:
     tables: dict[str, DataFrame]  # config_history ... producer_id_history (unordered)
-    anomalies: DataFrame  # the ACL removals and delegation tokens Kafka refuses
+    anomalies: DataFrame | None  # the ACL removals and delegation tokens Kafka refuses (None: no such part folded)
 
 
-def image_parts(others: DataFrame, shapes: RecordShapes, topics: DataFrame) -> ImageParts:
+def image_parts(others: DataFrame, shapes: RecordShapes, topics: DataFrame,
+                tables_wanted: Collection[str] | None = None) -> ImageParts:
     """The history of the parts folded on their own (``PART_FOLDS``): small families, folded from the small
     checkpoint of the non-partition records. ``topics``: the topic events Kafka applies
-    (``replay.fold.partitions.topic_events``), whose removals delete configs."""
+    (``replay.fold.partitions.topic_events``), whose removals delete configs. ``tables_wanted``: the parts' tables to
+    fold (all by default); a part not folded refuses nothing either (only records of its own types are refused)."""
     tables: dict[str, DataFrame] = {}
     refused: list[DataFrame] = []
     for part in WHOLE_PARTS:
+        if tables_wanted is not None and part.table not in tables_wanted:
+            continue
         states, refusals = PART_FOLDS[part.section](others, shapes, topics)
         tables[part.table] = _versions(states, part)
         if refusals is not None:
             refused.append(refusals)
-    anomalies = refused[0]
-    for more in refused[1:]:
-        anomalies = anomalies.unionByName(more)
-    return ImageParts(tables, anomalies)
+    return ImageParts(tables, reduce(DataFrame.unionByName, refused) if refused else None)
 
 
-def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None) -> ReplayResult:
+def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None,
+           last_offset: int | None = None, parts_wanted: Collection[str] | None = None) -> ReplayResult:
     """Replay ``log`` (rows in the ``metadata_log`` shape, one or more clusters).
 
     ``base``: already-visible events applied before the log of their cluster (``replay.core.events.with_base``):
     the records of the snapshot a truncated log starts from (``replay.store.snapshots``), or the seeds of an
     incremental replay (``replay.fold.incremental``). ``shapes``: how records are typed (``replay.core.shapes``; the
-    lake's registry via ``replay.core.shapes.lake_shapes``), by default the shipped schemas."""
+    lake's registry via ``replay.core.shapes.lake_shapes``), by default the shipped schemas. ``last_offset``: the
+    last offset of the log, when the caller knows it (``replay.fold.replicas`` then need not look it up).
+    ``parts_wanted``: the tables of the parts folded on their own to fold (``image_parts``), all by default."""
     if shapes is None:
         shapes = record_shapes(log.sparkSession)
     # Every table reads the events, and replicas read partitions and brokers: compute each once. A local
@@ -145,11 +150,13 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         FEATURE_HISTORY: feature_history,
         CONTROLLER_HISTORY: controller_history,
     }
-    tables[REPLICA_HISTORY] = replica_history(partition_history, broker_history)
-    parts = image_parts(others, shapes, topics.topic_events)
+    tables[REPLICA_HISTORY] = replica_history(partition_history, broker_history, last_offset)
+    parts = image_parts(others, shapes, topics.topic_events, parts_wanted)
     tables.update(parts.tables)
     anomalies = (transaction_anomalies(log).unionByName(topics.anomalies).unionByName(partitions.anomalies)
-                 .unionByName(brokers.anomalies).unionByName(zk_migration.anomalies).unionByName(parts.anomalies))
+                 .unionByName(brokers.anomalies).unionByName(zk_migration.anomalies))
+    if parts.anomalies is not None:
+        anomalies = anomalies.unionByName(parts.anomalies)
     # Unordered: ``replay.store.runs.write_sorted`` sorts each table as it writes it (a sort here would make Spark
     # run the whole plan twice, once to sample the range boundaries of the sort).
     return ReplayResult(tables, anomalies)

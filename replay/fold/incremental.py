@@ -94,9 +94,9 @@ _BROKER_TYPES = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerR
                  "BrokerRegistrationChangeRecord")
 _CONTROLLER_TYPES = IMAGE_PARTS["controllers"].folded_from
 _FEATURE_TYPES = IMAGE_PARTS["features"].folded_from
-# the small tables and the record types they are folded from: without such a record their rows stay as stored (the
-# image parts, ``replay.core.image_parts``: every open version of the parts folded on their own is seeded then)
-FOLDED_FROM = {TOPIC_HISTORY: _TOPIC_TYPES, **PARTS_FOLDED_FROM}
+# the tables an increment leaves as stored without a record of the types they are folded from (the image parts,
+# ``replay.core.image_parts``: every open version of the parts folded on their own is seeded when one came)
+FOLDED_FROM = {TOPIC_HISTORY: _TOPIC_TYPES, BROKER_HISTORY: _BROKER_TYPES, **PARTS_FOLDED_FROM}
 
 
 @dataclass(frozen=True)
@@ -263,8 +263,9 @@ def _live_from(history: DataFrame, checkpoints: SafePoints) -> DataFrame:
 
 
 def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, result_partitions: DataFrame,
-              checkpoints: SafePoints, entities: Touched) -> DataFrame:
-    """``replica_history`` with the pairs of touched partitions and touched brokers recomputed from C on."""
+              checkpoints: SafePoints, entities: Touched, last_offset: int | None) -> DataFrame:
+    """``replica_history`` with the pairs of touched partitions and touched brokers recomputed from C on
+    (``last_offset``: the last new offset, if known)."""
     pkey = ("cluster_id", "topic_id", "partition_id")
     p_live = _live_from(partitions, checkpoints)
     on_touched_broker = (p_live.select(*pkey, F.explode("replicas").alias("broker_id"))
@@ -277,7 +278,7 @@ def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, resu
             .join(p_in.select("cluster_id", F.explode("replicas").alias("broker_id")).distinct(),
                   ["cluster_id", "broker_id"])).localCheckpoint(eager=True)
     # read twice by the merge (the versions it closes, the versions it adds): computed once
-    recomputed = replica_history(p_in, b_in).localCheckpoint(eager=True)
+    recomputed = replica_history(p_in, b_in, last_offset).localCheckpoint(eager=True)
     return _merge(stored, recomputed, checkpoints, TABLE_KEYS[REPLICAS])
 
 
@@ -290,10 +291,11 @@ class IncrementalResult:
 
 def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dict[str, int],
                        stored: dict[str, DataFrame], stored_anomalies: DataFrame,
-                       shapes: RecordShapes | None = None) -> IncrementalResult:
+                       shapes: RecordShapes | None = None, last_offset: int | None = None) -> IncrementalResult:
     """Fold ``new_log`` (records after each cluster's checkpoint offset C in ``checkpoints``) into the
     ``stored`` history tables. Clusters not in ``checkpoints`` keep their stored rows as they are. ``shapes``:
-    how records are typed (``replay.core.shapes``), by default the shipped schemas."""
+    how records are typed (``replay.core.shapes``), by default the shipped schemas. ``last_offset``: the last offset
+    of ``new_log``, when the caller knows it."""
     if shapes is None:
         shapes = record_shapes(spark)
     cps = SafePoints(checkpoints)
@@ -305,27 +307,29 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     present = {row["record_type"] for row in new_log.select("record_type").distinct().collect()}
     base = seeds(stored, cps, entities)
     parts = image_seeds(stored, cps, present)
-    result: ReplayResult = replay(new_log, base if parts is None else base.unionByName(parts), shapes)
+    # Nothing is stored after C, so without new rows (anomalies; records a small table is folded from) the
+    # merged rows are exactly the stored ones: those tables are neither folded nor merged.
+    unchanged = {name for name, kinds in FOLDED_FROM.items() if not present & set(kinds)}
+    result: ReplayResult = replay(new_log, base if parts is None else base.unionByName(parts), shapes,
+                                  last_offset, parts_wanted=set(TABLE_KEYS) - unchanged)
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
     # recomputation do not re-plan and re-run it for every use.
     # replica_history is recomputed below from the merged tables: the fold's own is never computed.
-    folded = {name: df.localCheckpoint(eager=True) for name, df in result.tables.items() if name != REPLICAS}
-    tables: dict[str, DataFrame] = {}
+    folded = {name: df.localCheckpoint(eager=True) for name, df in result.tables.items()
+              if name != REPLICAS and name not in unchanged}
+    tables: dict[str, DataFrame] = {name: stored[name] for name in unchanged}
     for name, key in TABLE_KEYS.items():
-        if name != REPLICAS:
+        if name != REPLICAS and name not in unchanged:
             tables[name] = _merge(stored[name], folded[name], cps, key)
     for name in (PARTITION_HISTORY, BROKER_HISTORY):
         tables[name] = tables[name].localCheckpoint(eager=True)
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
-                                 folded[PARTITION_HISTORY], cps, entities)
+                                 folded[PARTITION_HISTORY], cps, entities, last_offset)
     new_anomalies = few_partitions(cps.join(result.anomalies).where(
         F.col("offset") > F.col(SAFE_POINT)).drop(SAFE_POINT)).localCheckpoint(eager=True)
     old = cps.join(stored_anomalies, "left").where(
         F.col(SAFE_POINT).isNull() | (F.col("offset") <= F.col(SAFE_POINT))).drop(SAFE_POINT)
     anomalies = old.unionByName(new_anomalies.select(*old.columns))
-    # Nothing is stored after C, so without new rows (anomalies; records a small table is folded from) the
-    # merged rows are exactly the stored ones.
-    unchanged = {name for name, kinds in FOLDED_FROM.items() if not present & set(kinds)}
     if new_anomalies.isEmpty():
         unchanged.add(ANOMALIES)
     return IncrementalResult(tables, anomalies, frozenset(unchanged))

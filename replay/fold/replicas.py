@@ -17,16 +17,17 @@ REPLICA_VALUES = ("topic_name", "is_leader", "in_isr", "in_elr", "adding", "remo
 MIN_BUCKET = 1 << 12
 
 
-def _buckets(partition_history: DataFrame, timeline: DataFrame) -> tuple[int, int]:
+def _buckets(partition_history: DataFrame, timeline: DataFrame, last_offset: int | None) -> tuple[int, int]:
     """(offsets per bucket, last bucket) of the replica-broker range join: about 16 buckets over the
     offsets in play, so a replica version usually falls in one or two and a broker's few intervals spread
-    over all of them. Open intervals reach the last bucket."""
+    over all of them. Open intervals reach the last bucket. ``last_offset``: the last offset replayed, when the
+    caller knows it (no interval starts or ends after it); else read from the intervals (two Spark jobs)."""
     def last(intervals: DataFrame) -> int:
         row = intervals.agg(F.max(F.greatest("valid_from_offset", F.coalesce("valid_to_offset", F.lit(0))))
                             .alias("m")).first()
         return int(row["m"]) if row is not None and row["m"] is not None else 0
 
-    top = max(last(partition_history), last(timeline))
+    top = last_offset if last_offset is not None else max(last(partition_history), last(timeline))
     size = max(MIN_BUCKET, 1 << max(top // 16, 1).bit_length())
     return size, top // size
 
@@ -38,14 +39,15 @@ def _explode_buckets(intervals: DataFrame, size: int, last_bucket: int) -> DataF
     return intervals.withColumn("bucket", F.explode(F.sequence(first, F.greatest(first, through))))
 
 
-def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: DataFrame) -> DataFrame:
+def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: DataFrame, last_offset: int | None
+                 ) -> DataFrame:
     """Each replica version with every broker interval overlapping it (left join: null when the broker
     never registered). An equi-join on (cluster, broker, offset bucket) with the overlap as condition,
     instead of comparing every replica version of a broker with every interval of that broker: each side
     is exploded into the buckets it touches, and a pair is kept only in the bucket holding the later of
     the two starts, so it comes out once. The timeline covers every offset of a registered broker, so
     only a never-registered broker gives null (kept in the version's own first bucket)."""
-    size, last_bucket = _buckets(partition_history, timeline)
+    size, last_bucket = _buckets(partition_history, timeline, last_offset)
     replica_side = _explode_buckets(replicas, size, last_bucket).alias("r")
     broker_side = _explode_buckets(timeline, size, last_bucket).alias("b")
     overlap = ((F.col("r.cluster_id") == F.col("b.cluster_id")) & (F.col("r.broker_id") == F.col("b.broker_id"))
@@ -60,8 +62,10 @@ def _overlapping(replicas: DataFrame, timeline: DataFrame, partition_history: Da
         F.col("r.bucket") == F.floor(keep_in / size))
 
 
-def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
-    """Every replica version: its partition's version cut at its broker's state changes (``broker_timeline``)."""
+def replica_history(partition_history: DataFrame, broker_history: DataFrame, last_offset: int | None = None
+                    ) -> DataFrame:
+    """Every replica version: its partition's version cut at its broker's state changes (``broker_timeline``).
+    ``last_offset``: the last offset replayed, if known (``_buckets``)."""
     replicas = partition_history.select(
         "cluster_id", "topic_id", "topic_name", "partition_id", F.posexplode("replicas").alias("pos", "broker_id"),
         "leader", "isr", "eligible_leader_replicas", "adding_replicas", "removing_replicas", "directories",
@@ -79,7 +83,7 @@ def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> 
         F.element_at("directories", F.col("pos") + 1).alias("directory"),
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
         "cause_type")
-    joined = _overlapping(replicas, broker_timeline(broker_history), partition_history)
+    joined = _overlapping(replicas, broker_timeline(broker_history), partition_history, last_offset)
     broker_starts_later = F.col("b.valid_from_offset").isNotNull() & (
         F.col("b.valid_from_offset") > F.col("r.valid_from_offset"))
     broker_ends_first = F.col("b.valid_from_offset").isNotNull() & (

@@ -27,6 +27,7 @@ from lakehouse.tables import (
     BROKER_HISTORY,
     METADATA_LOG,
     PARTITION_HISTORY,
+    REPLAY_CHECKPOINTS,
     REPLAY_COVERAGE,
     REPLICA_HISTORY,
     TOPIC_HISTORY,
@@ -101,8 +102,10 @@ def clusters(spark: SparkSession, lake: Lake) -> list[str]:
     version = table.version()
     key = (lake.path(name), str(table.metadata().id), version)
     if key not in _CLUSTERS:
-        rows = lake.read(spark, name, version=version).select("cluster_id").distinct().collect()
-        _CLUSTERS[key] = sorted(row["cluster_id"] for row in rows if row["cluster_id"] is not None)
+        # the checkpoints are a row per replay and cluster: read by the driver, no Spark job
+        rows = (lake.small_rows(name, version) if name == REPLAY_CHECKPOINTS else
+                lake.read(spark, name, version=version).select("cluster_id").distinct().collect())
+        _CLUSTERS[key] = sorted({row["cluster_id"] for row in rows if row["cluster_id"] is not None})
     return list(_CLUSTERS[key])
 
 

@@ -7,10 +7,14 @@ asks); only ``limit`` rows of each reach the driver, and the count of the whole 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import cast
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
+from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import Lake
 from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY
 from replay.audit.health import Peak, health_series, peaks
@@ -62,13 +66,17 @@ def cluster_summary(spark: SparkSession, lake: Lake, cluster_id: str | None, lim
     cluster = resolve_cluster(spark, lake, cluster_id)
     partitions = history_table(spark, lake, PARTITION_HISTORY, cluster)
     brokers = history_table(spark, lake, BROKER_HISTORY, cluster)
-    shutdowns = listed(controlled_shutdowns(brokers), limit)
-    fenced = listed(fences(brokers), limit)
     # The election audit written by the replay (replay/audit/elections.py): periods with the broker event behind each.
-    offline = listed(offline_periods(spark, lake, cluster), limit)
-    unclean = listed(unclean_elections(spark, lake, cluster), limit)
-    deviations = listed(election_deviations(spark, lake, cluster), limit)
-    worst = peaks(health_series(partitions, brokers))
+    lists = {"shutdowns": controlled_shutdowns(brokers), "fences": fences(brokers),
+             "offline": offline_periods(spark, lake, cluster), "unclean": unclean_elections(spark, lake, cluster),
+             "deviations": election_deviations(spark, lake, cluster)}
+    # small independent queries, each mostly fixed latency: asked at once
+    actions: dict[str, Callable[[], object]] = {name: partial(listed, df, limit) for name, df in lists.items()}
+    actions["peaks"] = lambda: peaks(health_series(partitions, brokers))
+    answers = run_concurrently(spark, actions)
+    shutdowns, fenced, offline, unclean, deviations = (
+        cast(Listed, answers[name]) for name in ("shutdowns", "fences", "offline", "unclean", "deviations"))
+    worst = cast("dict[str, Peak]", answers["peaks"])
     focus, states = None, []
     if offline.rows:
         first = offline.rows[0]

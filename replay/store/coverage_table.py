@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
 from lakehouse.tables import REPLAY_COVERAGE, spark_schema
@@ -18,23 +17,25 @@ from replay.core.coverage import ClusterCoverage
 from replay.store.snapshot_checks import CHECK_KIND
 
 
-def stored_coverage(spark: SparkSession, lake: Lake) -> dict[str, dict[str, Any]]:
+def stored_coverage(lake: Lake) -> dict[str, dict[str, Any]]:
     """Cluster id → its ``replay_coverage`` row (none before the table existed)."""
     if not lake.table_exists(REPLAY_COVERAGE):
         return {}
-    return {row["cluster_id"]: row.asDict(recursive=True) for row in lake.read(spark, REPLAY_COVERAGE).collect()}
+    return {row["cluster_id"]: row for row in lake.small_rows(REPLAY_COVERAGE)}
 
 
 def write_coverage(spark: SparkSession, lake: Lake, covered: Mapping[str, ClusterCoverage],
                    counts: Mapping[str, tuple[int, int]]) -> int:
     """Replace the rows of the ``covered`` clusters (``counts``: cluster → (checked, differing) snapshots), keep the
     others; returns the Delta version written."""
-    rows = [covered[c].row(*counts.get(c, (0, 0))) for c in sorted(covered)]
-    frame = spark.createDataFrame(rows, spark_schema(REPLAY_COVERAGE))
-    if lake.table_exists(REPLAY_COVERAGE):
-        kept = lake.read(spark, REPLAY_COVERAGE).where(~F.col("cluster_id").isin(*covered))
-        frame = frame.unionByName(kept.select(*frame.columns)).localCheckpoint(eager=True)
-    return lake.write(frame.orderBy("cluster_id").coalesce(1), REPLAY_COVERAGE, "overwrite")
+    schema = spark_schema(REPLAY_COVERAGE)
+    rows = {c: covered[c].row(*counts.get(c, (0, 0))) for c in covered}
+    # a row per cluster: the others' rows are kept as stored, read and written back by the driver
+    for cluster, row in stored_coverage(lake).items():
+        if cluster not in rows:
+            rows[cluster] = {name: row.get(name) for name in schema.fieldNames()}
+    frame = spark.createDataFrame([rows[c] for c in sorted(rows)], schema)
+    return lake.write(frame.coalesce(1), REPLAY_COVERAGE, "overwrite")
 
 
 def coverage_notes(covered: Mapping[str, ClusterCoverage], counts: Mapping[str, tuple[int, int]]) -> list[str]:

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
+from lakehouse.lake_read import clusters_in_files
 from lakehouse.spark_settings import few_partitions
 from lakehouse.tables import (
     DERIVED_TABLES,
@@ -43,7 +44,7 @@ def lake_coverages(spark: SparkSession, lake: Lake, log_version: int, clusters: 
 def _same_coverage(spark: SparkSession, lake: Lake, log_version: int, scope: list[str], notes: list[str]
                    ) -> tuple[dict[str, ClusterCoverage] | None, dict[str, tuple[int, int]]]:
     """The clusters' coverage now, when each history still starts where the stored one does (else None)."""
-    stored = stored_coverage(spark, lake)
+    stored = stored_coverage(lake)
     now = lake_coverages(spark, lake, log_version, scope)
     checked: dict[str, tuple[int, int]] = {}
     for cluster in scope:
@@ -81,7 +82,7 @@ def incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_
     names = (*HISTORY_TABLES, REPLAY_ANOMALIES)
     if not lake.table_exists(REPLAY_CHECKPOINTS) or not all(lake.table_exists(n) for n in names):
         return None
-    rows = lake.read(spark, REPLAY_CHECKPOINTS).collect()
+    rows = lake.small_rows(REPLAY_CHECKPOINTS)
     if not rows:
         return None
     latest = max(rows, key=lambda r: (r["replayed_at"], r["metadata_log_version"]))
@@ -92,7 +93,7 @@ def incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_
         notes.append("the history tables changed since the last checkpoint: full replay")
         return None
     derived = all(lake.table_exists(n) and tables.get(n) == int(lake.delta_table(n).version())
-                  and set(lake.read(spark, n).columns) == set(REPLAY_SCHEMAS[n].names) for n in DERIVED_TABLES)
+                  and set(lake.columns(n)) == set(REPLAY_SCHEMAS[n].names) for n in DERIVED_TABLES)
     last: dict[str, Any] = {}
     for row in sorted(rows, key=lambda r: r["replayed_at"]):
         last[row["cluster_id"]] = row
@@ -104,8 +105,7 @@ def incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_
         return None
     table = lake.delta_table(METADATA_LOG, version=log_version)
     added = [f for f in table.file_uris() if f not in before]
-    seen = {r["cluster_id"] for r in spark.read.parquet(*added)
-            .select("cluster_id").distinct().collect()} if added else set()
+    seen = clusters_in_files(spark, table, added)
     scope = {cluster_id} if cluster_id is not None else seen | set(last)
     if cluster_id is not None and cluster_id not in seen and cluster_id not in last:
         return None  # unknown cluster: the full path reports it
