@@ -2,13 +2,13 @@
 
     nice -n 19 .venv/bin/python -m bench.bench_first_answer --out /tmp/kraft-bench-first-answer
 
-Steps: simulate a data directory the size of a real cluster's log (``bench.logs.real_like_log``: 30,000 records
-of 3 brokers by default, then the next 100 in a second directory) → Kafka's shell (``bench.kafka_shell``:
-``MetadataShell --snapshot SEGMENT ls /image/cluster``, a fresh JVM per run) → ``kraft-replay run DIR --no-report``
-on a new lake as a fresh process, as a new user types it → ``kraft-replay ingest`` of the 100 more records into a
-copy of that lake, then ``kraft-replay replay`` (the increment) as a fresh process. ``--runs`` runs of each, the
-median; every command as its user types it (the default engine, Spark's start included). Then all of it again
-with the resident server (``kraft-replay server start``, timed once with its warm-up, stopped at the end). One
+Steps: simulate a data directory the size of a real cluster's log (``bench.logs.real_like_log``: 30,000 records of 3
+brokers by default, then the next 100 in a second directory) → Kafka's shell (``bench.kafka_shell``: ``MetadataShell
+--snapshot SEGMENT ls /image/cluster/brokers``, a fresh JVM per run, its answer checked) → ``kraft-replay run DIR
+--no-report`` on a new lake as a fresh process, as a new user types it → ``kraft-replay ingest`` of the 100 more
+records into a copy of that lake, then ``kraft-replay replay`` (the increment) as a fresh process. ``--runs`` runs
+of each, the median; every command as its user types it (the default engine, Spark's start included). Then all of it
+again with the resident server (``kraft-replay server start``, timed once with its warm-up, stopped at the end). One
 table, ready for BENCHMARKS.md: the times and their multiples of the shell's (targets: the first answer at most 10
 times the shell's, the increment at most 5 times).
 """
@@ -29,6 +29,7 @@ from bench.logs import SEED, real_like_log
 
 FIRST_ANSWER_TARGET = 10  # issue 42: `run DIR --no-report` within 10 times Kafka's shell
 INCREMENT_TARGET = 5  # issue 42: `replay` of 100 more records within 5 times Kafka's shell
+SHELL_PATH = "/image/cluster/brokers"  # what Kafka's shell is asked: empty until the whole file is read
 
 
 def main() -> None:
@@ -53,9 +54,9 @@ def main() -> None:
         classpath = shell_classpath(args.out)
     except ShellUnavailableError as error:
         raise SystemExit(f"Kafka's shell is not available here: {error}") from error
-    printed, _ = timed_shell(classpath, segment, "ls", "/image/cluster")
-    print(f"Kafka's shell: ls /image/cluster -> {' '.join(printed.split())}")
-    shell_s = median(args.runs, lambda: timed_shell(classpath, segment, "ls", "/image/cluster")[1])
+    brokers = shell_brokers(classpath, segment)[0]
+    print(f"Kafka's shell: ls {SHELL_PATH} -> {' '.join(brokers)}")
+    shell_s = median(args.runs, lambda: shell_brokers(classpath, segment, expected=brokers)[1])
     lake, base = args.out / "lake", args.out / "lake-replayed"
     rows = [("each command starts Spark", measured(args, lake, base, None))]
     server_dir = args.out / "server"
@@ -72,6 +73,17 @@ def main() -> None:
         print(f"| {count:,} | {spark} | {shell_s:.2f} | {run_s:.1f} ({run_s / shell_s:.1f}x; target <= "
               f"{FIRST_ANSWER_TARGET}x) | {ingest_s:.1f} | {increment_s:.1f} ({increment_s / shell_s:.1f}x; target "
               f"<= {INCREMENT_TARGET}x) |")
+
+
+def shell_brokers(classpath: str, segment: Path, expected: list[str] | None = None) -> tuple[list[str], float]:
+    """Kafka's shell listing the brokers of the segment's last image: (their ids, wall seconds). An empty listing,
+    or one other than ``expected``, is a shell that answered before reading the whole file: the bench stops."""
+    printed, seconds = timed_shell(classpath, segment, "ls", SHELL_PATH)
+    brokers = printed.split()
+    if not brokers or (expected is not None and brokers != expected):
+        raise SystemExit(f"Kafka's shell listed {brokers} under {SHELL_PATH}, not the whole file's "
+                         f"{expected or 'brokers'}: its answer cannot be the yardstick")
+    return brokers, seconds
 
 
 def measured(args: argparse.Namespace, lake: Path, base: Path, server_dir: Path | None) -> tuple[float, float, float]:

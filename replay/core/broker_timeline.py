@@ -1,6 +1,6 @@
 """One broker timeline: each broker's intervals of one state, covering offsets 0 to infinity.
 
-Everything that asks what a broker was at an offset reads it here: the replica join (``replay.fold.replicas``), the
+Everything that asks what a broker was at an offset reads it here: the replica versions (``replay.fold.replicas``), the
 election audit (``replay.audit.elections``), the state machines (``replay.audit.state_machines``), the health report
 (``replay.audit.health``) and the what-if (``replay.audit.whatif``). The state is a ``BrokerRegistration`` read as
 Kafka's controller reads it (``ClusterControlManager``): no registration at all, ``fenced()``,

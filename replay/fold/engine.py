@@ -108,14 +108,13 @@ def image_parts(others: DataFrame, shapes: RecordShapes, topics: DataFrame,
 
 
 def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None,
-           last_offset: int | None = None, parts_wanted: Collection[str] | None = None) -> ReplayResult:
+           parts_wanted: Collection[str] | None = None) -> ReplayResult:
     """Replay ``log`` (rows in the ``metadata_log`` shape, one or more clusters).
 
     ``base``: already-visible events applied before the log of their cluster (``replay.core.events.with_base``):
     the records of the snapshot a truncated log starts from (``replay.store.snapshots``), or the seeds of an
     incremental replay (``replay.fold.incremental``). ``shapes``: how records are typed (``replay.core.shapes``; the
-    lake's registry via ``replay.core.shapes.lake_shapes``), by default the shipped schemas. ``last_offset``: the
-    last offset of the log, when the caller knows it (``replay.fold.replicas`` then need not look it up).
+    lake's registry via ``replay.core.shapes.lake_shapes``), by default the shipped schemas.
     ``parts_wanted``: the tables of the parts folded on their own to fold (``image_parts``), all by default."""
     if shapes is None:
         shapes = record_shapes(log.sparkSession)
@@ -150,7 +149,7 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         FEATURE_HISTORY: feature_history,
         CONTROLLER_HISTORY: controller_history,
     }
-    tables[REPLICA_HISTORY] = replica_history(partition_history, broker_history, last_offset)
+    tables[REPLICA_HISTORY] = replica_history(partition_history, broker_history)
     parts = image_parts(others, shapes, topics.topic_events, parts_wanted)
     tables.update(parts.tables)
     anomalies = (transaction_anomalies(log).unionByName(topics.anomalies).unionByName(partitions.anomalies)

@@ -263,22 +263,20 @@ def _live_from(history: DataFrame, checkpoints: SafePoints) -> DataFrame:
 
 
 def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, result_partitions: DataFrame,
-              checkpoints: SafePoints, entities: Touched, last_offset: int | None) -> DataFrame:
-    """``replica_history`` with the pairs of touched partitions and touched brokers recomputed from C on
-    (``last_offset``: the last new offset, if known)."""
+              checkpoints: SafePoints, entities: Touched) -> DataFrame:
+    """``replica_history`` with the pairs of touched partitions and touched brokers recomputed from C on."""
     pkey = ("cluster_id", "topic_id", "partition_id")
     p_live = _live_from(partitions, checkpoints)
     on_touched_broker = (p_live.select(*pkey, F.explode("replicas").alias("broker_id"))
                          .join(entities.brokers, ["cluster_id", "broker_id"]).select(*pkey))
     affected = result_partitions.select(*pkey).unionByName(on_touched_broker).distinct()
-    # Both inputs are small and read several times (the range join first sizes its buckets from them): cut
-    # their plans once here instead of re-running the joins above for every read.
+    # The partitions' versions are read twice (for themselves and for the brokers they name): cut once.
     p_in = p_live.join(affected, list(pkey)).drop(SAFE_POINT).localCheckpoint(eager=True)
     b_in = (_live_from(brokers, checkpoints).drop(SAFE_POINT)
             .join(p_in.select("cluster_id", F.explode("replicas").alias("broker_id")).distinct(),
-                  ["cluster_id", "broker_id"])).localCheckpoint(eager=True)
+                  ["cluster_id", "broker_id"]))
     # read twice by the merge (the versions it closes, the versions it adds): computed once
-    recomputed = replica_history(p_in, b_in, last_offset).localCheckpoint(eager=True)
+    recomputed = replica_history(p_in, b_in).localCheckpoint(eager=True)
     return _merge(stored, recomputed, checkpoints, TABLE_KEYS[REPLICAS])
 
 
@@ -291,11 +289,10 @@ class IncrementalResult:
 
 def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dict[str, int],
                        stored: dict[str, DataFrame], stored_anomalies: DataFrame,
-                       shapes: RecordShapes | None = None, last_offset: int | None = None) -> IncrementalResult:
+                       shapes: RecordShapes | None = None) -> IncrementalResult:
     """Fold ``new_log`` (records after each cluster's checkpoint offset C in ``checkpoints``) into the
     ``stored`` history tables. Clusters not in ``checkpoints`` keep their stored rows as they are. ``shapes``:
-    how records are typed (``replay.core.shapes``), by default the shipped schemas. ``last_offset``: the last offset
-    of ``new_log``, when the caller knows it."""
+    how records are typed (``replay.core.shapes``), by default the shipped schemas."""
     if shapes is None:
         shapes = record_shapes(spark)
     cps = SafePoints(checkpoints)
@@ -311,7 +308,7 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     # merged rows are exactly the stored ones: those tables are neither folded nor merged.
     unchanged = {name for name, kinds in FOLDED_FROM.items() if not present & set(kinds)}
     result: ReplayResult = replay(new_log, base if parts is None else base.unionByName(parts), shapes,
-                                  last_offset, parts_wanted=set(TABLE_KEYS) - unchanged)
+                                  parts_wanted=set(TABLE_KEYS) - unchanged)
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
     # recomputation do not re-plan and re-run it for every use.
     # replica_history is recomputed below from the merged tables: the fold's own is never computed.
@@ -324,7 +321,7 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     for name in (PARTITION_HISTORY, BROKER_HISTORY):
         tables[name] = tables[name].localCheckpoint(eager=True)
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
-                                 folded[PARTITION_HISTORY], cps, entities, last_offset)
+                                 folded[PARTITION_HISTORY], cps, entities)
     new_anomalies = few_partitions(cps.join(result.anomalies).where(
         F.col("offset") > F.col(SAFE_POINT)).drop(SAFE_POINT)).localCheckpoint(eager=True)
     old = cps.join(stored_anomalies, "left").where(

@@ -260,7 +260,7 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
         # 27 s at 1 M, 71 -> 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md).
         with planned_ahead(spark):
             shapes = lake_shapes(spark, lake)
-            result = replay(replay_input.log, replay_input.base, shapes, max(clusters.values()))
+            result = replay(replay_input.log, replay_input.base, shapes)
             history = {name: with_snapshot_causes(df, covered) for name, df in result.tables.items()}
             checks = _checked(log, snapshots, history, {c: coverage.checks for c, coverage in covered.items()},
                               shapes, tell)
@@ -352,8 +352,7 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
         shapes = lake_shapes(spark, lake)
         with interpreted(spark, INTERPRETED_INCREMENT_FOLD):
             result = incremental_replay(spark, plan.new_log, changed, stored, lake.read(
-                spark, ANOMALIES, version=current[ANOMALIES]), shapes,
-                max(last for _, last in plan.new_bounds.values()))
+                spark, ANOMALIES, version=current[ANOMALIES]), shapes)
         # the snapshots after C: every version valid after C is in the merged rows
         new_checks = {c: tuple(s for s in plan.covered[c].checks if s.image_offset > cp) for c, cp in changed.items()}
         checks = _checked(plan.new_log, lake.read(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None,
