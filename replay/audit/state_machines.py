@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
 from lakehouse.spark_settings import kept_checkpoint
+from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
 from replay.core.broker_timeline import broker_timeline, is_unfenced, open_end
 from replay.core.history import collapse
 from replay.core.safe_points import SAFE_POINT
@@ -63,7 +64,7 @@ PARTITION_VALID_PREVIOUS: dict[str, tuple[str, ...]] = {
     NON_EXISTENT_PARTITION: (OFFLINE_PARTITION,),
 }
 
-REPLICA_KEY = ("cluster_id", "topic_id", "partition_id", "broker_id")
+REPLICA_KEY = HISTORY_KEYS[REPLICA_HISTORY]
 PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
 STATE_COLUMNS = ("state", "previous_state", "step", "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
                  "valid_to_time_ms", "cause_offset", "cause_type", "reason", "valid_transition")

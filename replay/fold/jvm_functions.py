@@ -61,6 +61,17 @@ def _is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def typed_fields(fields: tuple[tuple[str, str], ...]) -> list[Column]:
+    """The columns ``fields`` names (name, Spark type as DDL), each cast to its type: a struct's fields in the order
+    and types a function reads them."""
+    return [F.col(name).cast(spark_type).alias(name) for name, spark_type in fields]
+
+
+def array_of_structs(fields: tuple[tuple[str, str], ...]) -> str:
+    """The DDL type of an array of structs of ``fields``: a function's result type."""
+    return "array<struct<" + ",".join(f"{name}:{spark_type}" for name, spark_type in fields) + ">>"
+
+
 def jvm_call(spark: SparkSession, function: JvmFunction, *columns: Column) -> Column:
     """``function`` applied to ``columns``, registered in ``spark`` first when it is not yet."""
     _registered(spark, function)

@@ -44,7 +44,7 @@ from replay.core.refusals import (
     UNKNOWN_TOPIC_REMOVAL,
 )
 from replay.core.shapes import RecordShapes
-from replay.fold.jvm_functions import JvmFunction, jvm_call
+from replay.fold.jvm_functions import JvmFunction, array_of_structs, jvm_call, typed_fields
 
 KEY = ("topic_id", "partition_id")
 ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")
@@ -71,9 +71,7 @@ FOLD_RESULT = ((OUTCOME, "string"), *((name, "array<int>") for name in ARRAYS), 
 # its outcomes, as PartitionFold names them: the event made (or deleted) the registration; its directories do not
 # match its replicas (refused); a clear with no ELR to clear (not merged)
 APPLIED, DIRECTORIES_REFUSED, NOTHING_TO_CLEAR = "applied", "directories refused", "nothing to clear"
-PARTITION_FOLD = JvmFunction(
-    "kraft_partition_fold", "kraftreplay.fold.PartitionFold",
-    "array<struct<" + ",".join(f"{name}:{spark_type}" for name, spark_type in FOLD_RESULT) + ">>")
+PARTITION_FOLD = JvmFunction("kraft_partition_fold", "kraftreplay.fold.PartitionFold", array_of_structs(FOLD_RESULT))
 
 
 @dataclass(frozen=True)
@@ -315,8 +313,7 @@ def _registrations(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[Data
     refused by the registration's constructor and changes nothing. A clear merges only where the ELR or the
     last known ELR is not empty (only there does it move the partition epoch on and make a version)."""
     spark = live_events.sparkSession
-    event = F.struct(*[F.col(name).cast(spark_type).alias(name) for name, spark_type in FOLD_EVENT],
-                     *FOLD_CARRIED)
+    event = F.struct(*typed_fields(FOLD_EVENT), *FOLD_CARRIED)
     # the structs sort by their first fields, the apply order (visible offset, offset, seq: unique per partition)
     grouped = live_events.groupBy(*keyed).agg(F.array_sort(F.collect_list(event)).alias("_events"))
     folded = grouped.select(*keyed, "_events", jvm_call(

@@ -12,11 +12,12 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
 from replay.core.broker_timeline import TIMELINE_KEY, broker_fenced, broker_timeline
-from replay.fold.jvm_functions import JvmFunction, jvm_call
+from replay.fold.jvm_functions import JvmFunction, array_of_structs, jvm_call, typed_fields
 
 REPLICA_VALUES = ("topic_name", "is_leader", "in_isr", "in_elr", "adding", "removing", "directory", "broker_fenced")
-REPLICA_KEY = ("cluster_id", "topic_id", "partition_id", "broker_id")
+REPLICA_KEY = HISTORY_KEYS[REPLICA_HISTORY]
 # The structs the JVM pass reads, fields in its order and types: an interval and the record that started it first
 # (sorting the structs sorts them by their start), then a replica version's values, or a broker interval's fencing.
 INTERVAL = (("valid_from_offset", "bigint"), ("valid_to_offset", "bigint"), ("valid_from_time_ms", "bigint"),
@@ -25,14 +26,13 @@ REPLICA_VERSION = (*INTERVAL, ("topic_name", "string"), ("is_leader", "boolean")
                    ("in_elr", "boolean"), ("adding", "boolean"), ("removing", "boolean"), ("directory", "string"))
 BROKER_INTERVAL = (*INTERVAL, ("broker_fenced", "boolean"))
 REPLICA_RESULT = (*REPLICA_VERSION, ("broker_fenced", "boolean"))
-REPLICA_VERSIONS = JvmFunction(
-    "kraft_replica_versions", "kraftreplay.fold.ReplicaVersions",
-    "array<struct<" + ",".join(f"{name}:{spark_type}" for name, spark_type in REPLICA_RESULT) + ">>")
+REPLICA_VERSIONS = JvmFunction("kraft_replica_versions", "kraftreplay.fold.ReplicaVersions",
+                               array_of_structs(REPLICA_RESULT))
 
 
 def _sorted_structs(fields: tuple[tuple[str, str], ...]) -> Column:
     """The group's rows as structs of ``fields``, sorted by their first fields (their start)."""
-    return F.array_sort(F.collect_list(F.struct(*[F.col(name).cast(kind).alias(name) for name, kind in fields])))
+    return F.array_sort(F.collect_list(F.struct(*typed_fields(fields))))
 
 
 def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
