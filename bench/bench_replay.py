@@ -313,9 +313,10 @@ def _measure(spark: SparkSession, args: argparse.Namespace, out: Path, lake: Lak
           f"election audit {derived_s:.1f} s; stages: "
           + "; ".join(f"{stage} {seconds:.1f} s" for stage, seconds in stage_times))
     incremental_derived = sum(seconds for stage, seconds in incremental_times if derived(stage))
-    print(f"incremental replay {incremental_s:.1f} s = history tables {incremental_s - incremental_derived:.1f} s "
-          f"({(incremental_s - incremental_derived) / (replay_s - derived_s):.0%} of the full replay's) + derived "
-          f"tables {incremental_derived:.1f} s; stages: "
+    # an increment writes its history tables while it refreshes the derived ones: that stage counts as derived
+    print(f"incremental replay {incremental_s:.1f} s = folding {incremental_s - incremental_derived:.1f} s "
+          f"({(incremental_s - incremental_derived) / (replay_s - derived_s):.0%} of the full replay's history "
+          f"tables) + the history and derived tables' writes, at once, {incremental_derived:.1f} s; stages: "
           + "; ".join(f"{stage} {seconds:.1f} s" for stage, seconds in incremental_times))
     print(f"partition_history rows: {partitions}; "
           f"{lake.read(spark, PARTITION_HISTORY).where(F.col('valid_to_offset').isNull()).count()} current")

@@ -9,6 +9,7 @@ byte, and offset). Errors never print a traceback unless ``KRAFT_REPLAY_DEBUG=1`
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
@@ -204,12 +205,18 @@ def spark_session(master: str | None, remote: str | None = None) -> SparkSession
     without ``$SPARK_REMOTE``/``$KRAFT_REPLAY_SPARK_MASTER``) the resident server when one runs
     (``lakehouse.resident_server``), saying so."""
     from lakehouse.light_reader import SPARK_MASTER_ENV, SPARK_REMOTE_ENV
-    from lakehouse.spark import SparkOptions, get_spark
+    from lakehouse.spark import SparkOptions, get_spark, is_connect
 
     if master is None and remote is None and not (os.environ.get(SPARK_REMOTE_ENV)
                                                   or os.environ.get(SPARK_MASTER_ENV)):
         remote = _resident_url()
-    return get_spark(SparkOptions(master=master, remote=remote, announce=True))
+    spark = get_spark(SparkOptions(master=master, remote=remote, announce=True))
+    if is_connect(spark):
+        # A Connect server keeps a session, and what it cached (every local checkpoint of a replay), until the
+        # session is released or idles out: a command releases its own as it exits, so that a resident server
+        # serving command after command does not fill its memory.
+        atexit.register(spark.stop)
+    return spark
 
 
 def _resident_url() -> str | None:

@@ -169,3 +169,25 @@ def overlapping_files(table: DeltaTable, ranges: Mapping[str, tuple[int, int]]) 
     return chosen
 
 
+def cluster_column_range(table: DeltaTable, cluster_id: str, column: str) -> tuple[int, int, int] | None:
+    """(rows, min, max) of the integer ``column`` over the rows of ``cluster_id``, from the Delta log's per-file
+    statistics alone (no data read): None when they cannot tell (a file holding the cluster and another, or a
+    file without statistics); (0, 0, 0) when no file holds the cluster."""
+    files = pa.table(table.get_add_actions(flatten=True))
+    names = files.column_names
+    needed = ("min.cluster_id", "max.cluster_id", f"min.{column}", f"max.{column}", "num_records")
+    if files.num_rows == 0:
+        return (0, 0, 0)
+    if any(name not in names for name in needed):
+        return None
+    rows, low, high = 0, None, None
+    for cmin, cmax, vmin, vmax, count in zip(*(files.column(name).to_pylist() for name in needed), strict=True):
+        if count == 0 or (cmin is not None and cmax is not None and (cluster_id < cmin or cmax < cluster_id)):
+            continue  # holds nothing of the cluster
+        if cmin != cluster_id or cmax != cluster_id or vmin is None or vmax is None or count is None:
+            return None
+        rows += count
+        low = vmin if low is None else min(low, vmin)
+        high = vmax if high is None else max(high, vmax)
+    return (0, 0, 0) if low is None or high is None else (rows, int(low), int(high))
+

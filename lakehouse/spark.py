@@ -225,6 +225,11 @@ def local_session_conf(options: SparkOptions, master: str) -> dict[str, str]:
     return conf
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """A Spark Connect session (its class is pyspark's Connect client, not the classic one)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def get_spark(options: SparkOptions | None = None) -> SparkSession:
     """Return the (shared) SparkSession: Spark Connect when a remote URL is given, else a local JVM.
 

@@ -109,10 +109,15 @@ def test_long_series_are_bucketed_keeping_each_peak(spark: SparkSession, inciden
 
 def test_peaks(spark: SparkSession, incident: IncidentLake) -> None:
     partitions, brokers = _tables(spark, incident)
-    worst = peaks(health_series(partitions, brokers))
+    series = health_series(partitions, brokers)
+    worst = peaks(series)
     assert (worst["offline"].value, worst["offline"].offset) == (1, 64)
     assert (worst["under_replicated"].value, worst["under_replicated"].offset) == (5, 131)
     assert (worst["fenced_brokers"].value, worst["fenced_brokers"].offset) == (5, 13)  # all fenced at registration
+    # each peak's time is the time of the series' row at its offset (the first reaching it, not a later one)
+    times = {r["offset"]: r["time_ms"] for r in series.collect()}
+    assert all(times[p.offset] is not None and p.time_ms == times[p.offset] for p in worst.values())
+    assert len({p.time_ms for p in worst.values()}) == 3
 
 
 def test_partition_timeline_and_the_busiest_partition(spark: SparkSession, incident: IncidentLake) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deltalake import DeltaTable
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import Lake
-from lakehouse.tables import INGEST_REJECTS, SNAPSHOTS
+from lakehouse.lake_read import cluster_column_range
+from lakehouse.tables import INGEST_REJECTS, METADATA_LOG, SNAPSHOTS
 from records.writer import write_snapshot
 from tests.test_lake_support import CLUSTER, simulated, write_jsonl_file, write_log_dir
 
@@ -36,3 +38,26 @@ def test_snapshots_table_and_expected_versus_real_gaps(spark: SparkSession, tmp_
     assert gaps == [("c", 100, 129)]
     rows = DeltaTable(other.path(INGEST_REJECTS)).to_pyarrow_table().to_pylist()
     assert [(r["kind"], r["offset"], r["end_offset"]) for r in rows] == [("gap", 100, 129)]
+
+
+def test_a_leading_gap_without_a_snapshot_and_the_offsets_known_from_statistics(spark: SparkSession,
+                                                                                 tmp_path: Path) -> None:
+    """A log whose first segments are gone and no snapshot covers them: offsets 0..499 are a gap. The offsets'
+    count and bounds come from the Delta log's statistics (an ingest writes a file per cluster)."""
+    entries = simulated()
+    lake = Lake(tmp_path / "lake")
+    late = write_jsonl_file(tmp_path / "late.jsonl", entries[500:600])
+    assert ingest(spark, lake, late, IngestOptions(cluster_id="c")).gaps == [("c", 0, 499)]
+    holed = write_jsonl_file(tmp_path / "holed.jsonl", [*entries[600:650], *entries[700:720]])
+    # every gap of the cluster is reported again, the new hole with the old one
+    assert ingest(spark, lake, holed, IngestOptions(cluster_id="c")).gaps == [("c", 0, 499), ("c", 650, 699)]
+    log = DeltaTable(lake.path(METADATA_LOG))
+    assert cluster_column_range(log, "c", "offset") == (170, 500, 719)
+    assert cluster_column_range(log, "another", "offset") == (0, 0, 0)
+
+
+def test_statistics_of_a_file_holding_two_clusters_tell_nothing(tmp_path: Path) -> None:
+    """A file with rows of two clusters: its counts are not one cluster's, so the reader is asked instead."""
+    write_deltalake(tmp_path / "t", pa.table({"cluster_id": ["a", "b"], "offset": pa.array([1, 7], pa.int64())}))
+    assert cluster_column_range(DeltaTable(tmp_path / "t"), "a", "offset") is None
+    assert cluster_column_range(DeltaTable(tmp_path / "t"), "c", "offset") == (0, 0, 0)

@@ -27,12 +27,15 @@ def _range_of(topic_id: str) -> int:
     return _ALPHABET.index(topic_id[0]) * TOPIC_RANGES // len(_ALPHABET)
 
 
-def test_each_task_key_lands_in_its_own_partition(spark: SparkSession) -> None:
-    """The assumption the layout rests on: ``repartition(n, key)`` sends key i's rows to partition i."""
-    keys = task_keys(spark, TOPIC_RANGES)
-    assert len(set(keys)) == TOPIC_RANGES
+@pytest.mark.parametrize("tasks", [2, 3, TOPIC_RANGES, 2 * TOPIC_RANGES])
+def test_each_task_key_lands_in_its_own_partition(spark: SparkSession, tasks: int) -> None:
+    """The assumption the layout rests on: ``repartition(n, key)`` sends key i's rows to partition i (the keys
+    computed with Spark's hash outside Spark, for every task count a layout uses: its ranges, and twice that
+    when the open rows are split off)."""
+    keys = task_keys(tasks)
+    assert len(set(keys)) == tasks
     rows = (spark.createDataFrame([(k,) for k in keys for _ in range(3)], "key INT")
-            .repartition(TOPIC_RANGES, "key").select("key", F.spark_partition_id().alias("task")).collect())
+            .repartition(tasks, "key").select("key", F.spark_partition_id().alias("task")).collect())
     assert {(r["key"], r["task"]) for r in rows} == {(k, i) for i, k in enumerate(keys)}
 
 

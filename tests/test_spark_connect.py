@@ -17,26 +17,32 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
 import pytest
+from deltalake import DeltaTable
 
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
 from lakehouse.jars import SPARK_HOME, SPARK_SUBMIT, installed, missing_reason
 from lakehouse.loopback import free_port, listening
 from lakehouse.resident_server import CONNECT_JAR, SERVER_CLASS
 from lakehouse.spark import DELTA_CATALOG, DELTA_EXTENSION, DELTA_RS, DELTA_SPARK, ENGINE_ENV, java_available
+from lakehouse.tables import DERIVED_TABLES
 from records.jsonl import write_jsonl
 from records.model import LogEntry
+from replay.store.layout import OPEN
 from simulator import run_scenario
 from tests.conftest import REPO_ROOT
 from tests.incident_lake import OPTIONS
+from tests.table_rows import sorted_rows
 
 START_TIMEOUT = 120.0
 
@@ -143,6 +149,15 @@ def test_ingest_replay_incremental_state_and_report_through_spark_connect(connec
     assert again.stdout.startswith(f"replayed {CLUSTER_ID} (offsets 0..173) from metadata_log v2 (incremental)")
     rows = _rows(again.stdout)
     assert (rows["partition_history"], rows["broker_history"], rows["topic_history"]) == (28, 13, 3)
+    # the increment's derived tables (refreshed from the rows it wrote, while it wrote them) are a full replay's
+    full_lake = tmp_path / "full-lake"
+    shutil.copytree(lake, full_lake)
+    full = _cli("replay", "--lake", str(full_lake), "--full", *remote, cwd=tmp_path)
+    assert full.returncode == 0, full.stderr
+    for name in DERIVED_TABLES:
+        incremental, whole = (DeltaTable(str(Path(root) / name)).to_pyarrow_table().to_pylist()
+                              for root in (lake, full_lake))
+        assert whole and sorted_rows(incremental, drop=(OPEN,)) == sorted_rows(whole, drop=(OPEN,)), name
 
     for offset, leader, epoch, isr in ((64, -1, 1, [5]), (131, 4, 2, [4])):
         state = _cli("state", "--lake", lake, "--offset", str(offset), "--topic", "topic-0", "--partition", "0",
@@ -184,3 +199,22 @@ def test_ingest_replay_incremental_state_and_report_through_spark_connect(connec
     else:  # delta-rs tables are temporary views: no time travel by name, and one clear line says so
         assert first_replay.returncode != 0
         assert "Traceback" not in first_replay.stderr
+
+
+def test_a_command_releases_its_connect_session(connect_server: tuple[str, str], tmp_path: Path) -> None:
+    """A resident server serves command after command: each command releases its Connect session as it exits, so
+    the server does not keep what the session cached (every local checkpoint of a replay) until it idles out. A
+    session released is closed for good: attaching to its id again is refused."""
+    connect_url, _ = connect_server
+    session_id = str(uuid.uuid4())
+    log = _jsonl(list(run_scenario(SCENARIO, OPTIONS).entries())[:20], tmp_path / "log.jsonl")
+    ingested = _cli("ingest", str(log), "--lake", str(tmp_path / "lake"), "--cluster-id", CLUSTER_ID,
+                    "--remote", f"{connect_url}/;session_id={session_id}", cwd=tmp_path)
+    assert ingested.returncode == 0, ingested.stderr
+    probe = ("from pyspark.sql import SparkSession\n"
+             f"spark = SparkSession.builder.remote('{connect_url}/;session_id={session_id}').getOrCreate()\n"
+             "try:\n    spark.range(1).collect()\n    print('still open')\n"
+             "except Exception as error:\n    print(error)\n")
+    attached = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                              check=False, env={k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"})
+    assert "SESSION_CLOSED" in attached.stdout, attached.stdout + attached.stderr

@@ -117,6 +117,10 @@ def collect_health(series: DataFrame, max_points: int = MAX_POINTS) -> list[Heal
                         int(r["fenced_brokers"])) for r in rows]
 
 
+# above every negated time: a row of unknown time ranks as the earliest
+_LATEST = 2**63 - 1
+
+
 @dataclass(frozen=True)
 class Peak:
     metric: str
@@ -126,17 +130,20 @@ class Peak:
 
 
 def peaks(series: DataFrame) -> dict[str, Peak]:
-    """The highest value of each count and where it was first reached (two small aggregates in all)."""
-    top = series.agg(*[F.max(m).alias(m) for m in METRICS]).first()
-    values = {m: int(top[m]) if top is not None and top[m] is not None else 0 for m in METRICS}
-    # The smallest (offset, time) among the rows at the peak: a struct compares field by field, nulls skipped.
-    where = series.agg(*[F.min(F.when(F.col(m) == values[m], F.struct("offset", "time_ms"))).alias(m)
-                         for m in METRICS]).first()
+    """The highest value of each count and where it was first reached, in one aggregate: the largest of
+    (value, -offset, -time) is the highest value at its smallest offset (structs compare field by field; an
+    unknown time first, as the smallest, among rows of one offset)."""
+    earliest = F.coalesce(-F.col("time_ms"), F.lit(_LATEST))
+    top = series.agg(*[F.max(F.struct(F.col(m).alias("value"), (-F.col("offset")).alias("at"),
+                                      earliest.alias("earliest"), F.col("time_ms").alias("time_ms"))).alias(m)
+                       for m in METRICS]).first()
     out: dict[str, Peak] = {}
     for metric in METRICS:
-        first = where[metric] if where is not None and values[metric] > 0 else None
-        out[metric] = Peak(metric, values[metric], int(first["offset"]) if first else None,
-                           first["time_ms"] if first else None)
+        best = top[metric] if top is not None else None
+        if best is None or best["value"] is None or best["value"] <= 0:
+            out[metric] = Peak(metric, 0, None, None)
+        else:
+            out[metric] = Peak(metric, int(best["value"]), -int(best["at"]), best["time_ms"])
     return out
 
 

@@ -320,8 +320,9 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
             tables[name] = _merge(stored[name], folded[name], cps, key)
     for name in (PARTITION_HISTORY, BROKER_HISTORY):
         tables[name] = tables[name].localCheckpoint(eager=True)
+    # written, and read by the derived tables' refresh as it is written (``replay.store.runs``): computed once
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
-                                 folded[PARTITION_HISTORY], cps, entities)
+                                 folded[PARTITION_HISTORY], cps, entities).localCheckpoint(eager=True)
     new_anomalies = few_partitions(cps.join(result.anomalies).where(
         F.col("offset") > F.col(SAFE_POINT)).drop(SAFE_POINT)).localCheckpoint(eager=True)
     old = cps.join(stored_anomalies, "left").where(

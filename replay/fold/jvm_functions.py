@@ -16,7 +16,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.replay_jar import ReplayJarError, build
-from lakehouse.spark import SparkUnavailableError
+from lakehouse.spark import SparkUnavailableError, is_connect
 
 
 class JvmFunctionsUnavailableError(SparkUnavailableError):
@@ -46,7 +46,7 @@ def _registered(spark: SparkSession, function: JvmFunction) -> None:
         except ReplayJarError as error:
             raise JvmFunctionsUnavailableError(f"the replay's JVM functions are not built: {error}") from error
         try:
-            if _is_connect(spark) and not done:
+            if is_connect(spark) and not done:
                 # a Connect server loads a session's artifacts in a class loader of that session
                 spark.addArtifacts(str(jar))
             spark.udf.registerJavaFunction(function.name, function.java_class, function.result_type)
@@ -54,11 +54,6 @@ def _registered(spark: SparkSession, function: JvmFunction) -> None:
             raise JvmFunctionsUnavailableError(
                 f"the replay's JVM functions ({jar.name}) cannot be loaded in this Spark session: {error}") from error
         done.add(function.name)
-
-
-def _is_connect(spark: SparkSession) -> bool:
-    """A Spark Connect session (its class is pyspark's Connect client, not the classic one)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def typed_fields(fields: tuple[tuple[str, str], ...]) -> list[Column]:

@@ -1,8 +1,9 @@
 """Tables derived from the replayed history: the controller state machines and the election audit.
 
 They are functions of ``partition_history``, ``replica_history`` and ``broker_history`` alone, one partition
-at a time (the brokers are the only input shared by partitions). A full replay computes them from the
-history tables it has just written. An incremental replay recomputes only the partitions the new records can
+at a time (the brokers are the only input shared by partitions). A full replay of a small log computes them from
+the history tables it writes, while it writes them (``replay.store.runs``); of a large one, from the tables it has
+written. An incremental replay recomputes only the partitions the new records can
 change (``affected_partitions``) and replaces only the files of rows that may still change (``mutable`` in
 ``replay.store.layout``): every derived row is causal, a row about offsets up to the checkpoint C depends only on
 the history up to C, except the rows kept apart as mutable (open versions, an election's lost leader not yet
@@ -81,8 +82,8 @@ _OFFSETS: dict[str, tuple[str, ...]] = {
 GROWING_HISTORY = (PARTITION_HISTORY, REPLICA_HISTORY)
 
 
-def _mutable(name: str, columns: list[str]) -> Column:
-    rows = mutable(name, columns)
+def _mutable(name: str) -> Column:
+    rows = mutable(name)
     assert rows is not None, f"{name} has no mutable rows"
     return rows
 
@@ -111,7 +112,7 @@ def affected_partitions(changed: dict[str, DataFrame], brokers: DataFrame, waiti
     deletions = waiting[REPLICA_STATE_HISTORY].where(
         (F.col("state") == DELETION_INELIGIBLE) & F.col("valid_to_offset").isNull())
     parts.append(deletions.join(moved, ["cluster_id", "broker_id"]).select(*PARTITION_KEY))
-    losses = waiting[ELECTIONS].where(_mutable(ELECTIONS, waiting[ELECTIONS].columns))
+    losses = waiting[ELECTIONS].where(_mutable(ELECTIONS))
     parts.append(losses.join(moved.withColumnRenamed("broker_id", "previous_leader"),
                              ["cluster_id", "previous_leader"]).select(*PARTITION_KEY))
     return reduce(DataFrame.unionByName, parts).distinct()
@@ -136,7 +137,7 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
                 .drop(SAFE_POINT))
 
     partitions, replicas = distributed_versions(after_c(live[PARTITION_HISTORY]), after_c(live[REPLICA_HISTORY]))
-    opened = {name: checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name, df.columns)))
+    opened = {name: checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name)))
               .localCheckpoint(eager=True) for name, df in stored.items()}
     status = broker_status(brokers).localCheckpoint(eager=True)
     audit = elections(partitions, brokers, status, configs).unionByName(
@@ -159,7 +160,7 @@ def refreshed_rows(name: str, stored: DataFrame, recomputed: DataFrame, affected
     are in the files that stay, or among the stored settled rows)."""
     keys = F.broadcast(affected)
     kept = stored.join(keys, list(PARTITION_KEY), "left_anti").unionByName(
-        stored.join(keys, list(PARTITION_KEY), "left_semi").where(~_mutable(name, stored.columns)))
+        stored.join(keys, list(PARTITION_KEY), "left_semi").where(~_mutable(name)))
     fresh = checkpoints.join(recomputed).where(
-        _late(_OFFSETS[name]) | _mutable(name, recomputed.columns)).select(*recomputed.columns)
+        _late(_OFFSETS[name]) | _mutable(name)).select(*recomputed.columns)
     return kept.select(*recomputed.columns).unionByName(fresh)

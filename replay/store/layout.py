@@ -29,7 +29,11 @@ checkpointed) plan twice.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, SparkSession
+import functools
+import struct
+
+import mmh3
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.tables import (
@@ -37,6 +41,7 @@ from lakehouse.tables import (
     LEADERLESS_PERIODS,
     PARTITION_HISTORY,
     PARTITION_STATE_HISTORY,
+    REPLAY_SCHEMAS,
     REPLICA_HISTORY,
     REPLICA_STATE_HISTORY,
 )
@@ -56,20 +61,23 @@ _ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 # partition's history 0.33 s instead of 0.28 s; the files 15 % larger).
 AS_OF_SORTED = (PARTITION_HISTORY,)
 
-_TASK_KEYS: dict[int, tuple[int, ...]] = {}
+# Spark's ``hash`` of a column: Murmur3_x86_32 of the value with this seed (``Murmur3Hash``), of an int its four
+# little-endian bytes.
+SPARK_HASH_SEED = 42
 
 
-def task_keys(spark: SparkSession, tasks: int) -> tuple[int, ...]:
+@functools.cache
+def task_keys(tasks: int) -> tuple[int, ...]:
     """For each task i, an int whose Spark hash lands in partition i of ``repartition(tasks, key)``: Spark's
     hash partitioning is ``pmod(murmur3(key, 42), n)``, exactly ``pmod(hash(key), n)``, so a range goes to
-    the task of its number and not to a colliding one. Asked of Spark once per process (a tiny query)."""
-    if tasks not in _TASK_KEYS:
-        rows = (spark.range(0, 64 * tasks).select(F.col("id").cast("int").alias("key"))
-                .select("key", F.pmod(F.hash("key"), F.lit(tasks)).alias("task"))
-                .groupBy("task").agg(F.min("key").alias("key")).collect())
-        keys = {int(row["task"]): int(row["key"]) for row in rows}
-        _TASK_KEYS[tasks] = tuple(keys[task] for task in range(tasks))
-    return _TASK_KEYS[tasks]
+    the task of its number and not to a colliding one. Computed here with the same hash (``mmh3``), so no Spark
+    query is asked for it (``tests/test_layout.py`` checks the keys against Spark's own partitioning)."""
+    keys: dict[int, int] = {}
+    key = 0
+    while len(keys) < tasks:
+        keys.setdefault(mmh3.hash(struct.pack("<i", key), SPARK_HASH_SEED) % tasks, key)
+        key += 1
+    return tuple(keys[task] for task in range(tasks))
 
 
 def topic_ranges(records: int) -> int:
@@ -85,15 +93,19 @@ def _topic_range(topic_id: Column, ranges: int) -> Column:
     return F.least((rank * ranges / len(_ALPHABET)).cast("int"), F.lit(ranges - 1))
 
 
-def mutable_where(name: str, columns: list[str]) -> str | None:
+def mutable_where(name: str, columns: list[str] | None = None) -> str | None:
     """The rows of table ``name`` that a later replay may still change, as SQL (None: the table has no such
     split): they are written to files of their own, and a replay replaces those files (``Lake.replace_files``).
+    ``columns``: the rows' columns, by default the table's in the registry (not asked of a DataFrame: on Spark
+    Connect that is a request).
 
     A version is open until a later record ends it. An election's lost-leader cause and the leaderless period
     it starts wait for the broker's next state change (``replay.audit.elections``); for a period the test is a
     superset (its row does not keep the replicas): a period whose cause stays unknown just stays apart."""
     if name == ELECTIONS:
         return f"coalesce({UNEXPLAINED_LOSS}, false)"
+    if columns is None:
+        columns = REPLAY_SCHEMAS[name].names
     if "valid_to_offset" not in columns:
         return None
     if name == LEADERLESS_PERIODS:
@@ -107,7 +119,7 @@ def lasted() -> Column:
     return F.length(F.bin(F.col("valid_to_offset") - F.col("valid_from_offset")))
 
 
-def mutable(name: str, columns: list[str]) -> Column | None:
+def mutable(name: str, columns: list[str] | None = None) -> Column | None:
     """``mutable_where`` as a Column."""
     where = mutable_where(name, columns)
     return F.expr(where) if where is not None else None
@@ -116,7 +128,7 @@ def mutable(name: str, columns: list[str]) -> Column | None:
 def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...], records: int) -> tuple[DataFrame, str | None]:
     """``df`` distributed and sorted for writing table ``name`` of a replay of ``records`` (``topic_ranges``), and
     its split column (None: no split)."""
-    rows = mutable(name, df.columns)
+    rows = mutable(name)
     split = OPEN if rows is not None else None
     if rows is not None:
         df = df.withColumn(OPEN, rows)
@@ -133,5 +145,5 @@ def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...], records: int
     index = _topic_range(F.col("topic_id"), ranges) if ranges > 1 else F.lit(0)
     if split is not None:
         index = index + F.when(F.col(OPEN), F.lit(ranges)).otherwise(F.lit(0))
-    keys = F.array(*[F.lit(key) for key in task_keys(df.sparkSession, tasks)])
+    keys = F.array(*[F.lit(key) for key in task_keys(tasks)])
     return df.repartition(tasks, F.element_at(keys, index + 1)).sortWithinPartitions(*sort), split

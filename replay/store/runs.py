@@ -41,9 +41,11 @@ from lakehouse.tables import (
     HISTORY_KEYS,
     HISTORY_TABLES,
     METADATA_LOG,
+    PARTITION_HISTORY,
     REPLAY_ANOMALIES,
     REPLAY_CHECKPOINTS,
     REPLAY_COVERAGE,
+    REPLICA_HISTORY,
     SNAPSHOTS,
     spark_schema,
 )
@@ -85,6 +87,10 @@ INTERPRETED_INCREMENT_FOLD = True
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
 TABLES_APART = ", "  # between the names of the tables one stage writes at once
+# a small replay's two concurrent jobs: the history tables' writes, and the derived tables' derivation and writes
+HISTORY, DERIVED = "history", "derived"
+# the history tables the derived tables are computed from (``replay.store.derived``, the configs in force)
+DERIVED_FROM = (PARTITION_HISTORY, REPLICA_HISTORY, BROKER_HISTORY, CONFIG_HISTORY)
 CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
 
 
@@ -267,20 +273,41 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             tables = {**history, ANOMALIES: result.anomalies.unionByName(checks.anomalies)}
             if cluster_id is not None:
                 tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
-            versions = write_tables(spark, lake, tables, tell, records)
+            at_once = cluster_id is None and records <= RECORDS_WRITTEN_AT_ONCE
+            if at_once:
+                # a small replay derives from the tables it writes, not read back, while it writes them (each write
+                # and each step of the derivation is mostly a Spark job's fixed latency); what the derivation reads
+                # is computed once, for both
+                tables |= {name: tables[name].localCheckpoint(eager=True) for name in DERIVED_FROM}
+                tell(WRITING + TABLES_APART.join([*tables, *DERIVED_TABLES]))
+                done = run_concurrently(spark, {HISTORY: partial(write_tables, spark, lake, tables, _untold, records),
+                                                DERIVED: partial(_write_derived, spark, lake, tables, records)})
+                versions = done[HISTORY] | done[DERIVED]
+            else:
+                versions = write_tables(spark, lake, tables, tell, records)
         versions[COVERAGE] = write_coverage(spark, lake, covered, checks.counts)
         notes.extend(coverage_notes(covered, checks.counts))
-        _write_derived(spark, lake, versions, records, cluster_id, tell=tell)
+        if not at_once:
+            versions |= _write_derived(spark, lake, _written(spark, lake, versions), records, cluster_id, tell=tell)
     return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*tables, *DERIVED_TABLES, COVERAGE], notes, started)
 
 
-def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], records: int,
-                   cluster_id: str | None = None, *, tell: Callable[[str], None]) -> None:
-    """Recompute the state machines and the election audit from the history versions just written (by a replay of
-    ``records``)."""
+def _untold(stage: str) -> None:
+    """A stage run beside another, inside the stage that names both: not told on its own."""
+
+
+def _written(spark: SparkSession, lake: Lake, versions: Mapping[str, int]) -> dict[str, DataFrame]:
+    """The history tables as the replay wrote them (``versions``)."""
+    return {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
+
+
+def _write_derived(spark: SparkSession, lake: Lake, history: Mapping[str, DataFrame], records: int,
+                   cluster_id: str | None = None, *, tell: Callable[[str], None] = _untold) -> dict[str, int]:
+    """Compute and write the state machines and the election audit from the ``history`` a replay of ``records``
+    wrote (``DERIVED_FROM`` at least); name → version written."""
     tell(DERIVING)
-    history = {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
+    history = dict(history)
     if cluster_id is not None:
         history = {name: df.where(F.col("cluster_id") == cluster_id) for name, df in history.items()}
     configs = configs_in_force(spark, lake, history.get(CONFIG_HISTORY))
@@ -290,32 +317,32 @@ def _write_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], re
     if cluster_id is not None:
         tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
     tell(WRITING + TABLES_APART.join(tables))
-    versions |= run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name], records)
-                                         for name, df in tables.items()})
+    return run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name], records)
+                                    for name, df in tables.items()})
 
 
-def _refresh_derived(spark: SparkSession, lake: Lake, versions: dict[str, int], before: dict[str, int],
-                     checkpoints: dict[str, int], records: int, *, tell: Callable[[str], None]) -> None:
+def _refresh_derived(spark: SparkSession, lake: Lake, changed: Mapping[str, DataFrame],
+                     history: Mapping[str, DataFrame], checkpoints: dict[str, int], records: int) -> dict[str, int]:
     """The derived tables after an increment of ``records`` new records: only the affected partitions recomputed
-    (``replay.store.derived``), only the files of mutable rows replaced. ``before``: the versions the increment
-    started from; ``checkpoints``: cluster → C of the clusters with new records. The derived tables are the
-    versions the last checkpoint wrote (``replay.store.increment_plan.incremental_plan`` checked)."""
-    tell(DERIVING)
+    (``replay.store.derived``), only the files of mutable rows replaced; name → version written. ``changed``: the
+    rows the increment writes to each of ``GROWING_HISTORY`` (those of the files it replaces, with the new ones:
+    every version live after C); ``history``: every history table after the increment; ``checkpoints``: cluster →
+    C of the clusters with new records. The derived tables are the versions the last checkpoint wrote
+    (``replay.store.increment_plan.incremental_plan`` checked). It reads nothing the increment writes, so it runs
+    while the history tables are written."""
     cps = SafePoints(checkpoints)
-    # every version live after C is in the files the increment wrote (it replaced those of the open versions)
-    changed = {name: lake.read_files(spark, name, lake.added_files(name, before[name], versions[name]))
-               for name in GROWING_HISTORY}
-    brokers = lake.read(spark, BROKER_HISTORY, version=versions[BROKER_HISTORY])
     current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
     split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
     # a table not written split (by delta-spark, before the replay's commits went through delta-rs): every file is
     # replaced, settled rows too
     files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
     stored = {name: replaceable_rows(spark, lake, name, files[name]) for name in DERIVED_TABLES}
-    affected = affected_partitions(changed, brokers, stored, cps).localCheckpoint(eager=True)
-    recomputed = resumed_partitions(changed, brokers, stored, affected, cps, configs_in_force(spark, lake))
-    tell(WRITING + TABLES_APART.join(DERIVED_TABLES))
-    versions |= run_concurrently(spark, {name: partial(
+    brokers = history[BROKER_HISTORY]
+    affected = affected_partitions(dict(changed), brokers, stored, cps).localCheckpoint(eager=True)
+    # the merged configs' plan cut: under the derivation's it would be deeper than Spark Connect's messages allow
+    configs = configs_in_force(spark, lake, history[CONFIG_HISTORY].localCheckpoint(eager=True))
+    recomputed = resumed_partitions(dict(changed), brokers, stored, affected, cps, configs)
+    return run_concurrently(spark, {name: partial(
         replace_open_versions, lake, refreshed_rows(name, stored[name], recomputed[name], affected, cps), name,
         DERIVED_ORDER[name], records, files[name], current[name]) for name in DERIVED_TABLES})
 
@@ -363,13 +390,22 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
                                        }.items() if n not in result.unchanged or (n == ANOMALIES and found)}
         counts = {c: (before[0] + checks.counts.get(c, (0, 0))[0], before[1] + checks.counts.get(c, (0, 0))[1])
                   for c, before in counts.items()}
-        versions.update(write_tables(spark, lake, written, tell, plan.new_records,
-                                     {n: (open_files[n], current[n]) for n in open_files}))
+        replaced = {n: (open_files[n], current[n]) for n in open_files}
         if plan.derived:
-            _refresh_derived(spark, lake, versions, current, changed, plan.new_records, tell=tell)
+            # the derived tables from the rows about to be written, not read back: both at once (each write and
+            # each step of the derivation is mostly a Spark job's fixed latency)
+            tell(WRITING + TABLES_APART.join([*written, *DERIVED_TABLES]))
+            rows = {n: written[n] if n in written else result.tables[n].limit(0) for n in GROWING_HISTORY}
+            done = run_concurrently(spark, {
+                HISTORY: partial(write_tables, spark, lake, written, _untold, plan.new_records, replaced),
+                DERIVED: partial(_refresh_derived, spark, lake, rows, result.tables, changed, plan.new_records)})
+            versions.update(done[HISTORY])
+            versions.update(done[DERIVED])
         else:
+            versions.update(write_tables(spark, lake, written, tell, plan.new_records, replaced))
             notes.append("the derived tables are not the ones the last checkpoint wrote: rebuilt whole")
-            _write_derived(spark, lake, versions, records_covered(plan.covered), tell=tell)
+            versions |= _write_derived(spark, lake, _written(spark, lake, versions), records_covered(plan.covered),
+                                       tell=tell)
     else:
         notes.append("no new records after the checkpoints: tables unchanged")
         versions.update({n: int(lake.delta_table(n).version()) for n in DERIVED_TABLES if lake.table_exists(n)})
