@@ -79,11 +79,6 @@ class LakeReads(LakeRoot):
             return None
         return [path for path in paths if f"/{split}=true/" in f"/{path}"]
 
-    def added_files(self, name: str, since: int, version: int) -> list[str]:
-        """Paths of the files of ``version`` that version ``since`` did not have."""
-        before = set(self.file_paths(name, since))
-        return [path for path in self.file_paths(name, version) if path not in before]
-
     def small_rows(self, name: str, version: int | None = None) -> list[dict[str, Any]]:
         """Every row of a small table (the replay's checkpoints, its coverage: a row per cluster or replay) read by
         delta-rs on the driver, maps as dicts: no Spark job, where each Spark read of a table costs one or more

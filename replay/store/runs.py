@@ -87,7 +87,8 @@ INTERPRETED_INCREMENT_FOLD = True
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
 WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
 TABLES_APART = ", "  # between the names of the tables one stage writes at once
-# a small replay's two concurrent jobs: the history tables' writes, and the derived tables' derivation and writes
+# the two concurrent jobs of a small full replay and of every increment: the history tables' writes, and the
+# derived tables' derivation and writes
 HISTORY, DERIVED = "history", "derived"
 # the history tables the derived tables are computed from (``replay.store.derived``, the configs in force)
 DERIVED_FROM = (PARTITION_HISTORY, REPLICA_HISTORY, BROKER_HISTORY, CONFIG_HISTORY)
