@@ -29,7 +29,7 @@ from lakehouse.tables import METADATA_LOG
 from replay.core.events import LOG_COLUMNS, STATE_TYPES, secret_fingerprint
 from replay.core.shapes import lake_shapes
 from replay.fold.engine import PARTITION_TYPES
-from replay.store.runs import MAX_RECORDS_CONF, TABLES_APART, WRITING
+from replay.store.table_writes import MAX_RECORDS_CONF, TABLES_APART, WRITING
 
 KEY_FIELDS = ("topicId", "partitionId")
 SORT_KEY = ("cluster_id", "record_type", "topic_id", "partition_id")

@@ -156,6 +156,6 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
                  .unionByName(brokers.anomalies).unionByName(zk_migration.anomalies))
     if parts.anomalies is not None:
         anomalies = anomalies.unionByName(parts.anomalies)
-    # Unordered: ``replay.store.runs.write_sorted`` sorts each table as it writes it (a sort here would make Spark
-    # run the whole plan twice, once to sample the range boundaries of the sort).
+    # Unordered: ``replay.store.table_writes.write_sorted`` sorts each table as it writes it (a sort here would make
+    # Spark run the whole plan twice, once to sample the range boundaries of the sort).
     return ReplayResult(tables, anomalies)

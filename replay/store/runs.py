@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.concurrent_jobs import run_concurrently
-from lakehouse.lake import ROWS_PER_FILE, Lake
+from lakehouse.lake import Lake
 from lakehouse.spark_settings import (
     SHUFFLE_PARTITIONS,
     file_statistics,
@@ -33,12 +32,10 @@ from lakehouse.spark_settings import (
     spark_conf,
 )
 from lakehouse.tables import (
-    ANOMALY_ORDER,
     BROKER_HISTORY,
     CONFIG_HISTORY,
     DERIVED_ORDER,
     DERIVED_TABLES,
-    HISTORY_KEYS,
     HISTORY_TABLES,
     METADATA_LOG,
     PARTITION_HISTORY,
@@ -64,14 +61,23 @@ from replay.store.derived import (
     resumed_partitions,
 )
 from replay.store.increment_plan import IncrementPlan, incremental_plan
-from replay.store.layout import OPEN, sorted_layout, topic_ranges
+from replay.store.layout import OPEN, topic_ranges
 from replay.store.snapshot_checks import SnapshotChecks, snapshot_checks
 from replay.store.snapshots import coverages, snapshot_input, with_snapshot_causes
+from replay.store.table_writes import (
+    RECORDS_WRITTEN_AT_ONCE,
+    TABLES_APART,
+    WRITING,
+    replace_open_versions,
+    replaceable_rows,
+    table_rows,
+    write_sorted,
+    write_tables,
+)
 
 ANOMALIES = REPLAY_ANOMALIES
 CHECKPOINTS = REPLAY_CHECKPOINTS
 COVERAGE = REPLAY_COVERAGE
-MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 # A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
 # log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
 RECORDS_PER_SHUFFLE_PARTITION = 250_000
@@ -79,14 +85,11 @@ RECORDS_PER_SHUFFLE_PARTITION = 250_000
 # fewer shuffle partitions than configured (issue 42: a 30,000-record log's full replay, and 100 new records'
 # increment, measured at 1 and 8 partitions in BENCHMARKS.md).
 RECORDS_PER_TASK_AT_LEAST = 50_000
-RECORDS_WRITTEN_AT_ONCE = 100_000  # up to this many records replayed, every table is written at once
 INTERPRETED_UP_TO = 100_000  # a log of up to this many records is replayed without generated code (measured)
 # An increment's fold (its records, the seeds, the merges into the open versions) is small work in many plans: it
 # runs without generated code on any lake, its writes with it (measured: BENCHMARKS.md, issue 20)
 INTERPRETED_INCREMENT_FOLD = True
 DERIVING = "deriving the state machines and the election audit"  # the stage before the derived tables' writes
-WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
-TABLES_APART = ", "  # between the names of the tables one stage writes at once
 # the two concurrent jobs of a small full replay and of every increment: the history tables' writes, and the
 # derived tables' derivation and writes
 HISTORY, DERIVED = "history", "derived"
@@ -135,66 +138,6 @@ def shuffle_partitions_held(spark: SparkSession, records: int) -> contextlib.Abs
     ones) while the block runs, restored after it."""
     configured = int(spark.conf.get(SHUFFLE_PARTITIONS) or 0)
     return spark_conf(spark, SHUFFLE_PARTITIONS, str(shuffle_partitions_for(records, configured)))
-
-
-def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], records: int) -> int:
-    """Overwrite ``name`` with ``df`` in the deterministic layout of a replay of ``records``; returns the Delta
-    version written. The history tables keep Delta's Change Data Feed (``table_changes``: what each replay
-    changed)."""
-    ordered, split = sorted_layout(df, name, order, records)
-    with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
-        return lake.write(ordered, name, "overwrite", split_by=split, change_data_feed=name in HISTORY_TABLES)
-
-
-def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, DataFrame], tell: Callable[[str], None],
-                 records: int, open_files: Mapping[str, tuple[list[str], int]] | None = None) -> dict[str, int]:
-    """Write the replay's tables (name → rows) of ``records`` folded records; name → version. A table in
-    ``open_files`` (name → its files of open versions and the version they are of) has those replaced
-    (``replace_open_versions``), any other is overwritten (``write_sorted``). Small tables are written at once
-    (``run_concurrently``): such a write is mostly fixed latency. The growing history tables of more than
-    ``RECORDS_WRITTEN_AT_ONCE`` records are large sorts: written first, one after the other."""
-    replaced = open_files or {}
-
-    def action(name: str) -> Callable[[], int]:
-        order = ANOMALY_ORDER if name == ANOMALIES else (*HISTORY_KEYS[name], "valid_from_offset")
-        if name not in replaced:
-            return partial(write_sorted, lake, tables[name], name, order, records)
-        return partial(replace_open_versions, lake, tables[name], name, order, records, *replaced[name])
-
-    versions: dict[str, int] = {}
-    large = [n for n in tables if n in GROWING_HISTORY and records > RECORDS_WRITTEN_AT_ONCE]
-    for name in large:
-        tell(f"{WRITING}{name}")
-        versions[name] = action(name)()
-    small = [n for n in tables if n not in large]
-    if small:
-        tell(WRITING + TABLES_APART.join(small))
-        versions |= run_concurrently(spark, {name: action(name) for name in small})
-    return versions
-
-
-def replaceable_rows(spark: SparkSession, lake: Lake, name: str, files: list[str]) -> DataFrame:
-    """The stored rows of ``name`` a replay may still change: the rows of ``files`` (those holding open versions or
-    other mutable rows, ``replay.store.layout.mutable_where``, written apart from the settled ones)."""
-    return lake.read_files(spark, name, files)
-
-
-def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], records: int,
-                          files: list[str], version: int) -> int:
-    """Replace the rows ``replaceable_rows`` gave (the files ``files`` of version ``version``) with ``df``, in the
-    same layout as ``write_sorted`` (of an increment of ``records`` new records); the table's other files are
-    kept."""
-    ordered, split = sorted_layout(df, name, order, records)
-    with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
-        return lake.replace_files(ordered, name, files, version, split_by=split)
-
-
-def table_rows(lake: Lake, name: str) -> int:
-    """Rows of the table's current version, from the Delta log's per-file statistics (no Spark job)."""
-    files = pa.table(lake.delta_table(name).get_add_actions(flatten=True))
-    if files.num_rows == 0:
-        return 0
-    return sum(n or 0 for n in files.column("num_records").to_pylist())
 
 
 def _keep_other_clusters(spark: SparkSession, lake: Lake, name: str, new: DataFrame, cluster_id: str) -> DataFrame:
@@ -418,5 +361,5 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
     return _finish(spark, lake, clusters, safe, log_version, "incremental", versions, list(names), notes, started)
 
 
-__all__ = ["ANOMALIES", "CHECKPOINTS", "CHECKPOINT_SCHEMA", "HISTORY_TABLES", "METADATA_LOG", "ROWS_PER_FILE",
-           "WRITING", "ReplayError", "ReplaySummary", "run_replay", "spark_conf", "table_rows", "write_sorted"]
+__all__ = ["ANOMALIES", "CHECKPOINTS", "CHECKPOINT_SCHEMA", "HISTORY_TABLES", "METADATA_LOG", "ReplayError",
+           "ReplaySummary", "run_replay", "spark_conf"]

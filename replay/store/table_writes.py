@@ -1,0 +1,86 @@
+"""Writing the replay's tables in their deterministic layout (``replay.store.layout``): a table overwritten whole,
+or only its files of open versions replaced, at most ``ROWS_PER_FILE`` rows a file; the small tables at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from lakehouse.concurrent_jobs import run_concurrently
+from lakehouse.lake import ROWS_PER_FILE, Lake
+from lakehouse.spark_settings import spark_conf
+from lakehouse.tables import ANOMALY_ORDER, HISTORY_KEYS, HISTORY_TABLES, REPLAY_ANOMALIES
+from replay.store.derived import GROWING_HISTORY
+from replay.store.layout import sorted_layout
+
+MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
+RECORDS_WRITTEN_AT_ONCE = 100_000  # up to this many records replayed, every table is written at once
+WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
+TABLES_APART = ", "  # between the names of the tables one stage writes at once
+
+
+def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], records: int) -> int:
+    """Overwrite ``name`` with ``df`` in the deterministic layout of a replay of ``records``; returns the Delta
+    version written. The history tables keep Delta's Change Data Feed (``table_changes``: what each replay
+    changed)."""
+    ordered, split = sorted_layout(df, name, order, records)
+    with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
+        return lake.write(ordered, name, "overwrite", split_by=split, change_data_feed=name in HISTORY_TABLES)
+
+
+def write_tables(spark: SparkSession, lake: Lake, tables: dict[str, DataFrame], tell: Callable[[str], None],
+                 records: int, open_files: Mapping[str, tuple[list[str], int]] | None = None) -> dict[str, int]:
+    """Write the replay's tables (name → rows) of ``records`` folded records; name → version. A table in
+    ``open_files`` (name → its files of open versions and the version they are of) has those replaced
+    (``replace_open_versions``), any other is overwritten (``write_sorted``). Small tables are written at once
+    (``run_concurrently``): such a write is mostly fixed latency. The growing history tables of more than
+    ``RECORDS_WRITTEN_AT_ONCE`` records are large sorts: written first, one after the other."""
+    replaced = open_files or {}
+
+    def action(name: str) -> Callable[[], int]:
+        order = ANOMALY_ORDER if name == REPLAY_ANOMALIES else (*HISTORY_KEYS[name], "valid_from_offset")
+        if name not in replaced:
+            return partial(write_sorted, lake, tables[name], name, order, records)
+        return partial(replace_open_versions, lake, tables[name], name, order, records, *replaced[name])
+
+    versions: dict[str, int] = {}
+    large = [n for n in tables if n in GROWING_HISTORY and records > RECORDS_WRITTEN_AT_ONCE]
+    for name in large:
+        tell(f"{WRITING}{name}")
+        versions[name] = action(name)()
+    small = [n for n in tables if n not in large]
+    if small:
+        tell(WRITING + TABLES_APART.join(small))
+        versions |= run_concurrently(spark, {name: action(name) for name in small})
+    return versions
+
+
+def replaceable_rows(spark: SparkSession, lake: Lake, name: str, files: list[str]) -> DataFrame:
+    """The stored rows of ``name`` a replay may still change: the rows of ``files`` (those holding open versions or
+    other mutable rows, ``replay.store.layout.mutable_where``, written apart from the settled ones)."""
+    return lake.read_files(spark, name, files)
+
+
+def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], records: int,
+                          files: list[str], version: int) -> int:
+    """Replace the rows ``replaceable_rows`` gave (the files ``files`` of version ``version``) with ``df``, in the
+    same layout as ``write_sorted`` (of an increment of ``records`` new records); the table's other files are
+    kept."""
+    ordered, split = sorted_layout(df, name, order, records)
+    with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
+        return lake.replace_files(ordered, name, files, version, split_by=split)
+
+
+def table_rows(lake: Lake, name: str) -> int:
+    """Rows of the table's current version, from the Delta log's per-file statistics (no Spark job)."""
+    files = pa.table(lake.delta_table(name).get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return 0
+    return sum(n or 0 for n in files.column("num_records").to_pylist())
+
+
+__all__ = ["MAX_RECORDS_CONF", "RECORDS_WRITTEN_AT_ONCE", "TABLES_APART", "WRITING", "replace_open_versions",
+           "replaceable_rows", "table_rows", "write_sorted", "write_tables"]
