@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 from lakehouse.spark_settings import few_partitions
 from lakehouse.tables import (
     BROKER_HISTORY,
+    CONFIG_HISTORY,
     CONTROLLER_HISTORY,
     FEATURE_HISTORY,
     PARTITION_HISTORY,
@@ -318,7 +319,10 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     for name, key in TABLE_KEYS.items():
         if name != REPLICAS and name not in unchanged:
             tables[name] = _merge(stored[name], folded[name], cps, key)
-    for name in (PARTITION_HISTORY, BROKER_HISTORY):
+    # read by the replica recomputation (partitions, brokers) and by the derived tables' refresh, which runs as they
+    # are written (``replay.store.runs``; under its plan the merged configs' would be deeper than Spark Connect's
+    # messages allow): computed once
+    for name in (PARTITION_HISTORY, BROKER_HISTORY, CONFIG_HISTORY):
         tables[name] = tables[name].localCheckpoint(eager=True)
     # written, and read by the derived tables' refresh as it is written (``replay.store.runs``): computed once
     tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],

@@ -219,14 +219,12 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
                 tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
             at_once = cluster_id is None and records <= RECORDS_WRITTEN_AT_ONCE
             if at_once:
-                # a small replay derives from the tables it writes, not read back, while it writes them (each write
-                # and each step of the derivation is mostly a Spark job's fixed latency); what the derivation reads
-                # is computed once, for both
+                # a small replay derives from the tables it writes, not read back, while it writes them; what the
+                # derivation reads is computed once, for both
                 tables |= {name: tables[name].localCheckpoint(eager=True) for name in DERIVED_FROM}
-                tell(WRITING + TABLES_APART.join([*tables, *DERIVED_TABLES]))
-                done = run_concurrently(spark, {HISTORY: partial(write_tables, spark, lake, tables, _untold, records),
-                                                DERIVED: partial(_write_derived, spark, lake, tables, records)})
-                versions = done[HISTORY] | done[DERIVED]
+                versions = _beside(spark, tell, list(tables),
+                                   partial(write_tables, spark, lake, tables, _untold, records),
+                                   partial(_write_derived, spark, lake, tables, records))
             else:
                 versions = write_tables(spark, lake, tables, tell, records)
         versions[COVERAGE] = write_coverage(spark, lake, covered, checks.counts)
@@ -239,6 +237,16 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
 
 def _untold(stage: str) -> None:
     """A stage run beside another, inside the stage that names both: not told on its own."""
+
+
+def _beside(spark: SparkSession, tell: Callable[[str], None], history_tables: list[str],
+            write_history: Callable[[], dict[str, int]], write_derived: Callable[[], dict[str, int]]
+            ) -> dict[str, int]:
+    """The history tables written and the derived ones computed and written at once, one stage naming them all (each
+    write and each step of the derivation is mostly a Spark job's fixed latency); table → version."""
+    tell(WRITING + TABLES_APART.join([*history_tables, *DERIVED_TABLES]))
+    done = run_concurrently(spark, {HISTORY: write_history, DERIVED: write_derived})
+    return done[HISTORY] | done[DERIVED]
 
 
 def _written(spark: SparkSession, lake: Lake, versions: Mapping[str, int]) -> dict[str, DataFrame]:
@@ -283,8 +291,7 @@ def _refresh_derived(spark: SparkSession, lake: Lake, changed: Mapping[str, Data
     stored = {name: replaceable_rows(spark, lake, name, files[name]) for name in DERIVED_TABLES}
     brokers = history[BROKER_HISTORY]
     affected = affected_partitions(dict(changed), brokers, stored, cps).localCheckpoint(eager=True)
-    # the merged configs' plan cut: under the derivation's it would be deeper than Spark Connect's messages allow
-    configs = configs_in_force(spark, lake, history[CONFIG_HISTORY].localCheckpoint(eager=True))
+    configs = configs_in_force(spark, lake, history[CONFIG_HISTORY])
     recomputed = resumed_partitions(dict(changed), brokers, stored, affected, cps, configs)
     return run_concurrently(spark, {name: partial(
         replace_open_versions, lake, refreshed_rows(name, stored[name], recomputed[name], affected, cps), name,
@@ -336,15 +343,12 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
                   for c, before in counts.items()}
         replaced = {n: (open_files[n], current[n]) for n in open_files}
         if plan.derived:
-            # the derived tables from the rows about to be written, not read back: both at once (each write and
-            # each step of the derivation is mostly a Spark job's fixed latency)
-            tell(WRITING + TABLES_APART.join([*written, *DERIVED_TABLES]))
+            # the derived tables from the rows about to be written, not read back, while they are written
             rows = {n: written[n] if n in written else result.tables[n].limit(0) for n in GROWING_HISTORY}
-            done = run_concurrently(spark, {
-                HISTORY: partial(write_tables, spark, lake, written, _untold, plan.new_records, replaced),
-                DERIVED: partial(_refresh_derived, spark, lake, rows, result.tables, changed, plan.new_records)})
-            versions.update(done[HISTORY])
-            versions.update(done[DERIVED])
+            versions.update(_beside(
+                spark, tell, list(written), partial(write_tables, spark, lake, written, _untold, plan.new_records,
+                                                    replaced),
+                partial(_refresh_derived, spark, lake, rows, result.tables, changed, plan.new_records)))
         else:
             versions.update(write_tables(spark, lake, written, tell, plan.new_records, replaced))
             notes.append("the derived tables are not the ones the last checkpoint wrote: rebuilt whole")
