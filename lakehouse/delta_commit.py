@@ -169,9 +169,7 @@ def read_delta(spark: SparkSession, table_root: str, version: int | None = None)
     delta-spark with those features on) are refused rather than read wrongly.
     """
     table = DeltaTable(_normalize_root(table_root), version=version)
-    features = table.protocol().reader_features or []
-    mapping = table.metadata().configuration.get("delta.columnMapping.mode") or "none"
-    if "deletionVectors" in features or mapping != "none":
+    if not plain_parquet(table):
         raise ValueError(
             f"{table_root} uses deletion vectors or column mapping: read it with delta-spark instead"
         )
@@ -180,6 +178,13 @@ def read_delta(spark: SparkSession, table_root: str, version: int | None = None)
     if not uris:
         return spark.createDataFrame([], schema)
     return spark.read.schema(schema).parquet(*uris)
+
+
+def plain_parquet(table: DeltaTable) -> bool:
+    """Whether the table's rows are its Parquet files' rows: no deletion vectors, no column mapping."""
+    features = table.protocol().reader_features or []
+    mapping = table.metadata().configuration.get("delta.columnMapping.mode") or "none"
+    return "deletionVectors" not in features and mapping == "none"
 
 
 def _normalize_root(table_root: str) -> str:

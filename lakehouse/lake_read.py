@@ -14,9 +14,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from lakehouse.delta_commit import read_delta
+from lakehouse.delta_commit import plain_parquet, read_delta
 from lakehouse.lake_root import LakeError, LakeRoot, as_datetime, table_arrow_schema
 from lakehouse.tables import SCHEMAS, spark_schema
+
+# A table version of at most this many files is read as its Parquet files (``LakeReads.read``): a replay writes a
+# small table in one to three (``replay.store.layout``), a large one in a few per topic range.
+FEW_FILES = 8
 
 
 class LakeReads(LakeRoot):
@@ -24,8 +28,11 @@ class LakeReads(LakeRoot):
 
     def read(self, spark: SparkSession, name: str, version: int | None = None,
              timestamp: datetime | str | None = None) -> DataFrame:
-        """The table as a Spark DataFrame, as of a Delta version or a timestamp (latest by default)."""
-        if self.delta_spark(spark) is not None:
+        """The table as a Spark DataFrame, as of a Delta version or a timestamp (latest by default). Through
+        delta-spark when the session has it, but for a version of at most ``FEW_FILES`` files: read as the Parquet
+        files its Delta log lists (``read_as_files``), as delta-spark would rebuild the table's state and choose
+        among files it has no room to skip, a Spark job each (issue 42: most of a small summary's queries)."""
+        if self.delta_spark(spark) is not None and (timestamp is not None or not self._few_files(name, version)):
             if not self.table_exists(name):
                 raise LakeError(f"no table {name!r} in the lake at {self.root}")
             reader = spark.read.format("delta")
@@ -41,12 +48,16 @@ class LakeReads(LakeRoot):
         table = self.delta_table(name, version, timestamp)
         return read_delta(spark, self.path(name), table.version())
 
+    def _few_files(self, name: str, version: int | None) -> bool:
+        """Whether the version has at most ``FEW_FILES`` files and no Delta feature a Parquet read would miss."""
+        table = self.delta_table(name, version)
+        return len(table.file_uris()) <= FEW_FILES and plain_parquet(table)
+
     def read_offsets(self, spark: SparkSession, name: str, cluster_id: str, first: int, last: int,
                      version: int | None = None) -> DataFrame:
-        """Rows of `cluster_id` with `first <= offset <= last`, reading only files whose stats overlap."""
-        if self.delta_spark(spark) is not None:  # Delta's data skipping picks the files (a replay's file_statistics)
-            return self.read(spark, name, version=version).filter(
-                (F.col("cluster_id") == cluster_id) & F.col("offset").between(first, last))
+        """Rows of `cluster_id` with `first <= offset <= last`, reading only files whose stats overlap: chosen from
+        the Delta log on the driver, whichever engine the lake has (delta-spark would run jobs to rebuild the
+        table's state and skip files: most of an increment's read of its new records, issue 42)."""
         table = self.delta_table(name, version)
         uris = overlapping_files(table, {cluster_id: (first, last)})
         schema = spark_schema(name) if name in SCHEMAS else None
@@ -105,6 +116,14 @@ class LakeReads(LakeRoot):
         if not paths:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).parquet(*(f"{self.path(name)}/{path}" for path in paths))
+
+    def read_as_files(self, spark: SparkSession, name: str, version: int | None = None) -> DataFrame:
+        """The table as of ``version`` (the latest by default), read as the Parquet files its Delta log lists there
+        (delta-rs on the driver): the rows ``read`` gives, without the jobs delta-spark runs to rebuild a table's
+        state before each scan (issue 42: they were a third of an increment's time). A table using deletion
+        vectors or column mapping (which a plain Parquet read would miss) is refused
+        (``lakehouse.delta_commit.read_delta``)."""
+        return read_delta(spark, self.path(name), version)
 
 
 def clusters_in_files(spark: SparkSession, table: DeltaTable, uris: list[str]) -> set[str]:
@@ -168,18 +187,92 @@ def cluster_column_range(table: DeltaTable, cluster_id: str, column: str) -> tup
     """(rows, min, max) of the integer ``column`` over the rows of ``cluster_id``, from the Delta log's per-file
     statistics alone (no data read): None when they cannot tell (a file holding the cluster and another, or a
     file without statistics); (0, 0, 0) when no file holds the cluster."""
-    files = pa.table(table.get_add_actions(flatten=True))
-    names = files.column_names
-    needed = ("min.cluster_id", "max.cluster_id", f"min.{column}", f"max.{column}", "num_records")
-    if files.num_rows == 0:
-        return (0, 0, 0)
-    if any(name not in names for name in needed):
+    files = _file_bounds(table, (column,))
+    if files is None:
         return None
+    held = [(cmin, cmax, bounds) for cmin, cmax, bounds in files
+            if cmin is None or cmax is None or cmin <= cluster_id <= cmax]
+    if any(cmin != cluster_id or cmax != cluster_id for cmin, cmax, _ in held):
+        return None
+    return _summed([bounds[column] for _, _, bounds in held])
+
+
+def cluster_column_ranges(table: DeltaTable, column: str) -> dict[str, tuple[int, int, int]] | None:
+    """Cluster id → (rows, min, max) of the integer ``column`` (its non-null values) for every cluster of
+    ``table``, from the Delta log's per-file statistics alone: None when they cannot tell (a file holding two
+    clusters or without statistics)."""
+    files = _file_bounds(table, (column,))
+    if files is None or any(cmin is None or cmin != cmax for cmin, cmax, _ in files):
+        return None
+    clusters: dict[str, list[tuple[int, Any, Any] | None]] = {}
+    for cluster, _, bounds in files:
+        clusters.setdefault(cluster, []).append(bounds[column])
+    ranges = {cluster: _summed(found) for cluster, found in clusters.items()}
+    if any(found is None for found in ranges.values()):
+        return None
+    return {cluster: found for cluster, found in ranges.items() if found is not None and found[0] > 0}
+
+
+def cluster_distinct_values(table: DeltaTable, columns: tuple[str, ...]) -> dict[str, set[tuple[Any, ...]]] | None:
+    """Cluster id → the distinct non-null tuples of ``columns`` its rows hold, from the Delta log's per-file
+    statistics alone: None unless every file holds one cluster and one value of each column (as an ingest writes
+    a snapshot's records: one commit per snapshot)."""
+    files = _file_bounds(table, columns)
+    if files is None:
+        return None
+    found: dict[str, set[tuple[Any, ...]]] = {}
+    for cmin, cmax, bounds in files:
+        single = [value[1] for value in (bounds[column] for column in columns)
+                  if value is not None and value[1] is not None and value[1] == value[2]]
+        if cmin is None or cmin != cmax or len(single) != len(columns):
+            return None
+        found.setdefault(cmin, set()).add(tuple(single))
+    return found
+
+
+def _file_bounds(table: DeltaTable, columns: tuple[str, ...]
+                 ) -> list[tuple[Any, Any, dict[str, tuple[int, Any, Any] | None]]] | None:
+    """Each file holding rows: (min cluster_id, max cluster_id, column → (non-null rows, min, max), None where the
+    file's statistics lack the column's), from the Delta log; None when the log keeps no statistics of them."""
+    files = pa.table(table.get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return []
+    names = set(files.column_names)
+    if not {"min.cluster_id", "max.cluster_id", "num_records"} <= names or any(
+            f"{kind}.{column}" not in names for column in columns for kind in ("min", "max", "null_count")):
+        return None
+
+    def values(name: str) -> list[Any]:
+        return files.column(name).to_pylist()
+
+    rows = values("num_records")
+    per_column = {column: list(zip(values(f"null_count.{column}"), values(f"min.{column}"), values(f"max.{column}"),
+                                   strict=True)) for column in columns}
+    bounds = []
+    for index, (cmin, cmax, count) in enumerate(zip(values("min.cluster_id"), values("max.cluster_id"), rows,
+                                                    strict=True)):
+        if count == 0:
+            continue
+        if count is None:
+            return None
+        stated: dict[str, tuple[int, Any, Any] | None] = {}
+        for column in columns:
+            nulls, low, high = per_column[column][index]
+            stated[column] = None if nulls is None else (count - nulls, low, high)
+        bounds.append((cmin, cmax, stated))
+    return bounds
+
+
+def _summed(found: list[tuple[int, Any, Any] | None]) -> tuple[int, int, int] | None:
+    """(rows, min, max) over some files' (non-null rows, min, max): None when a file's are unknown."""
     rows, low, high = 0, None, None
-    for cmin, cmax, vmin, vmax, count in zip(*(files.column(name).to_pylist() for name in needed), strict=True):
-        if count == 0 or (cmin is not None and cmax is not None and (cluster_id < cmin or cmax < cluster_id)):
-            continue  # holds nothing of the cluster
-        if cmin != cluster_id or cmax != cluster_id or vmin is None or vmax is None or count is None:
+    for bounds in found:
+        if bounds is None:
+            return None
+        count, vmin, vmax = bounds
+        if count == 0:
+            continue
+        if vmin is None or vmax is None:
             return None
         rows += count
         low = vmin if low is None else min(low, vmin)

@@ -69,7 +69,7 @@ def configs_in_force(spark: SparkSession, lake: Lake, history: DataFrame | None 
     synonyms = sorted({name for key in AUDITED_KEYS for name in TOPIC_CONFIG_SYNONYMS[key]})
     per_node = history.where((F.col("resource_type") == CONFIG_RESOURCE_BROKER)
                              & (F.col("resource_name") != CLUSTER_DEFAULT) & F.col("name").isin(synonyms))
-    controllers = (active_controllers(lake.read(spark, METADATA_LOG).select(
+    controllers = (active_controllers(lake.read_as_files(spark, METADATA_LOG).select(
         "cluster_id", "offset", "record_type", "payload_json")) if not per_node.isEmpty() else None)
     return ConfigsInForce(history, controllers, dict(static or {}))
 

@@ -95,12 +95,12 @@ def visible(log: DataFrame, shapes: RecordShapes) -> DataFrame:
 def with_base(events: DataFrame, base: DataFrame | None, shapes: RecordShapes) -> DataFrame:
     """``events`` plus already-visible *base* events (a snapshot's records, the seeds of an incremental
     replay): rows with ``cluster_id, offset, visible_offset, visible_time_ms, record_type, schema_id,
-    payload, payload_json, seq`` (and ``secret_fingerprint`` where known) that come before every log event of their
-    cluster (``seq`` orders the rows of one offset)."""
+    payload, payload_json, seq, secret_fingerprint`` (null where not known) that come before every log event of their
+    cluster (``seq`` orders the rows of one offset). Both kinds have every column (``snapshot_events``, the seeds):
+    asking the base's plan for its columns would cost a Spark request."""
     if base is None:
         return events
-    base = base.select(*(c for c in BASE_COLUMNS if c not in (*PAYLOAD_COLUMNS, SECRET_FINGERPRINT)),
-                       *shapes.payload_columns(), secret_fingerprint(base))
+    base = base.select(*(c for c in BASE_COLUMNS if c not in PAYLOAD_COLUMNS), *shapes.payload_columns())
     return events.unionByName(base, allowMissingColumns=True)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from py4j.protocol import Py4JJavaError
@@ -209,20 +209,34 @@ def record_shapes(spark: SparkSession, registry: DataFrame | None = None) -> Rec
     """The shapes of a replay: from the lake's ``avro_schemas`` rows (``registry``; the shipped schemas alone
     when None), decoded with from_avro when the session has spark-avro. Collects the registry (a few dozen
     rows) to the driver once."""
-    rows: list[RegisteredSchema] = []
-    if registry is not None:
-        rows = [RegisteredSchema(int(r["schema_id"]), r["record_type"], r["avsc"], r["registered_time"])
-                for r in registry.select("schema_id", "record_type", "avsc", "registered_time").collect()
-                if r["schema_id"] is not None and r["record_type"] is not None and r["avsc"]]
-    return RecordShapes.from_registry(rows, has_spark_avro(spark))
+    rows = [] if registry is None else registry.select(*_REGISTRY_COLUMNS).collect()
+    return RecordShapes.from_registry(_registered(row.asDict() for row in rows), has_spark_avro(spark))
 
 
 def lake_shapes(spark: SparkSession, lake: Any) -> RecordShapes:
-    """:func:`record_shapes` of a ``lakehouse.lake.Lake``: its ``avro_schemas`` when it has the table."""
+    """:func:`record_shapes` of a ``lakehouse.lake.Lake``: its ``avro_schemas`` when it has the table, read on the
+    driver (a few dozen rows: no Spark job)."""
     from lakehouse.tables import AVRO_SCHEMAS
 
-    registry = lake.read(spark, AVRO_SCHEMAS) if lake.table_exists(AVRO_SCHEMAS) else None
-    return record_shapes(spark, registry)
+    rows = lake.small_rows(AVRO_SCHEMAS) if lake.table_exists(AVRO_SCHEMAS) else []
+    return RecordShapes.from_registry(_registered(rows), has_spark_avro(spark))
+
+
+_REGISTRY_COLUMNS = ("schema_id", "record_type", "avsc", "registered_time")
+
+
+def _registered(rows: Iterable[Mapping[str, Any]]) -> list[RegisteredSchema]:
+    """The registry's complete rows in one order whichever engine read them: by ``schema_id`` (the reader's
+    tie-break between schemas registered at one time), times as naive UTC."""
+    found = []
+    for row in rows:
+        if row["schema_id"] is None or row["record_type"] is None or not row["avsc"]:
+            continue
+        registered = row["registered_time"]
+        if registered is not None and registered.tzinfo is not None:
+            registered = registered.astimezone(UTC).replace(tzinfo=None)
+        found.append(RegisteredSchema(int(row["schema_id"]), row["record_type"], row["avsc"], registered))
+    return sorted(found, key=lambda schema: schema.schema_id)
 
 
 __all__ = ["PAYLOAD_COLUMNS", "RecordShapes", "RegisteredSchema", "has_spark_avro", "lake_shapes", "record_shapes",

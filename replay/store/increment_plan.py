@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse.lake import Lake
-from lakehouse.lake_read import clusters_in_files
+from lakehouse.lake_read import cluster_column_ranges, cluster_distinct_values, clusters_in_files
 from lakehouse.spark_settings import few_partitions
 from lakehouse.tables import (
     DERIVED_TABLES,
@@ -29,16 +29,24 @@ from lakehouse.tables import (
 )
 from replay.core.coverage import ClusterCoverage
 from replay.store.coverage_table import stored_coverage
-from replay.store.snapshots import coverages, first_offsets
+from replay.store.snapshots import SNAPSHOT_KEY, coverages
 
 
 def lake_coverages(spark: SparkSession, lake: Lake, log_version: int, clusters: list[str] | None = None
                    ) -> dict[str, ClusterCoverage]:
-    """Each cluster's history as the lake's log (at ``log_version``) and snapshots give it (only ``clusters``)."""
-    log = lake.read(spark, METADATA_LOG, version=log_version)
+    """Each cluster's history as the lake's log (at ``log_version``) and snapshots give it (only ``clusters``):
+    from the Delta logs' file statistics where they tell (a log without holes, a snapshot per commit, as an ingest
+    writes them), so that no Spark job reads the tables."""
+    log = lake.read_as_files(spark, METADATA_LOG, log_version)
+    offsets = cluster_column_ranges(lake.delta_table(METADATA_LOG, version=log_version), "offset")
     if clusters is not None:
         log = log.where(F.col("cluster_id").isin(*clusters))
-    return coverages(log, lake.read(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None)
+        if offsets is not None:
+            offsets = {cluster: offsets[cluster] for cluster in clusters if cluster in offsets}
+    if not lake.table_exists(SNAPSHOTS):
+        return coverages(log, None, offsets)
+    ids = cluster_distinct_values(lake.delta_table(SNAPSHOTS), SNAPSHOT_KEY[1:])
+    return coverages(log, lake.read_as_files(spark, SNAPSHOTS), offsets, ids)
 
 
 def _same_coverage(spark: SparkSession, lake: Lake, log_version: int, scope: list[str], notes: list[str]
@@ -124,14 +132,15 @@ def incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_
     new_log = frames[0]
     for frame in frames[1:]:
         new_log = new_log.unionByName(frame)
-    new_log = few_partitions(new_log).persist()  # one read per cluster: as many partitions
-    new_bounds = first_offsets(new_log)
+    # the new offsets as the coverage's runs give them: the first after the checkpoint to the last stored
+    new_bounds = {c: (cp + 1, covered[c].last_offset) for c, cp in sorted(checkpoints.items())
+                  if c in seen and covered[c].last_offset > cp}
     for cluster, (first, _) in new_bounds.items():
-        if first != checkpoints[cluster] + 1:
-            notes.append(f"{cluster}: offsets {checkpoints[cluster] + 1}..{first - 1} are missing after the "
-                         "checkpoint: full replay")
-            new_log.unpersist()
+        missing = next((gap for gap in covered[cluster].gaps if gap.holds(first)), None)
+        if missing is not None:
+            notes.append(f"{cluster}: offsets {first}..{missing.last} are missing after the checkpoint: full replay")
             return None
+    new_log = few_partitions(new_log).persist()  # one read per cluster: as many partitions
     return IncrementPlan(checkpoints, derived, new_log, new_bounds, covered, checked)
 
 

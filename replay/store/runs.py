@@ -60,10 +60,10 @@ from replay.store.derived import (
     refreshed_rows,
     resumed_partitions,
 )
-from replay.store.increment_plan import IncrementPlan, incremental_plan
+from replay.store.increment_plan import IncrementPlan, incremental_plan, lake_coverages
 from replay.store.layout import OPEN, topic_ranges
 from replay.store.snapshot_checks import SnapshotChecks, snapshot_checks
-from replay.store.snapshots import coverages, snapshot_input, with_snapshot_causes
+from replay.store.snapshots import snapshot_input, with_snapshot_causes
 from replay.store.table_writes import (
     RECORDS_WRITTEN_AT_ONCE,
     TABLES_APART,
@@ -189,11 +189,11 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             with shuffle_partitions_held(spark, plan.new_records):
                 tell("replaying the offsets after the last checkpoint (incremental)")
                 return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
-    log = lake.read(spark, METADATA_LOG, version=log_version)
+    log = lake.read_as_files(spark, METADATA_LOG, log_version)
     if cluster_id is not None:
         log = log.where(F.col("cluster_id") == cluster_id)
-    snapshots = lake.read(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None
-    covered = coverages(log, snapshots)
+    snapshots = lake.read_as_files(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None
+    covered = lake_coverages(spark, lake, log_version, None if cluster_id is None else [cluster_id])
     if not covered:
         if cluster_id is not None:
             raise ReplayError(f"no records of cluster {cluster_id!r} in metadata_log")
@@ -251,7 +251,7 @@ def _beside(spark: SparkSession, tell: Callable[[str], None], history_tables: li
 
 def _written(spark: SparkSession, lake: Lake, versions: Mapping[str, int]) -> dict[str, DataFrame]:
     """The history tables as the replay wrote them (``versions``)."""
-    return {name: lake.read(spark, name, version=versions[name]) for name in HISTORY_TABLES}
+    return {name: lake.read_as_files(spark, name, versions[name]) for name in HISTORY_TABLES}
 
 
 def _write_derived(spark: SparkSession, lake: Lake, history: Mapping[str, DataFrame], records: int,
@@ -326,14 +326,14 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
         # closed versions never change: the large tables are read and replaced only where they hold open versions
         open_files = {n: lake.files_with_nulls(n, "valid_to_offset", current[n]) for n in GROWING_HISTORY}
         stored = {n: (replaceable_rows(spark, lake, n, open_files[n])
-                      if n in open_files else lake.read(spark, n, version=current[n])) for n in HISTORY_TABLES}
+                      if n in open_files else lake.read_as_files(spark, n, current[n])) for n in HISTORY_TABLES}
         shapes = lake_shapes(spark, lake)
         with interpreted(spark, INTERPRETED_INCREMENT_FOLD):
-            result = incremental_replay(spark, plan.new_log, changed, stored, lake.read(
-                spark, ANOMALIES, version=current[ANOMALIES]), shapes)
+            result = incremental_replay(spark, plan.new_log, changed, stored, lake.read_as_files(
+                spark, ANOMALIES, current[ANOMALIES]), shapes)
         # the snapshots after C: every version valid after C is in the merged rows
         new_checks = {c: tuple(s for s in plan.covered[c].checks if s.image_offset > cp) for c, cp in changed.items()}
-        checks = _checked(plan.new_log, lake.read(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None,
+        checks = _checked(plan.new_log, lake.read_as_files(spark, SNAPSHOTS) if lake.table_exists(SNAPSHOTS) else None,
                           result.tables, new_checks, shapes, tell)
         found = any(differing for _, differing in checks.counts.values())
         # a table whose rows are the stored ones keeps its current version

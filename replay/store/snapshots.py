@@ -34,27 +34,37 @@ class ReplayInput:
     base: DataFrame | None
 
 
-def stored_runs(log: DataFrame) -> dict[str, list[LogRun]]:
-    """Cluster id → the runs of consecutive offsets the log holds. One small aggregate; the offsets of a cluster
-    with a hole (fewer rows than its offset range) are ordered once more to find where."""
-    rows = (log.where(F.col("offset").isNotNull()).groupBy("cluster_id")
-            .agg(F.min("offset").alias("first"), F.max("offset").alias("last"), F.count("offset").alias("rows"))
-            .collect())
-    bounds = {row["cluster_id"]: (int(row["first"]), int(row["last"])) for row in rows}
-    holed = [row["cluster_id"] for row in rows if row["rows"] != row["last"] - row["first"] + 1]
-    gaps: dict[str, list[tuple[int, int]]] = {cluster: [] for cluster in bounds}
+def stored_runs(log: DataFrame, known: Mapping[str, tuple[int, int, int]] | None = None
+                ) -> dict[str, list[LogRun]]:
+    """Cluster id → the runs of consecutive offsets the log holds. ``known``: cluster → (offsets, first, last)
+    already known (the Delta log's statistics, ``lakehouse.lake_read.cluster_column_ranges``), else one small
+    aggregate; the offsets of a cluster with a hole (fewer offsets than its range) are ordered once more to find
+    where."""
+    if known is None:
+        rows = (log.where(F.col("offset").isNotNull()).groupBy("cluster_id")
+                .agg(F.count("offset").alias("rows"), F.min("offset").alias("first"), F.max("offset").alias("last"))
+                .collect())
+        known = {row["cluster_id"]: (int(row["rows"]), int(row["first"]), int(row["last"])) for row in rows}
+    holed = [cluster for cluster, (count, first, last) in known.items() if count != last - first + 1]
+    gaps: dict[str, list[tuple[int, int]]] = {cluster: [] for cluster in known}
     if holed:
         previous = F.lag("offset").over(Window.partitionBy("cluster_id").orderBy("offset"))
         found = (log.where(F.col("cluster_id").isin(*holed)).select("cluster_id", "offset")
                  .withColumn("previous", previous).where(F.col("offset") > F.col("previous") + 1).collect())
         for row in found:
             gaps[row["cluster_id"]].append((int(row["previous"]) + 1, int(row["offset"]) - 1))
-    return {cluster: runs_of(first, last, gaps[cluster]) for cluster, (first, last) in bounds.items()}
+    return {cluster: runs_of(first, last, gaps[cluster]) for cluster, (_, first, last) in known.items()}
 
 
-def stored_snapshots(snapshots: DataFrame | None, clusters: list[str]) -> dict[str, list[SnapshotId]]:
-    """Cluster id → the (end offset, epoch) of each snapshot the lake holds."""
+def stored_snapshots(snapshots: DataFrame | None, clusters: list[str],
+                     known: Mapping[str, set[tuple[int, int]]] | None = None) -> dict[str, list[SnapshotId]]:
+    """Cluster id → the (end offset, epoch) of each snapshot the lake holds. ``known``: every cluster's pairs
+    already known (the Delta log's statistics, ``lakehouse.lake_read.cluster_distinct_values``), else read."""
     found: dict[str, list[SnapshotId]] = {cluster: [] for cluster in clusters}
+    if known is not None:
+        for cluster in clusters:
+            found[cluster] = [SnapshotId(int(end), int(epoch)) for end, epoch in sorted(known.get(cluster, ()))]
+        return found
     if snapshots is None or not clusters:
         return found
     for row in snapshots.where(F.col("cluster_id").isin(*clusters)).select(*SNAPSHOT_KEY).distinct().collect():
@@ -62,10 +72,14 @@ def stored_snapshots(snapshots: DataFrame | None, clusters: list[str]) -> dict[s
     return found
 
 
-def coverages(log: DataFrame, snapshots: DataFrame | None) -> dict[str, ClusterCoverage]:
-    """Each cluster's history: its base and what it answers (``replay.core.coverage.history_coverage``)."""
-    runs = stored_runs(log)
-    ids = stored_snapshots(snapshots, sorted(runs))
+def coverages(log: DataFrame, snapshots: DataFrame | None,
+              known_offsets: Mapping[str, tuple[int, int, int]] | None = None,
+              known_snapshots: Mapping[str, set[tuple[int, int]]] | None = None) -> dict[str, ClusterCoverage]:
+    """Each cluster's history: its base and what it answers (``replay.core.coverage.history_coverage``), from
+    what the Delta logs' statistics tell (``known_offsets``, ``known_snapshots``: see ``stored_runs`` and
+    ``stored_snapshots``) or else from the tables' rows."""
+    runs = stored_runs(log, known_offsets)
+    ids = stored_snapshots(snapshots, sorted(runs), known_snapshots)
     return {cluster: history_coverage(cluster, runs[cluster], ids[cluster]) for cluster in sorted(runs)}
 
 
@@ -122,13 +136,6 @@ def snapshot_input(log: DataFrame, snapshots: DataFrame | None, covered: Mapping
     return ReplayInput(tail, snapshot_events(snapshot_rows(snapshots, bases.items())))
 
 
-def first_offsets(log: DataFrame) -> dict[str, tuple[int, int]]:
-    """Cluster id → (first, last) stored offset, one small aggregate over the log."""
-    rows = (log.where(F.col("offset").isNotNull()).groupBy("cluster_id")
-            .agg(F.min("offset").alias("first"), F.max("offset").alias("last")).collect())
-    return {row["cluster_id"]: (int(row["first"]), int(row["last"])) for row in rows}
-
-
-__all__ = ["SNAPSHOT_KEY", "ReplayInput", "coverages", "first_folded", "first_offsets", "snapshot_events",
+__all__ = ["SNAPSHOT_KEY", "ReplayInput", "coverages", "first_folded", "snapshot_events",
            "snapshot_input", "snapshot_rows", "stored_runs", "stored_snapshots",
            "with_snapshot_causes"]
