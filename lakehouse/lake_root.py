@@ -6,6 +6,7 @@ import contextlib
 import shutil
 import uuid
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,6 +15,7 @@ from deltalake import DeltaTable, Schema
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.delta_commit import arrow_filesystem
 from lakehouse.light_reader import DEFAULT_LAKE as DEFAULT_LAKE
 from lakehouse.light_reader import LAKE_ENV as LAKE_ENV
@@ -107,13 +109,14 @@ class LakeRoot:
     def staging_path(self, ingest_id: str) -> str:
         return f"{self.root}/{STAGING_DIR}/{ingest_id}"
 
-    def ensure_table(self, name: str, schema: pa.Schema | None = None) -> None:
-        """Create the empty table (version 0) unless it exists; safe when processes race to create it."""
+    def ensure_table(self, name: str, schema: pa.Schema | None = None, spark: SparkSession | None = None) -> None:
+        """Create the empty table (version 0) unless it exists; safe when processes race to create it. ``spark``:
+        the session to create it with (by default the thread's active one)."""
         if self.table_exists(name):
             return
         schema = schema if schema is not None else SCHEMAS[name]
         try:
-            spark = self.delta_spark()
+            spark = self.delta_spark(spark)
             if spark is not None:
                 columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}"
                                     for f in from_arrow_schema(schema).fields)
@@ -130,8 +133,15 @@ class LakeRoot:
                 raise
 
     def ensure_tables(self, names: list[str] | None = None) -> None:
-        for name in names or list(SCHEMAS):
-            self.ensure_table(name)
+        """``ensure_table`` of each table (every table of the log by default), the missing ones at once: a
+        creation through delta-spark is mostly a commit's fixed latency (issue 42: a new lake's first ingest)."""
+        missing = [name for name in names or list(SCHEMAS) if not self.table_exists(name)]
+        spark = self.delta_spark()
+        if spark is None or len(missing) < 2:
+            for name in missing:
+                self.ensure_table(name)
+            return
+        run_concurrently(spark, {name: partial(self.ensure_table, name, spark=spark) for name in missing})
 
     def delta_table(self, name: str, version: int | None = None, timestamp: datetime | str | None = None
                     ) -> DeltaTable:
