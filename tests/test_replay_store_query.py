@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from kraft_replay.formatting import format_replay_summary
 from kraft_replay.replay_commands import standalone_app
+from lakehouse import lake_read
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from lakehouse.spark import DELTA_SPARK, DELTA_STATS_SKIPPING, lake_engine
@@ -215,9 +216,11 @@ def test_history_of_consumer_offsets_0(spark: SparkSession, lake: Lake) -> None:
     assert [(v["leader"], v["leader_epoch"]) for v in versions] == [(1, 0), (-1, 1)]
 
 
-def test_a_question_is_planned_without_deltas_skipping_job(spark: SparkSession, lake: Lake) -> None:
+def test_a_question_is_planned_without_deltas_skipping_job(spark: SparkSession, lake: Lake,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A session started here leaves Delta's data skipping off (``lakehouse.spark.DELTA_STATS_SKIPPING``): planning
-    a question runs no Spark job. In ``file_statistics`` (a replay's reads) Delta runs one to pick the files; the
+    a question runs no Spark job. In ``file_statistics`` (a replay's reads) Delta runs one to pick the files of a
+    table it reads (one of more than ``FEW_FILES`` files; a smaller one is read as its files, no job either way); the
     answer is the same."""
     if lake_engine(spark) != DELTA_SPARK:
         pytest.skip("delta-spark's planning only: this session's lake engine is delta-rs")
@@ -237,6 +240,9 @@ def test_a_question_is_planned_without_deltas_skipping_job(spark: SparkSession, 
 
     assert planned("question-planned") == (0, [(420, 4876), (4876, None)])
     with file_statistics(spark):
+        assert planned("question-planned-few-files") == (0, [(420, 4876), (4876, None)])
+        monkeypatch.setattr(lake_read, "FEW_FILES", 0)  # as a table of many files: read through delta-spark
+        history(spark, lake, "__consumer_offsets", 0).collect()  # delta-spark's snapshot of the table loaded
         assert planned("question-planned-with-file-statistics") == (1, [(420, 4876), (4876, None)])
     assert spark.conf.get(DELTA_STATS_SKIPPING) == "false"
 
