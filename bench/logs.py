@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from records.kafka_constants import ABORT, BEGIN, END
 from records.model import LogEntry
-from simulator import ScenarioOptions, run_scenario, write_log
+from simulator import ScenarioOptions, run_scenario, whole_transactions, write_log
 
 SEED = 11
 # What the random mix writes: since issue 19 every part of the image (configs, client quotas, ACLs, SCRAM users,
@@ -86,20 +85,6 @@ def metadata_log(out: Path) -> tuple[Path, int]:
     """``OUT/log/__cluster_metadata-0`` (the N records) and the bytes of its segments."""
     log_dir = out / "log" / "__cluster_metadata-0"
     return log_dir, sum(p.stat().st_size for p in log_dir.glob("*.log"))
-
-
-def whole_transactions(entries: Iterator[LogEntry], at_least: int) -> Iterator[LogEntry]:
-    """The next ``at_least`` entries, and more until no metadata transaction is open: a log Kafka wrote ends
-    between transactions once its controller settled (Kafka's shell and loader wait for an open one's end)."""
-    open_transaction = False
-    for count, entry in enumerate(entries, start=1):
-        yield entry
-        if entry.type_name == BEGIN:
-            open_transaction = True
-        elif entry.type_name in (END, ABORT):
-            open_transaction = False
-        if count >= at_least and not open_transaction:
-            return
 
 
 def real_like_log(out: Path, sizes: dict[str, Any], *, reuse: bool) -> tuple[int, int]:

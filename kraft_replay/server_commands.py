@@ -6,7 +6,6 @@ Register with ``app.add_typer(server_app, name="server")``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -26,8 +25,8 @@ DriverMemoryOption = Annotated[str | None, typer.Option(
     help="The server JVM's heap (default $KRAFT_REPLAY_DRIVER_MEMORY, else 2g), e.g. 4g")]
 WarmUpOption = Annotated[bool, typer.Option(
     "--warm-up/--no-warm-up",
-    help="Replay the bundled sample log through the new server once, so that the first real command finds its "
-         "JVM warm (a cold JVM runs a replay's plans at about half speed)")]
+    help="Run a simulated cluster's first answer and an increment of it through the new server once, so that the "
+         "first real commands find its JVM warm (a cold JVM runs a replay's plans at about half speed)")]
 USING = "the commands without --master or --remote use it until `kraft-replay server stop`"
 
 
@@ -40,26 +39,11 @@ def start(port: PortOption = None, driver_memory: DriverMemoryOption = None, war
     server, started = start_server(port, driver_memory)
     typer.echo(f"{'started' if started else 'already running'}: resident Spark server {server.describe()}")
     if started and warm_up:
-        typer.echo("warming up: ingesting and replaying the bundled sample log into a temporary lake")
-        _warm_up(server.url)
+        from kraft_replay.warm_up import warm_up as run_warm_up
+
+        typer.echo("warming up: a simulated cluster's log ingested, replayed and summarized, then an increment of it")
+        run_warm_up(server.url)
     typer.echo(USING)
-
-
-def _warm_up(url: str) -> None:
-    """Ingest and replay the bundled sample log through the server at ``url`` into a lake deleted afterwards."""
-    import tempfile
-
-    from kraft_replay.sample import SAMPLE_DIR
-    from lakehouse.ingest import ingest
-    from lakehouse.lake import Lake
-    from lakehouse.spark import SparkOptions, get_spark
-    from replay.store.runs import run_replay
-
-    spark = get_spark(SparkOptions(remote=url))
-    with tempfile.TemporaryDirectory(prefix="kraft-replay-warm-up-") as directory:
-        lake = Lake(Path(directory) / "lake")
-        ingest(spark, lake, SAMPLE_DIR)
-        run_replay(spark, lake)
 
 
 @server_app.command("status", epilog="Example: kraft-replay server status")

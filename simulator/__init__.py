@@ -8,7 +8,7 @@ from simulator.controller import (
     SimulationError,
 )
 from simulator.facts import ScenarioFacts
-from simulator.output import write_log
+from simulator.output import whole_transactions, write_log
 from simulator.scenarios import SCENARIOS, ScenarioOptions, ScenarioRun, run_scenario
 from simulator.versions import MetadataVersion
 
@@ -23,5 +23,6 @@ __all__ = [
     "SimConfig",
     "SimulationError",
     "run_scenario",
+    "whole_transactions",
     "write_log",
 ]

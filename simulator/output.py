@@ -7,6 +7,7 @@ from pathlib import Path
 
 from records.batch import Compression
 from records.jsonl import write_jsonl
+from records.kafka_constants import ABORT, BEGIN, END
 from records.model import LogEntry
 from records.writer import write_meta_properties, write_segments
 
@@ -44,3 +45,17 @@ def write_log(entries: Iterable[LogEntry], out: Path, fmt: str, *, cluster_id: s
     with path.open("w", encoding="utf-8", newline="\n") as stream:
         write_jsonl(counter, stream)
     return counter.count, [path]
+
+
+def whole_transactions(entries: Iterator[LogEntry], at_least: int) -> Iterator[LogEntry]:
+    """The next ``at_least`` entries, and more until no metadata transaction is open: a log Kafka wrote ends
+    between transactions once its controller settled (Kafka's shell and loader wait for an open one's end)."""
+    open_transaction = False
+    for count, entry in enumerate(entries, start=1):
+        yield entry
+        if entry.type_name == BEGIN:
+            open_transaction = True
+        elif entry.type_name in (END, ABORT):
+            open_transaction = False
+        if count >= at_least and not open_transaction:
+            return

@@ -7,10 +7,10 @@ import itertools
 import json
 from pathlib import Path
 
-from bench.logs import SEED, real_like_log, whole_transactions
+from bench.logs import SEED, real_like_log
 from records.kafka_constants import ABORT, BEGIN, END
 from records.sources import read_entries
-from simulator import ScenarioOptions, run_scenario
+from simulator import ScenarioOptions, run_scenario, whole_transactions
 
 
 def _open_transaction(types: list[str]) -> bool:

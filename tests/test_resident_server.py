@@ -17,6 +17,7 @@ from lakehouse.jars import installed, missing_reason
 from lakehouse.loopback import listening
 from lakehouse.resident_server import CONNECT_JAR, SERVER_DIR_ENV, SERVER_FILE, process_alive
 from lakehouse.spark import java_available
+from simulator import ScenarioOptions, run_scenario
 from tests.conftest import REPO_ROOT
 
 # one worker runs the module in order: its tests share one server, the last one stops it
@@ -100,6 +101,24 @@ def test_the_commands_use_it_and_answer_as_the_jvm_free_path(server_dir: Path, t
     partitions = json.loads(through_server.stdout)["partitions"]
     assert [(p["partitionId"], p["leader"], p["partitionEpoch"], p["isr"]) for p in partitions] == [
         (0, 1, 1, [1, 3]), (1, 2, 0, [2, 3, 1]), (2, 3, 0, [3, 1, 2])]
+
+
+def test_its_warm_up_replays_a_simulated_log_then_an_increment_of_it(server_dir: Path, tmp_path: Path) -> None:
+    """What ``server start`` runs once (``kraft_replay.warm_up``), here small: a simulated cluster's first 500
+    records replayed in full, then the 100 after them as an increment, in a lake deleted afterwards."""
+    url = _record(server_dir)["url"]
+    small = "ScenarioOptions(brokers=3, topics=2, partitions_per_topic=3, events=10**9, seed=11)"
+    script = ("import json; from kraft_replay.warm_up import warm_up; from simulator import ScenarioOptions; "
+              f"done = warm_up({url!r}, {small}, records=500, rounds=1); "
+              "print(json.dumps([[summary.mode, summary.clusters] for summary in done]))")
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
+                          cwd=tmp_path, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    cluster = run_scenario("random", ScenarioOptions(brokers=3, topics=2, partitions_per_topic=3, seed=11)).sim
+    assert json.loads(done.stdout) == [["full", {cluster.cluster_id: 499}],
+                                       ["incremental", {cluster.cluster_id: 599}]]
+    assert list(tmp_path.iterdir()) == []  # its simulated logs and its lake are gone
 
 
 def test_a_server_of_other_jars_is_named_and_not_used(server_dir: Path) -> None:

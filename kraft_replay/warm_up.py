@@ -1,0 +1,65 @@
+"""What a new resident server runs once, so that the commands after it find its JVM warm.
+
+A JVM runs Spark's planning, scheduling and tasks at about half speed until it has compiled them, and it compiles
+only what it has run often: on a server warmed up with the bundled sample log (a few dozen records, one replay) a
+real log's `run` and its increments took about 1.6 times as long as once a few more had run (BENCHMARKS.md, issue
+42). So the warm-up is what users do next, at a real log's scale: a simulated cluster's log (a few brokers, every
+part of the image, elections and fences) ingested, replayed and summarized as ``run`` does, then a hundred more of
+its records ingested and replayed as an increment, in a lake deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from kraft_replay.summary import summarize
+from lakehouse.ingest import ingest
+from lakehouse.lake import Lake
+from lakehouse.spark import SparkOptions, get_spark
+from replay.store.runs import ReplaySummary, run_replay
+from simulator import ScenarioOptions, run_scenario, whole_transactions, write_log
+
+# The simulated cluster: a few brokers, as a real cluster's log has; its first records and the increment after them.
+WARM_UP_CLUSTER = ScenarioOptions(brokers=3, topics=10, partitions_per_topic=10, events=10**9, seed=11)
+WARM_UP_RECORDS = 5_000  # at least this many (the log ends between transactions: 10,661 with this cluster)
+WARM_UP_INCREMENT = 100
+WARM_UP_ROUNDS = 2  # one more round after the first: the commands after it ran as fast as after many more
+NODE_ID = 3000  # the simulated controller's node id in meta.properties
+
+
+def warm_up(url: str, cluster: ScenarioOptions = WARM_UP_CLUSTER, records: int = WARM_UP_RECORDS,
+            rounds: int = WARM_UP_ROUNDS) -> list[ReplaySummary]:
+    """Run a simulated ``cluster``'s first answer (at least ``records`` records) and an increment of it through the
+    server at ``url``, ``rounds`` times (each round a new lake: the JVM compiles what it has run often); the
+    replays' summaries, in order. Its Connect session is released afterwards."""
+    spark = get_spark(SparkOptions(remote=url))
+    replayed: list[ReplaySummary] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="kraft-replay-warm-up-") as directory:
+            first, more = _simulated_logs(Path(directory), cluster, records)
+            for round_number in range(rounds):
+                lake = Lake(Path(directory) / f"lake-{round_number}")
+                ingested = ingest(spark, lake, first)
+                replayed.append(run_replay(spark, lake))
+                summarize(spark, lake, ingested.cluster_ids[0])
+                ingest(spark, lake, more)
+                replayed.append(run_replay(spark, lake))
+    finally:
+        spark.stop()
+    return replayed
+
+
+def _simulated_logs(directory: Path, cluster: ScenarioOptions, records: int) -> tuple[Path, Path]:
+    """Two data directories of one simulated cluster: its first records, and the increment that follows them."""
+    run = run_scenario("random", cluster)
+    entries = run.entries()
+    first, more = directory / "log", directory / "more"
+    write_log(whole_transactions(entries, records), first, "segments", cluster_id=run.sim.cluster_id,
+              node_id=NODE_ID)
+    write_log(whole_transactions(entries, WARM_UP_INCREMENT), more, "segments", cluster_id=run.sim.cluster_id,
+              node_id=NODE_ID)
+    return first, more
+
+
+__all__ = ["WARM_UP_CLUSTER", "WARM_UP_INCREMENT", "WARM_UP_RECORDS", "WARM_UP_ROUNDS", "warm_up"]
