@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, removed_file, stage_spark_parquet
 from lakehouse.lake_root import LakeError, LakeRoot, table_arrow_schema, utc_now
-from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, spark_schema
+from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS
 
 MAX_COMMIT_ATTEMPTS = 50
 ROWS_PER_FILE = 1_000_000
@@ -205,7 +205,11 @@ class LakeCommits(LakeRoot):
     # --- avro_schemas ----------------------------------------------------------------------------
 
     def register_schemas(self) -> int | None:
-        """Add the shipped `.avsc` of every record type missing from `avro_schemas`; returns the version."""
+        """Add the shipped `.avsc` of every record type missing from `avro_schemas`; returns the version.
+
+        The rows are a few dozen the driver holds: delta-rs commits them from the driver whichever engine the lake
+        has (through delta-spark, a Spark write and its commit's fixed latency: a tenth of a new lake's `run`;
+        issue 42, BENCHMARKS.md), as exactly the next version, recomputed when another writer committed first."""
         from records.avro_codec import schema_id, schema_text
         from records.definitions import definitions
 
@@ -219,14 +223,6 @@ class LakeCommits(LakeRoot):
                      "control_type": message.control_type, "kafka_versions": str(message.valid_versions),
                      "avsc": schema_text(name), "registered_time": now}
                     for name, message in sorted(definitions().items()) if schema_id(name) not in stored]
-
-        spark = self.delta_spark()
-        if spark is not None:
-            def build(table: DeltaTable) -> DataFrame | None:
-                rows = missing(table)
-                return spark.createDataFrame(rows, spark_schema(AVRO_SCHEMAS)).coalesce(1) if rows else None
-
-            return self.commit_new_rows(AVRO_SCHEMAS, build, operation="register-schemas").version
 
         def attempt(table: DeltaTable, _number: int) -> int | Conflict | None:
             rows = missing(table)
