@@ -43,6 +43,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+# The footer key under which Spark writes the Spark schema of a Parquet file (ParquetReadSupport.SPARK_METADATA_KEY).
+SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
 # Commit-info key naming the staging directory: finds our commit's version and where its files came from.
 STAGING_KEY = "kraftReplay.staging"
 _STAGING_PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # no '=', '%', '/', leading '.' or '_': plain, visible names
@@ -73,17 +75,23 @@ def commit_spark_parquet(
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     root = _normalize_root(table_root)
-    columns = table_columns(spark_df, split_by).schema  # asked once: on Spark Connect each schema is a request
-    arrow_schema = to_arrow_schema(columns)
     existing = DeltaTable(root) if DeltaTable.is_deltatable(root) else None
+    if existing is not None and existing.metadata().partition_columns:
+        raise ValueError(f"{existing.table_uri} is partitioned: commit_spark_parquet writes unpartitioned files")
+    # the schema the files were written with (their footers), checked against the table's before anything commits
+    staging, columns, actions = _staged(spark_df, root, staging_prefix, split_by, None)
+    arrow_schema = to_arrow_schema(columns)
     if existing is not None:
-        _check_target(existing, arrow_schema, mode)
+        try:
+            _check_target(existing, arrow_schema, mode)
+        except ValueError:
+            _delete_staging(root, staging)
+            raise
         properties = existing.metadata().configuration
         missing = {key: value for key, value in (configuration or {}).items() if properties.get(key) != value}
         if missing:
             existing.alter.set_table_properties(missing)
 
-    staging, actions = stage_spark_parquet(spark_df, root, staging_prefix, split_by, columns)
     commit = CommitProperties(custom_metadata={STAGING_KEY: staging})
     if existing is None:
         delta_schema = Schema.from_arrow(arrow_schema)
@@ -111,16 +119,50 @@ def stage_spark_parquet(
     way to keep rows apart, e.g. the open versions of a history table from the closed ones. ``columns``: the
     schema of ``table_columns(spark_df, split_by)``, when the caller has it.
     """
+    staging, _columns, actions = _staged(spark_df, _normalize_root(table_root), staging_prefix, split_by, columns)
+    return staging, actions
+
+
+def _staged(spark_df: DataFrame, root: str, staging_prefix: str, split_by: str | None, columns: StructType | None
+            ) -> tuple[str, StructType, list[AddAction]]:
+    """``stage_spark_parquet``, with the schema of the files written: ``columns`` when given, else the one Spark
+    wrote into their footers (no schema request: on Spark Connect one is a request, and the analysis of a deep
+    plan costs its server as much as a small job), else asked of Spark (a write that left no file)."""
     if not _STAGING_PREFIX.fullmatch(staging_prefix):
         raise ValueError(f"staging_prefix must match {_STAGING_PREFIX.pattern}, not {staging_prefix!r}")
-    root = _normalize_root(table_root)
     staging = f"{staging_prefix}-{uuid.uuid4().hex}"
     writer = spark_df.write.mode("error")
     if split_by is not None:
         writer = writer.partitionBy(split_by)
     writer.parquet(f"{root}/{staging}")
-    schema = columns if columns is not None else table_columns(spark_df, split_by).schema
-    return staging, _add_actions(schema, root, staging)
+    schema = columns or written_schema(root, staging) or table_columns(spark_df, split_by).schema
+    return staging, schema, _add_actions(schema, root, staging)
+
+
+def written_schema(root: str, staging: str) -> StructType | None:
+    """The Spark schema of the Parquet files under ``<root>/<staging>/`` (Spark writes it into each footer), or None
+    when there is no file."""
+    filesystem, directory = arrow_filesystem(f"{root}/{staging}")
+    files = _parquet_files(filesystem, directory)
+    if not files:
+        return None
+    with filesystem.open_input_file(files[0].path) as handle:
+        footer = pq.ParquetFile(handle).metadata.metadata or {}
+    written = footer.get(SPARK_ROW_METADATA)
+    return StructType.fromJson(json.loads(written)) if written else None
+
+
+def _parquet_files(filesystem: pafs.FileSystem, directory: str) -> list[pafs.FileInfo]:
+    """The data files Spark wrote under ``directory`` (its subdirectories too), in path order."""
+    infos = [info for info in filesystem.get_file_info(pafs.FileSelector(directory, recursive=True))
+             if info.is_file and info.base_name.endswith(".parquet") and not info.base_name.startswith((".", "_"))]
+    return sorted(infos, key=lambda info: info.path)
+
+
+def _delete_staging(root: str, staging: str) -> None:
+    """Remove a staging directory that will not be committed."""
+    filesystem, directory = arrow_filesystem(f"{root}/{staging}")
+    filesystem.delete_dir(directory)
 
 
 def removed_file(path: str, size: int | None, deletion_ms: int, data_change: bool = True) -> RemoveAction:
@@ -196,8 +238,6 @@ def _normalize_root(table_root: str) -> str:
 
 def _check_target(table: DeltaTable, arrow_schema: pa.Schema, mode: str) -> None:
     """Refuse commits delta-rs would accept but that would corrupt the table."""
-    if table.metadata().partition_columns:
-        raise ValueError(f"{table.table_uri} is partitioned: commit_spark_parquet writes unpartitioned files")
     if mode == "overwrite":
         return
     # delta-rs appends files of any schema without complaint; the log would then lie about them.
@@ -257,11 +297,9 @@ def _add_actions(schema: StructType, root: str, staging: str) -> list[AddAction]
     committed.
     """
     filesystem, directory = arrow_filesystem(f"{root}/{staging}")
-    infos = [info for info in filesystem.get_file_info(pafs.FileSelector(directory, recursive=True))
-             if info.is_file and info.base_name.endswith(".parquet") and not info.base_name.startswith((".", "_"))]
     leaves = _leaves(schema)
     actions = []
-    for info in sorted(infos, key=lambda i: i.path):
+    for info in _parquet_files(filesystem, directory):
         with filesystem.open_input_file(info.path) as handle:
             metadata = pq.ParquetFile(handle).metadata
         if metadata.num_rows == 0:

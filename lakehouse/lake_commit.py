@@ -25,6 +25,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, removed_file, stage_spark_parquet
 from lakehouse.lake_root import LakeError, LakeRoot, table_arrow_schema, utc_now
@@ -113,7 +114,9 @@ class LakeCommits(LakeRoot):
         table = DeltaTable(root)
         if int(table.version()) != version:
             raise LakeError(f"{name}: another writer committed after version {version}: run the replay again")
-        staging, adds = stage_spark_parquet(df, root, split_by=split_by)
+        # the rows replace rows of the table: its own columns (no schema request to Spark)
+        staging, adds = stage_spark_parquet(df, root, split_by=split_by,
+                                            columns=from_arrow_schema(table_arrow_schema(table)))
         files = pa.table(table.get_add_actions(flatten=True))
         sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))
         now_ms = int(time.time() * 1000)

@@ -183,7 +183,7 @@ def test_a_refresh_writes_the_rows_it_removes_and_no_settled_row_twice(spark: Sp
 
     def rows(stored: list[tuple[Any, ...]]) -> list[tuple[int, int, int | None]]:
         out = refreshed_rows("partition_state_history", spark.createDataFrame(stored, schema), recomputed,
-                             affected, checkpoints)
+                             affected, checkpoints, recomputed.columns)
         return sorted((r["partition_id"], r["valid_from_offset"], r["valid_to_offset"]) for r in out.collect())
 
     assert rows(mutable_only) == [(1, 5, 9), (1, 9, None), (2, 3, None)]

@@ -13,7 +13,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta
+from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta, written_schema
 from lakehouse.jars import installed
 from lakehouse.spark import (
     DEFAULT_DRIVER_MEMORY,
@@ -112,6 +112,30 @@ def test_append_with_another_schema_is_refused(spark: SparkSession, tmp_path: Pa
     with pytest.raises(ValueError, match="cannot append"):
         commit_spark_parquet(renamed, root, mode="append")
     assert DeltaTable(root).version() == 0
+    # the refused rows were written before the check (their schema is their files'): nothing of them is left
+    committed = next(e["commitInfo"][STAGING_KEY] for e in _log_entries(Path(root), 0) if "commitInfo" in e)
+    assert [path.name for path in Path(root).iterdir() if path.name != "_delta_log"] == [committed]
+
+
+def test_a_write_takes_its_schema_from_the_files_spark_wrote(spark: SparkSession, tmp_path: Path) -> None:
+    """The schema committed is the one in the Parquet footers (nullability as Spark's own schema has it), asked of
+    Spark only when a write left no file (a split write of no rows)."""
+    rows = _partitions(spark).select("offset", "leader", "isr", F.lit(True).alias("open"),
+                                     F.coalesce("leader", F.lit(0)).alias("leader_or_0"))
+    root = str(tmp_path / "split")
+    assert commit_spark_parquet(rows, root, mode="overwrite", split_by="open") == 0
+    staging = next(e["commitInfo"][STAGING_KEY] for e in _log_entries(Path(root), 0) if "commitInfo" in e)
+    expected = rows.drop("open").schema
+    assert written_schema(str(Path(root).resolve()), staging) == expected
+    assert [(f.name, f.nullable) for f in expected.fields] == [("offset", False), ("leader", True), ("isr", True),
+                                                              ("leader_or_0", False)]
+
+    def committed() -> list[tuple[str, bool]]:
+        return [(f["name"], f["nullable"]) for f in json.loads(DeltaTable(root).schema().to_json())["fields"]]
+
+    assert committed() == [(f.name, f.nullable) for f in expected.fields]
+    assert commit_spark_parquet(rows.limit(0), root, mode="overwrite", split_by="open") == 1  # no file written
+    assert read_delta(spark, root).count() == 0 and committed() == [(f.name, f.nullable) for f in expected.fields]
 
 
 def test_timestamp_and_struct_stats_are_valid_bounds(spark: SparkSession, tmp_path: Path) -> None:

@@ -153,14 +153,15 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
 
 
 def refreshed_rows(name: str, stored: DataFrame, recomputed: DataFrame, affected: DataFrame,
-                   checkpoints: SafePoints) -> DataFrame:
+                   checkpoints: SafePoints, columns: list[str]) -> DataFrame:
     """What replaces the ``stored`` files of derived table ``name`` (those of its mutable rows; every file of a
     table not written split): their rows of the partitions not affected and their settled rows, and the
     recomputed rows of the affected partitions that are mutable or have an offset after C (the settled ones
-    are in the files that stay, or among the stored settled rows)."""
+    are in the files that stay, or among the stored settled rows). ``columns``: the table's, in its order (from
+    its Delta log: no schema request to Spark)."""
     keys = F.broadcast(affected)
     kept = stored.join(keys, list(PARTITION_KEY), "left_anti").unionByName(
         stored.join(keys, list(PARTITION_KEY), "left_semi").where(~_mutable(name)))
     fresh = checkpoints.join(recomputed).where(
-        _late(_OFFSETS[name]) | _mutable(name)).select(*recomputed.columns)
-    return kept.select(*recomputed.columns).unionByName(fresh)
+        _late(_OFFSETS[name]) | _mutable(name)).select(*columns)
+    return kept.select(*columns).unionByName(fresh)

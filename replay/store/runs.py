@@ -294,7 +294,8 @@ def _refresh_derived(spark: SparkSession, lake: Lake, changed: Mapping[str, Data
     configs = configs_in_force(spark, lake, history[CONFIG_HISTORY])
     recomputed = resumed_partitions(dict(changed), brokers, stored, affected, cps, configs)
     return run_concurrently(spark, {name: partial(
-        replace_open_versions, lake, refreshed_rows(name, stored[name], recomputed[name], affected, cps), name,
+        replace_open_versions, lake, refreshed_rows(name, stored[name], recomputed[name], affected, cps,
+                                                    lake.columns(name)), name,
         DERIVED_ORDER[name], records, files[name], current[name]) for name in DERIVED_TABLES})
 
 
