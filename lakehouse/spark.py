@@ -35,6 +35,7 @@ DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SPARK_JARS_CONF = "spark.jars"
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 DEFAULT_DRIVER_MEMORY = "2g"
 DRIVER_MEMORY_ENV = "KRAFT_REPLAY_DRIVER_MEMORY"
 _JVM_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
@@ -201,7 +202,7 @@ def session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             # broadcasts are written with Kryo, not Java serialization (issue 20: the 10 M derivation 385 -> 362 s).
             "spark.serializer": KRYO_SERIALIZER,
             # Spark's warnings without its start-up notices (hostname, native Hadoop, plan truncation).
-            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
+            DRIVER_JAVA_OPTIONS: f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
         } | delta_conf()
         jars = [jar for jar in (conf.get(SPARK_JARS_CONF), replay_jar()) if jar]
         if jars:

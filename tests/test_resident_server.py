@@ -15,7 +15,7 @@ import pytest
 from kraft_replay.sample import CLUSTER_ID, SAMPLE_DIR
 from lakehouse.jars import installed, missing_reason
 from lakehouse.loopback import listening
-from lakehouse.resident_server import CONNECT_JAR, SERVER_DIR_ENV, SERVER_FILE, process_alive
+from lakehouse.resident_server import CONNECT_JAR, SERVER_DIR_ENV, SERVER_FILE, SERVER_GC, process_alive
 from lakehouse.spark import java_available
 from simulator import ScenarioOptions, run_scenario
 from tests.conftest import REPO_ROOT
@@ -62,6 +62,8 @@ def test_start_again_and_status_find_the_same_server(server_dir: Path) -> None:
     port = record["port"]
     assert isinstance(port, int) and listening(port)
     assert record["url"] == f"sc://127.0.0.1:{port}"
+    # the JVM itself (spark-submit execs it), with the throughput garbage collector
+    assert SERVER_GC in Path(f"/proc/{record['pid']}/cmdline").read_bytes().decode().split("\0")
     again = _cli(server_dir, "server", "start", cwd=server_dir)
     assert again.returncode == 0
     assert again.stdout.startswith(f"already running: resident Spark server sc://127.0.0.1:{port} "
