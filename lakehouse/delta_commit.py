@@ -12,45 +12,24 @@ The tables stay plain Delta (protocol reader 1 / writer 2 for the usual types), 
 from __future__ import annotations
 
 import json
-import math
 import re
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, cast
 
 import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, RemoveAction, Transaction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import (
-    ArrayType,
-    ByteType,
-    DataType,
-    DateType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    ShortType,
-    StringType,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import StructType
 
-# The footer key under which Spark writes the Spark schema of a Parquet file (ParquetReadSupport.SPARK_METADATA_KEY).
-SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
+from lakehouse.parquet_files import add_actions, arrow_filesystem, written_schema
+
 # Commit-info key naming the staging directory: finds our commit's version and where its files came from.
 STAGING_KEY = "kraftReplay.staging"
 _STAGING_PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # no '=', '%', '/', leading '.' or '_': plain, visible names
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Types whose min/max go into Delta stats; the rest (booleans, binary, nested) only get null counts.
-_MIN_MAX_TYPES = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType, DateType)
 
 
 def commit_spark_parquet(
@@ -136,27 +115,7 @@ def _staged(spark_df: DataFrame, root: str, staging_prefix: str, split_by: str |
         writer = writer.partitionBy(split_by)
     writer.parquet(f"{root}/{staging}")
     schema = columns or written_schema(root, staging) or table_columns(spark_df, split_by).schema
-    return staging, schema, _add_actions(schema, root, staging)
-
-
-def written_schema(root: str, staging: str) -> StructType | None:
-    """The Spark schema of the Parquet files under ``<root>/<staging>/`` (Spark writes it into each footer), or None
-    when there is no file."""
-    filesystem, directory = arrow_filesystem(f"{root}/{staging}")
-    files = _parquet_files(filesystem, directory)
-    if not files:
-        return None
-    with filesystem.open_input_file(files[0].path) as handle:
-        footer = pq.ParquetFile(handle).metadata.metadata or {}
-    written = footer.get(SPARK_ROW_METADATA)
-    return StructType.fromJson(json.loads(written)) if written else None
-
-
-def _parquet_files(filesystem: pafs.FileSystem, directory: str) -> list[pafs.FileInfo]:
-    """The data files Spark wrote under ``directory`` (its subdirectories too), in path order."""
-    infos = [info for info in filesystem.get_file_info(pafs.FileSelector(directory, recursive=True))
-             if info.is_file and info.base_name.endswith(".parquet") and not info.base_name.startswith((".", "_"))]
-    return sorted(infos, key=lambda info: info.path)
+    return staging, schema, add_actions(schema, root, staging)
 
 
 def _delete_staging(root: str, staging: str) -> None:
@@ -264,132 +223,9 @@ def _without_nullability(schema_json: Any) -> Any:
     return schema_json
 
 
-# Hadoop's S3 connector (what Spark uses) names S3 `s3a://`; delta-rs takes both; pyarrow knows only `s3://`.
-_ARROW_SCHEMES = {"s3a": "s3"}
-
-
-def arrow_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """pyarrow's filesystem and path for a local path or an object-store URI (s3a:// read as s3://)."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), uri
-    scheme, rest = uri.split("://", 1)
-    return pafs.FileSystem.from_uri(f"{_ARROW_SCHEMES.get(scheme.lower(), scheme)}://{rest}")
-
-
-def _leaves(schema: StructType, parent: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], DataType]]:
-    """Every column outside arrays and maps with its path: Delta stats nest struct fields only."""
-    leaves: list[tuple[tuple[str, ...], DataType]] = []
-    for struct_field in schema.fields:
-        path = (*parent, struct_field.name)
-        if isinstance(struct_field.dataType, StructType):
-            leaves.extend(_leaves(struct_field.dataType, path))
-        elif not isinstance(struct_field.dataType, (ArrayType, MapType)):
-            leaves.append((path, struct_field.dataType))
-    return leaves
-
-
-def _add_actions(schema: StructType, root: str, staging: str) -> list[AddAction]:
-    """AddActions for the Parquet files Spark wrote, with Delta stats from each file's footer.
-
-    Parquet keeps min, max and null count per row group and column, so the stats cost a footer read per
-    file, not a pass over the rows. Array and map columns get none: a footer counts their null *elements*,
-    not null values of the column. Files without rows (Spark writes one for an empty DataFrame) are not
-    committed.
-    """
-    filesystem, directory = arrow_filesystem(f"{root}/{staging}")
-    leaves = _leaves(schema)
-    actions = []
-    for info in _parquet_files(filesystem, directory):
-        with filesystem.open_input_file(info.path) as handle:
-            metadata = pq.ParquetFile(handle).metadata
-        if metadata.num_rows == 0:
-            continue
-        stats: dict[str, Any] = {"numRecords": metadata.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
-        chunks = _footer_columns(metadata)
-        for path, data_type in leaves:
-            found = chunks.get(path)
-            if found is None:
-                continue
-            nulls, low, high = found
-            _put(stats["nullCount"], path, nulls)
-            if isinstance(data_type, (*_MIN_MAX_TYPES, TimestampType)) and low is not None:
-                _put(stats["minValues"], path, _stat_value(low, data_type, upper=False))
-                _put(stats["maxValues"], path, _stat_value(high, data_type, upper=True))
-        actions.append(
-            AddAction(
-                path=f"{staging}/{info.path[len(directory):].lstrip('/')}",
-                size=info.size,
-                partition_values={},
-                modification_time=int(info.mtime.timestamp() * 1000),
-                data_change=True,
-                stats=json.dumps(_prune(stats), allow_nan=False),
-            )
-        )
-    return actions
-
-
 def staged_add_actions(schema: StructType, table_root: str, staging: str) -> list[AddAction]:
     """AddActions (with stats) for Parquet files a caller wrote itself under ``<table_root>/<staging>/``."""
-    return _add_actions(schema, _normalize_root(table_root), staging)
-
-
-def _footer_columns(metadata: pq.FileMetaData) -> dict[tuple[str, ...], tuple[int | None, Any, Any]]:
-    """Column path → (null count, min, max) over every row group of a file: the null count is None when a
-    row group lacks one; min and max are None when a row group with values lacks them."""
-    nulls: dict[tuple[str, ...], int | None] = {}
-    bounds: dict[tuple[str, ...], tuple[Any, Any]] = {}
-    unknown: set[tuple[str, ...]] = set()
-    for group in range(metadata.num_row_groups):
-        row_group = metadata.row_group(group)
-        for index in range(row_group.num_columns):
-            chunk = row_group.column(index)
-            path = tuple(chunk.path_in_schema.split("."))
-            stats = chunk.statistics
-            count = stats.null_count if stats is not None and stats.has_null_count else None
-            previous = nulls.get(path, 0)
-            nulls[path] = None if count is None or previous is None else previous + count
-            if stats is not None and stats.has_min_max:
-                # Timestamps as their physical epoch microseconds; everything else as its logical value.
-                raw = stats.logical_type.type == "TIMESTAMP"
-                low, high = (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
-                if path in bounds:
-                    low, high = min(bounds[path][0], low), max(bounds[path][1], high)
-                bounds[path] = (low, high)
-            elif count is None or chunk.num_values > count:
-                unknown.add(path)
-    return {path: (count, *((None, None) if path in unknown else bounds.get(path, (None, None))))
-            for path, count in nulls.items()}
-
-
-def _stat_value(value: Any, data_type: DataType, *, upper: bool) -> Any:
-    """JSON form of a min/max; None (left out) when JSON cannot hold it exactly enough to be a bound.
-
-    Timestamps arrive as epoch microseconds and are written at millisecond precision like delta-spark,
-    rounded outwards so the bound still holds.
-    """
-    if isinstance(data_type, TimestampType):
-        millis = -(-value // 1000) if upper else value // 1000
-        moment = _EPOCH + timedelta(milliseconds=millis)
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-    if isinstance(data_type, DateType):
-        return value.isoformat()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    """Set a nested stats value (Delta nests struct fields); None values are skipped."""
-    if value is None:
-        return
-    for part in path[:-1]:
-        target = target.setdefault(part, {})
-    target[path[-1]] = value
-
-
-def _prune(stats: dict[str, Any]) -> dict[str, Any]:
-    """Drop empty stats sections so readers see no stats rather than misleading empty ones."""
-    return {key: value for key, value in stats.items() if value != {}}
+    return add_actions(schema, _normalize_root(table_root), staging)
 
 
 def _committed_version(root: str, staging: str, *, since: int) -> int:

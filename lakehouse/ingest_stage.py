@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse.delta_commit import arrow_filesystem
 from lakehouse.ingest_plan import IngestOptions, SegmentInput
 from lakehouse.log_rows import (
     LOG_ROW_DDL,
@@ -26,6 +25,7 @@ from lakehouse.log_rows import (
     issue_row,
     to_record_batches,
 )
+from lakehouse.parquet_files import arrow_filesystem
 from lakehouse.spark_decode import SegmentFile, _has_context, decode_segments, decode_slice
 from records.errors import RecordsError
 from records.sources import ReadOptions, ReadReport, read_entries

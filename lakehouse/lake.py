@@ -24,11 +24,11 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse.delta_commit import arrow_filesystem
 from lakehouse.lake_commit import MAX_COMMIT_ATTEMPTS, ROWS_PER_FILE, CommitOutcome, writer_id
 from lakehouse.lake_maintenance import DEFAULT_RETENTION_HOURS, HistoryEntry, LakeMaintenance
 from lakehouse.lake_read import LakeReads, overlapping_files
 from lakehouse.lake_root import DATABASE, DEFAULT_LAKE, LAKE_ENV, LakeError, resolve_lake_root
+from lakehouse.parquet_files import arrow_filesystem
 
 
 class Lake(LakeReads, LakeMaintenance):

@@ -34,10 +34,11 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.schema import Field, PrimitiveType
 from deltalake.transaction import AddAction, RemoveAction
 
-from lakehouse.delta_commit import arrow_filesystem, commit_at_version, removed_file, staged_add_actions
+from lakehouse.delta_commit import commit_at_version, removed_file, staged_add_actions
 from lakehouse.lake import Lake
 from lakehouse.lake_commit import CONFLICT, OPERATION_KEY, ROWS_KEY, Conflict
 from lakehouse.lake_root import STAGING_DIR, LakeError
+from lakehouse.parquet_files import arrow_filesystem
 from lakehouse.tables import INGEST_REJECTS, METADATA_LOG, SCHEMAS, SNAPSHOTS, spark_schema
 from records.avro_codec import decode_payload, encode_payload, schema_id
 from records.definitions import definitions

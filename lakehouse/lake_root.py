@@ -16,11 +16,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakehouse.concurrent_jobs import run_concurrently
-from lakehouse.delta_commit import arrow_filesystem
 from lakehouse.light_reader import DEFAULT_LAKE as DEFAULT_LAKE
 from lakehouse.light_reader import LAKE_ENV as LAKE_ENV
 from lakehouse.light_reader import has_commit
 from lakehouse.light_reader import resolve_lake_root as resolve_lake_root
+from lakehouse.parquet_files import arrow_filesystem
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, lake_engine
 from lakehouse.tables import SCHEMAS
 

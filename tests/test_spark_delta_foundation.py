@@ -13,8 +13,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta, written_schema
+from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta
 from lakehouse.jars import installed
+from lakehouse.parquet_files import written_schema
 from lakehouse.spark import (
     DEFAULT_DRIVER_MEMORY,
     DELTA_EXTENSION,
