@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from lakehouse.parquet_files import add_actions, arrow_filesystem, written_schema
+from lakehouse.parquet_files import add_actions, delete_directory
 
 # Commit-info key naming the staging directory: finds our commit's version and where its files came from.
 STAGING_KEY = "kraftReplay.staging"
@@ -64,7 +64,7 @@ def commit_spark_parquet(
         try:
             _check_target(existing, arrow_schema, mode)
         except ValueError:
-            _delete_staging(root, staging)
+            delete_directory(f"{root}/{staging}")
             raise
         properties = existing.metadata().configuration
         missing = {key: value for key, value in (configuration or {}).items() if properties.get(key) != value}
@@ -114,14 +114,11 @@ def _staged(spark_df: DataFrame, root: str, staging_prefix: str, split_by: str |
     if split_by is not None:
         writer = writer.partitionBy(split_by)
     writer.parquet(f"{root}/{staging}")
-    schema = columns or written_schema(root, staging) or table_columns(spark_df, split_by).schema
-    return staging, schema, add_actions(schema, root, staging)
-
-
-def _delete_staging(root: str, staging: str) -> None:
-    """Remove a staging directory that will not be committed."""
-    filesystem, directory = arrow_filesystem(f"{root}/{staging}")
-    filesystem.delete_dir(directory)
+    schema, actions = add_actions(columns, root, staging)
+    if schema is None:  # no file written (a split write of no rows), or no schema in its footer: asked of Spark
+        schema = table_columns(spark_df, split_by).schema
+        actions = add_actions(schema, root, staging)[1]
+    return staging, schema, actions
 
 
 def removed_file(path: str, size: int | None, deletion_ms: int, data_change: bool = True) -> RemoveAction:
@@ -225,7 +222,7 @@ def _without_nullability(schema_json: Any) -> Any:
 
 def staged_add_actions(schema: StructType, table_root: str, staging: str) -> list[AddAction]:
     """AddActions (with stats) for Parquet files a caller wrote itself under ``<table_root>/<staging>/``."""
-    return add_actions(schema, _normalize_root(table_root), staging)
+    return add_actions(schema, _normalize_root(table_root), staging)[1]
 
 
 def _committed_version(root: str, staging: str, *, since: int) -> int:

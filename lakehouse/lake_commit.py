@@ -114,16 +114,16 @@ class LakeCommits(LakeRoot):
         table = DeltaTable(root)
         if int(table.version()) != version:
             raise LakeError(f"{name}: another writer committed after version {version}: run the replay again")
+        schema = table_arrow_schema(table)
         # the rows replace rows of the table: its own columns (no schema request to Spark)
-        staging, adds = stage_spark_parquet(df, root, split_by=split_by,
-                                            columns=from_arrow_schema(table_arrow_schema(table)))
+        staging, adds = stage_spark_parquet(df, root, split_by=split_by, columns=from_arrow_schema(schema))
         files = pa.table(table.get_add_actions(flatten=True))
         sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))
         now_ms = int(time.time() * 1000)
         actions: list[AddAction | RemoveAction] = [*adds]
         actions += [removed_file(path, sizes.get(path), now_ms) for path in remove]
         try:
-            version = commit_at_version(table, actions, table_arrow_schema(table), {OPERATION_KEY: "replace files"})
+            version = commit_at_version(table, actions, schema, {OPERATION_KEY: "replace files"})
         except CommitFailedError:
             self._delete_dir(f"{root}/{staging}")
             raise LakeError(f"{name}: another writer committed while the replay replaced its files: "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
 import uuid
 from datetime import UTC, datetime
 from functools import partial
@@ -20,7 +19,7 @@ from lakehouse.light_reader import DEFAULT_LAKE as DEFAULT_LAKE
 from lakehouse.light_reader import LAKE_ENV as LAKE_ENV
 from lakehouse.light_reader import has_commit
 from lakehouse.light_reader import resolve_lake_root as resolve_lake_root
-from lakehouse.parquet_files import arrow_filesystem
+from lakehouse.parquet_files import arrow_filesystem, delete_directory
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, lake_engine
 from lakehouse.tables import SCHEMAS
 
@@ -174,15 +173,8 @@ class LakeRoot:
             DeltaTable(self.path(name), version=version).create_checkpoint()
 
     def _delete_dir(self, uri: str) -> None:
-        """Best effort: a leftover directory is only wasted space, removed later by vacuum."""
-        try:
-            if "://" in uri:
-                filesystem, path = arrow_filesystem(uri)
-                filesystem.delete_dir(path)
-            else:
-                shutil.rmtree(uri, ignore_errors=True)
-        except OSError:
-            pass
+        """Best effort (``lakehouse.parquet_files.delete_directory``)."""
+        delete_directory(uri)
 
     def new_ingest_id(self) -> str:
         return f"{utc_now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:12]}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,8 +34,6 @@ SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Types whose min/max go into Delta stats; the rest (booleans, binary, nested) only get null counts.
 _MIN_MAX_TYPES = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType, DateType)
-
-
 # Hadoop's S3 connector (what Spark uses) names S3 `s3a://`; delta-rs takes both; pyarrow knows only `s3://`.
 _ARROW_SCHEMES = {"s3a": "s3"}
 
@@ -47,17 +46,17 @@ def arrow_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     return pafs.FileSystem.from_uri(f"{_ARROW_SCHEMES.get(scheme.lower(), scheme)}://{rest}")
 
 
-def written_schema(root: str, staging: str) -> StructType | None:
-    """The Spark schema of the Parquet files under ``<root>/<staging>/`` (Spark writes it into each footer), or None
-    when there is no file."""
-    filesystem, directory = arrow_filesystem(f"{root}/{staging}")
-    files = parquet_files(filesystem, directory)
-    if not files:
-        return None
-    with filesystem.open_input_file(files[0].path) as handle:
-        footer = pq.ParquetFile(handle).metadata.metadata or {}
-    written = footer.get(SPARK_ROW_METADATA)
-    return StructType.fromJson(json.loads(written)) if written else None
+def delete_directory(uri: str) -> None:
+    """Remove a directory of files that will not be committed (a staging directory), best effort: a leftover one
+    is only wasted space, removed later by vacuum."""
+    try:
+        if "://" in uri:
+            filesystem, path = arrow_filesystem(uri)
+            filesystem.delete_dir(path)
+        else:
+            shutil.rmtree(uri, ignore_errors=True)
+    except OSError:
+        pass
 
 
 def parquet_files(filesystem: pafs.FileSystem, directory: str) -> list[pafs.FileInfo]:
@@ -79,8 +78,10 @@ def _leaves(schema: StructType, parent: tuple[str, ...] = ()) -> list[tuple[tupl
     return leaves
 
 
-def add_actions(schema: StructType, root: str, staging: str) -> list[AddAction]:
-    """AddActions for the Parquet files Spark wrote, with Delta stats from each file's footer.
+def add_actions(schema: StructType | None, root: str, staging: str) -> tuple[StructType | None, list[AddAction]]:
+    """AddActions for the Parquet files Spark wrote under ``<root>/<staging>/``, with Delta stats from each file's
+    footer, and the files' Spark schema: ``schema`` when given, else the one Spark wrote into the first footer
+    (None, and no actions, when there is no file or its footer has none). One listing, one footer read per file.
 
     Parquet keeps min, max and null count per row group and column, so the stats cost a footer read per
     file, not a pass over the rows. Array and map columns get none: a footer counts their null *elements*,
@@ -88,16 +89,20 @@ def add_actions(schema: StructType, root: str, staging: str) -> list[AddAction]:
     committed.
     """
     filesystem, directory = arrow_filesystem(f"{root}/{staging}")
-    leaves = _leaves(schema)
     actions = []
     for info in parquet_files(filesystem, directory):
         with filesystem.open_input_file(info.path) as handle:
             metadata = pq.ParquetFile(handle).metadata
+        if schema is None:
+            written = (metadata.metadata or {}).get(SPARK_ROW_METADATA)
+            if written is None:
+                return None, []  # not written by Spark: the caller knows the schema
+            schema = StructType.fromJson(json.loads(written))
         if metadata.num_rows == 0:
             continue
         stats: dict[str, Any] = {"numRecords": metadata.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
         chunks = _footer_columns(metadata)
-        for path, data_type in leaves:
+        for path, data_type in _leaves(schema):
             found = chunks.get(path)
             if found is None:
                 continue
@@ -116,7 +121,7 @@ def add_actions(schema: StructType, root: str, staging: str) -> list[AddAction]:
                 stats=json.dumps(_prune(stats), allow_nan=False),
             )
         )
-    return actions
+    return schema, actions
 
 
 def _footer_columns(metadata: pq.FileMetaData) -> dict[tuple[str, ...], tuple[int | None, Any, Any]]:
@@ -178,4 +183,4 @@ def _prune(stats: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in stats.items() if value != {}}
 
 
-__all__ = ["SPARK_ROW_METADATA", "add_actions", "arrow_filesystem", "parquet_files", "written_schema"]
+__all__ = ["SPARK_ROW_METADATA", "add_actions", "arrow_filesystem", "delete_directory", "parquet_files"]

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta
 from lakehouse.jars import installed
-from lakehouse.parquet_files import written_schema
+from lakehouse.parquet_files import add_actions
 from lakehouse.spark import (
     DEFAULT_DRIVER_MEMORY,
     DELTA_EXTENSION,
@@ -127,7 +127,7 @@ def test_a_write_takes_its_schema_from_the_files_spark_wrote(spark: SparkSession
     assert commit_spark_parquet(rows, root, mode="overwrite", split_by="open") == 0
     staging = next(e["commitInfo"][STAGING_KEY] for e in _log_entries(Path(root), 0) if "commitInfo" in e)
     expected = rows.drop("open").schema
-    assert written_schema(str(Path(root).resolve()), staging) == expected
+    assert add_actions(None, str(Path(root).resolve()), staging)[0] == expected
     assert [(f.name, f.nullable) for f in expected.fields] == [("offset", False), ("leader", True), ("isr", True),
                                                               ("leader_or_0", False)]
 
