@@ -52,7 +52,7 @@ from bench.logs import add_log_arguments, metadata_log, simulated_log, sizes_of
 from lakehouse.ingest import ingest
 from lakehouse.jars import KAFKA_VERSIONS
 from lakehouse.lake import Lake
-from lakehouse.resident_server import SERVER_DIR_ENV
+from lakehouse.server_dir import SERVER_DIR_ENV
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, ENGINE_ENV, SparkOptions, SparkUnavailableError, get_spark
 from lakehouse.tables import DERIVED_TABLES, PARTITION_HISTORY, TOPIC_HISTORY
 from records.sources import read_entries
@@ -246,9 +246,10 @@ def cold_command(lake: Lake, *args: str) -> float | None:
 
 def fresh_cli(*args: str, server_dir: Path | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
     """``kraft-replay ARGS`` as a fresh process in :func:`cold_command_env` (the answer to /dev/null, the errors
-    kept): the finished process and its wall seconds."""
+    kept), through the entry point a user types (``kraft_replay.launcher``: the resident command runner of
+    ``server_dir`` runs it, when one runs): the finished process and its wall seconds."""
     env = cold_command_env(server_dir)
-    return timed(lambda: subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args], env=env,
+    return timed(lambda: subprocess.run([sys.executable, "-m", "kraft_replay.launcher", *args], env=env,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False))
 
 

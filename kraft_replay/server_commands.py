@@ -1,5 +1,6 @@
 """``kraft-replay server``: start, ask about and stop the resident Spark server (``lakehouse.resident_server``)
-that the other commands reuse instead of starting Spark each.
+that the other commands reuse instead of starting Spark each, and beside it the resident command runner
+(``kraft_replay.command_runner``) that runs them without Python's imports.
 
 Register with ``app.add_typer(server_app, name="server")``.
 """
@@ -11,6 +12,7 @@ from typing import Annotated
 import typer
 
 from kraft_replay.plumbing import EXIT_FAILURE, command_group, guarded_command
+from lakehouse.server_dir import server_dir
 
 server_app = command_group(
     "server",
@@ -28,6 +30,7 @@ WarmUpOption = Annotated[bool, typer.Option(
     help="Run a simulated cluster's first answer and an increment of it through the new server once, so that the "
          "first real commands find its JVM warm (a cold JVM runs a replay's plans at about half speed)")]
 USING = "the commands without --master or --remote use it until `kraft-replay server stop`"
+RUNNER_NOTE = "the commands run in children of it, with everything imported (KRAFT_REPLAY_NO_RUNNER=1: in their own)"
 
 
 @server_app.command("start", epilog="Example: kraft-replay server start --driver-memory 4g")
@@ -44,6 +47,10 @@ def start(port: PortOption = None, driver_memory: DriverMemoryOption = None, war
         typer.echo("warming up: a simulated cluster's log ingested, replayed and summarized, then an increment of it")
         run_warm_up(server.url)
     typer.echo(USING)
+    from kraft_replay.resident_runner import start_runner
+
+    runner = start_runner()
+    typer.echo(f"command runner: pid {runner['pid']}, {RUNNER_NOTE}")
 
 
 @server_app.command("status", epilog="Example: kraft-replay server status")
@@ -59,13 +66,31 @@ def status() -> None:
     typer.echo(f"running: resident Spark server {server.describe()}")
     outdated = server.outdated()
     typer.echo(f"not used: {outdated}; restart it (`kraft-replay server stop`, then start)" if outdated else USING)
+    typer.echo(_runner_status())
+
+
+def _runner_status() -> str:
+    """Whether the command runner serves the commands of this installation, and why not."""
+    from kraft_replay.resident_runner import runner_record, serves_this_installation
+
+    record = runner_record(server_dir())
+    if record is None:
+        return "command runner: none (the commands import everything each; `kraft-replay server start` starts one)"
+    if not serves_this_installation(record):
+        return (f"command runner: pid {record['pid']}, not used: it imported other package files than this "
+                "installation's; restart it (`kraft-replay server stop`, then start)")
+    return f"command runner: pid {record['pid']}, {RUNNER_NOTE}"
 
 
 @server_app.command("stop", epilog="Example: kraft-replay server stop")
 @guarded_command
 def stop() -> None:
-    """Stop the resident Spark server (safe when none runs)."""
+    """Stop the resident Spark server and the command runner (safe when none runs)."""
+    from kraft_replay.resident_runner import stop_runner
     from lakehouse.resident_server import stop_server
 
+    runner = stop_runner()
     server = stop_server()
     typer.echo(f"stopped: resident Spark server {server.describe()}" if server else "no resident Spark server ran")
+    if runner is not None:
+        typer.echo(f"stopped: command runner pid {runner['pid']}")

@@ -30,6 +30,7 @@ import pyspark
 
 from lakehouse.jars import SCALA_BINARY, SPARK_HOME, SPARK_SUBMIT
 from lakehouse.loopback import LOOPBACK, free_port, listening
+from lakehouse.server_dir import process_alive, server_dir
 from lakehouse.spark import (
     DRIVER_JAVA_OPTIONS,
     SPARK_JARS_CONF,
@@ -39,7 +40,6 @@ from lakehouse.spark import (
     require_java,
 )
 
-SERVER_DIR_ENV = "KRAFT_REPLAY_SERVER_DIR"
 SERVER_FILE = "server.json"
 SERVER_LOG = "server.log"
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -79,14 +79,6 @@ class ResidentServer:
         if self.spark_jars != _spark_jars():
             return "it was started with other jars than this installation's (`make setup` ran since)"
         return None
-
-
-def server_dir() -> Path:
-    configured = os.environ.get(SERVER_DIR_ENV)
-    if configured:
-        return Path(configured)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "kraft-replay" / "server"
 
 
 def resident_server() -> ResidentServer | None:
@@ -212,16 +204,3 @@ def _spark_jars() -> str:
     """The jars a server started now gets (the lake engine's and the replay's own)."""
     return local_session_conf(SparkOptions(), SERVER_MASTER).get(SPARK_JARS_CONF, "")
 
-
-def process_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, ended but not yet reaped by its parent, counts as ended)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return True

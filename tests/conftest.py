@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse.resident_server import SERVER_DIR_ENV
+from lakehouse.server_dir import SERVER_DIR_ENV
 from lakehouse.spark import SparkOptions, get_spark
 
 if TYPE_CHECKING:

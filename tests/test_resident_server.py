@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from kraft_replay.sample import CLUSTER_ID, SAMPLE_DIR
+from kraft_replay.resident_runner import NO_RUNNER_ENV, RUNNER_FILE, RUNNER_LOG
 from lakehouse.jars import installed, missing_reason
 from lakehouse.loopback import listening
-from lakehouse.resident_server import CONNECT_JAR, SERVER_DIR_ENV, SERVER_FILE, SERVER_GC, process_alive
+from lakehouse.resident_server import CONNECT_JAR, SERVER_FILE, SERVER_GC
+from lakehouse.server_dir import SERVER_DIR_ENV, process_alive
 from lakehouse.spark import java_available
 from simulator import ScenarioOptions, run_scenario
 from tests.conftest import REPO_ROOT
@@ -26,10 +28,11 @@ NOT_RUNNING = "no resident Spark server (start one with `kraft-replay server sta
 
 
 def _cli(server_dir: Path, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``kraft-replay ARGS`` as a user types it (the entry point: run by the command runner once one runs)."""
     environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), SERVER_DIR_ENV: str(server_dir), **env}
-    for name in ("SPARK_REMOTE", "KRAFT_REPLAY_SPARK_MASTER", "KRAFT_REPLAY_ENGINE"):
+    for name in ("SPARK_REMOTE", "KRAFT_REPLAY_SPARK_MASTER", "KRAFT_REPLAY_ENGINE", NO_RUNNER_ENV):
         environment.pop(name, None)
-    return subprocess.run([sys.executable, "-m", "kraft_replay.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kraft_replay.launcher", *args], capture_output=True, text=True,
                           env=environment, cwd=cwd, timeout=600, check=False)
 
 
@@ -68,18 +71,24 @@ def test_start_again_and_status_find_the_same_server(server_dir: Path) -> None:
     assert again.returncode == 0
     assert again.stdout.startswith(f"already running: resident Spark server sc://127.0.0.1:{port} "
                                    f"(pid {record['pid']},")
+    # the command runner started beside it (tests/test_command_runner.py runs commands through one)
+    runner = json.loads((server_dir / RUNNER_FILE).read_text())
+    assert process_alive(runner["pid"])
     status = _cli(server_dir, "server", "status", cwd=server_dir)
     assert status.returncode == 0
     assert status.stdout.splitlines() == [
         f"running: resident Spark server sc://127.0.0.1:{port} (pid {record['pid']}, started "
         f"{record['started_at']}, log {server_dir / 'server.log'})",
-        "the commands without --master or --remote use it until `kraft-replay server stop`"]
+        "the commands without --master or --remote use it until `kraft-replay server stop`",
+        f"command runner: pid {runner['pid']}, the commands run in children of it, with everything imported "
+        "(KRAFT_REPLAY_NO_RUNNER=1: in their own)"]
 
 
 def test_the_commands_use_it_and_answer_as_the_jvm_free_path(server_dir: Path, tmp_path: Path) -> None:
-    """ingest, replay and a Spark query go through the server; the JVM-free path reads the same answer from the
-    tables it wrote."""
+    """ingest, replay and a Spark query go through the server, each in a child of the command runner; the JVM-free
+    path reads the same answer from the tables it wrote."""
     url = _record(server_dir)["url"]
+    served = (server_dir / RUNNER_LOG).read_text().count(" child ")
     uses = f"Spark: the resident server at {url} (`kraft-replay server stop` ends it)"
     lake = str(tmp_path / "lake")
     ingest = _cli(server_dir, "ingest", str(SAMPLE_DIR), "--lake", lake, cwd=tmp_path)
@@ -96,6 +105,7 @@ def test_the_commands_use_it_and_answer_as_the_jvm_free_path(server_dir: Path, t
     assert through_server.returncode == 0, through_server.stderr
     assert uses in through_server.stderr.splitlines()
     jvm_free = _cli(server_dir, *question, cwd=tmp_path)
+    assert (server_dir / RUNNER_LOG).read_text().count(" child ") == served + 4
     assert jvm_free.returncode == 0, jvm_free.stderr
     assert uses not in jvm_free.stderr
     assert through_server.stdout == jvm_free.stdout
@@ -137,8 +147,11 @@ def test_a_server_of_other_jars_is_named_and_not_used(server_dir: Path) -> None:
 
 def test_stop_ends_it_and_is_safe_again(server_dir: Path) -> None:
     record = _record(server_dir)
+    runner = json.loads((server_dir / RUNNER_FILE).read_text())
     stopped = _cli(server_dir, "server", "stop", cwd=server_dir)
     assert stopped.stdout.startswith(f"stopped: resident Spark server {record['url']} (pid {record['pid']},")
+    assert stopped.stdout.splitlines()[-1] == f"stopped: command runner pid {runner['pid']}"
+    assert not process_alive(runner["pid"]) and not (server_dir / RUNNER_FILE).exists()
     port = record["port"]
     assert isinstance(port, int) and not listening(port)
     assert not (server_dir / SERVER_FILE).exists()

@@ -1,0 +1,154 @@
+"""The resident command runner (``kraft_replay.command_runner``) and the entry point that hands it commands
+(``kraft_replay.launcher``): real processes, a real Unix socket, commands typed as a user types them, compared with
+the same commands run in their own process (``KRAFT_REPLAY_NO_RUNNER=1``). No Spark: the runner is Python only."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kraft_replay.resident_runner import (
+    NO_RUNNER_ENV,
+    RUNNER_FILE,
+    RUNNER_LOG,
+    RUNNER_SOCKET,
+    sources_stamp,
+    start_runner,
+    stop_runner,
+)
+from kraft_replay.sample import SAMPLE_DIR
+from lakehouse.server_dir import SERVER_DIR_ENV, process_alive
+from tests.conftest import REPO_ROOT
+
+# one worker runs the module in order: its tests share one runner, the last one stops it
+pytestmark = pytest.mark.xdist_group("command-runner")
+SEGMENT = next((SAMPLE_DIR / "__cluster_metadata-0").glob("*.log"))
+
+
+def _typed(directory: Path, *args: str, cwd: Path, runner: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
+    """``kraft-replay ARGS`` through the entry point, with the runner of ``directory`` (or in its own process)."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), SERVER_DIR_ENV: str(directory), **env}
+    environment.pop(NO_RUNNER_ENV, None)
+    if not runner:
+        environment[NO_RUNNER_ENV] = "1"
+    return subprocess.run([sys.executable, "-m", "kraft_replay.launcher", *args], capture_output=True, text=True,
+                          env=environment, cwd=cwd, timeout=300, check=False)
+
+
+def _children(directory: Path) -> list[tuple[int, str]]:
+    """The children the runner's log names: (pid, what it ran)."""
+    found = []
+    for line in (directory / RUNNER_LOG).read_text().splitlines():
+        _stamp, kind, rest = line.split(" ", 2)
+        if kind == "child":
+            pid, text = rest.split(": ", 1)
+            found.append((int(pid), text))
+    return found
+
+
+@pytest.fixture(scope="module")
+def runner_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    directory = tmp_path_factory.mktemp("command-runner")
+    start_runner(directory)
+    try:
+        yield directory
+    finally:
+        stop_runner(directory)
+
+
+def test_it_records_itself_after_importing_everything(runner_dir: Path) -> None:
+    record = json.loads((runner_dir / RUNNER_FILE).read_text())
+    assert record["python"] == sys.executable
+    assert record["sources"] == sources_stamp() and record["sources"].startswith(f"{REPO_ROOT}:")
+    assert record["socket"] == str(runner_dir / RUNNER_SOCKET)
+    assert process_alive(record["pid"])
+    assert (runner_dir / RUNNER_SOCKET).stat().st_mode & 0o777 == 0o600
+    imported = (runner_dir / RUNNER_LOG).read_text().splitlines()[0]
+    assert " imported " in imported and "(0 not importable: none)" in imported
+    assert start_runner(runner_dir)["pid"] == record["pid"]  # started again: the same runner
+
+
+def test_a_command_answers_as_in_its_own_process(runner_dir: Path, tmp_path: Path) -> None:
+    """The child works in the caller's directory (a relative path), writes to the caller's pipes and exits with
+    the command's code."""
+    relative = tmp_path / "segment.log"
+    relative.write_bytes(SEGMENT.read_bytes())
+    before = len(_children(runner_dir))
+    handed = _typed(runner_dir, "dump", "segment.log", "--format", "table", cwd=tmp_path)
+    own = _typed(runner_dir, "dump", "segment.log", "--format", "table", cwd=tmp_path, runner=False)
+    assert (handed.returncode, handed.stdout, handed.stderr) == (own.returncode, own.stdout, own.stderr)
+    assert handed.returncode == 0 and "RegisterBrokerRecord" in handed.stdout
+    assert [text for _pid, text in _children(runner_dir)[before:]] == [
+        f"kraft-replay dump segment.log --format table (in {tmp_path})"]
+
+
+def test_a_failing_command_keeps_its_exit_code_and_the_callers_environment(runner_dir: Path, tmp_path: Path) -> None:
+    lake = tmp_path / "no-lake"
+    handed = _typed(runner_dir, "state", "--offset", "5", cwd=tmp_path, KRAFT_REPLAY_LAKE=str(lake))
+    own = _typed(runner_dir, "state", "--offset", "5", cwd=tmp_path, runner=False, KRAFT_REPLAY_LAKE=str(lake))
+    assert (handed.returncode, handed.stdout, handed.stderr) == (own.returncode, own.stdout, own.stderr)
+    assert handed.returncode == 2
+    assert handed.stderr.strip() == (f"kraft-replay: no table metadata_log in the lake at {lake}: "
+                                     "run `kraft-replay ingest` first")
+
+
+def _interrupted(runner_dir: Path, out: Path, runner: bool) -> tuple[int, str]:
+    """``simulate`` of a billion events (minutes of work) interrupted after a second as Ctrl-C does it (SIGINT to
+    the process the user started): its exit code and error."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), SERVER_DIR_ENV: str(runner_dir)}
+    environment.pop(NO_RUNNER_ENV, None)
+    if not runner:
+        environment[NO_RUNNER_ENV] = "1"
+    caller = subprocess.Popen([sys.executable, "-m", "kraft_replay.launcher", "simulate", "--out", str(out),
+                               "--events", str(10**9)], env=environment, cwd=out.parent, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    time.sleep(3.0)
+    caller.send_signal(signal.SIGINT)
+    _out, err = caller.communicate(timeout=60)
+    return caller.returncode, err
+
+
+def test_ctrl_c_reaches_the_child(runner_dir: Path, tmp_path: Path) -> None:
+    """The entry point forwards the signal to the child, which ends as the command ends in its own process."""
+    before = len(_children(runner_dir))
+    handed = _interrupted(runner_dir, tmp_path / "handed", runner=True)
+    own = _interrupted(runner_dir, tmp_path / "own", runner=False)
+    assert handed == own
+    assert handed[0] == 130 and handed[1].strip().endswith("kraft-replay: interrupted")
+    [(child, text)] = _children(runner_dir)[before:]
+    assert text.startswith("kraft-replay simulate --out ")
+    assert not process_alive(child)
+
+
+def test_older_package_files_are_not_served(runner_dir: Path, tmp_path: Path) -> None:
+    """A runner that imported other files than the caller would (an edit, an upgrade) is passed by: the command
+    runs in its own process."""
+    record_path = runner_dir / RUNNER_FILE
+    record = json.loads(record_path.read_text())
+    before = len(_children(runner_dir))
+    record_path.write_text(json.dumps({**record, "sources": f"{REPO_ROOT}:0:0"}))
+    try:
+        done = _typed(runner_dir, "schemas", "FenceBrokerRecord", cwd=tmp_path)
+    finally:
+        record_path.write_text(json.dumps(record))
+    assert done.returncode == 0 and json.loads(done.stdout)["name"] == "FenceBrokerRecord"
+    assert len(_children(runner_dir)) == before
+
+
+def test_stop_ends_it_and_is_safe_again(runner_dir: Path, tmp_path: Path) -> None:
+    record = json.loads((runner_dir / RUNNER_FILE).read_text())
+    assert stop_runner(runner_dir) == record
+    assert not process_alive(record["pid"])
+    assert not (runner_dir / RUNNER_FILE).exists() and not (runner_dir / RUNNER_SOCKET).exists()
+    assert stop_runner(runner_dir) is None
+    before = len(_children(runner_dir))
+    done = _typed(runner_dir, "schemas", "FenceBrokerRecord", cwd=tmp_path)  # no runner: its own process
+    assert done.returncode == 0 and len(_children(runner_dir)) == before
