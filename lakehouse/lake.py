@@ -5,11 +5,13 @@ state tables later): where a table lives, reading it as of a version or a time, 
 under optimistic concurrency, and maintenance (history, compaction, vacuum, checkpoints).
 
 Engines (``lakehouse.spark.lake_engine``):
-- **delta-spark**, where its jars are (the default after `make setup`): Spark reads and writes every table with
-  ``format("delta")``, Delta Lake's own engine commits (``commitInfo.engineInfo`` names it), and ``OPTIMIZE``,
-  ``VACUUM`` and ``DESCRIBE HISTORY`` are Delta's SQL.
-- **delta-rs**, the fallback without jars (or ``KRAFT_REPLAY_ENGINE=delta-rs``): Spark writes and reads Parquet,
-  delta-rs writes the transaction log (``lakehouse.delta_commit``).
+- **delta-spark**, where its jars are (the default after `make setup`): Spark reads the tables with
+  ``format("delta")`` (time travel, data skipping), and ``OPTIMIZE``, ``VACUUM`` and ``DESCRIBE HISTORY`` are
+  Delta's SQL, its own engine committing them (``commitInfo.engineInfo`` names it).
+- **delta-rs**, the fallback without jars (or ``KRAFT_REPLAY_ENGINE=delta-rs``): Spark reads Parquet files delta-rs
+  lists, and delta-rs compacts and vacuums.
+On either engine Spark writes every table's Parquet files and delta-rs commits them (``lakehouse.delta_commit``):
+through delta-spark each commit was mostly fixed latency (issue 42).
 The tables are the same Delta tables either way: either engine continues what the other wrote.
 
 Concurrency: see ``lakehouse.lake_commit``. The class is assembled by job from ``lakehouse.lake_root`` (where

@@ -1,13 +1,11 @@
 """The lake's commit layer: every write to a table, and Delta's optimistic concurrency for the writers that retry.
 
 Concurrency: every append goes through `LakeCommits.commit_new_rows`, which computes what to add against one
-pinned table version v and commits it only if nothing else committed since. delta-rs: as exactly version v + 1
-(retries off: a put-if-absent of the next log entry). delta-spark: a Delta idempotent write with
-``txnAppId`` = the table's writer id and ``txnVersion`` = v + 1, which Delta skips when that writer id already
-reached v + 1 and refuses (``ConcurrentTransactionException``) when another such commit lands first; both
-engines record the same application transaction. Either way the rows are recomputed against the new version
-and the commit retried (`LakeCommits.commit_with_retry`), so no two writers can both decide that the same offset
-is new.
+pinned table version v and commits it only if nothing else committed since: with delta-rs, whichever engine the
+lake has, as exactly version v + 1 (retries off: a put-if-absent of the next log entry), recording Delta's
+application transaction (``txn``: the table's writer id, v + 1) as delta-spark's idempotent writes record theirs.
+When another writer committed first, the rows are recomputed against the new version and the commit retried
+(`LakeCommits.commit_with_retry`), so no two writers can both decide that the same offset is new.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -24,7 +21,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, removed_file, stage_spark_parquet
@@ -38,10 +35,6 @@ ROWS_KEY = "kraftReplay.rowsAdded"
 INGEST_KEY = "kraftReplay.ingestId"
 COMMIT_KEY = "kraftReplay.commit"  # a token naming one commit: finds its version among concurrent ones
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
-# Delta's exceptions for a commit that lost against a concurrent one: recompute and retry.
-_CONCURRENT = ("ConcurrentTransactionException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
-               "ConcurrentDeleteDeleteException", "MetadataChangedException", "ProtocolChangedException",
-               "DELTA_CONCURRENT")
 Result = TypeVar("Result")
 
 
@@ -81,29 +74,6 @@ class LakeCommits(LakeRoot):
         self.maybe_checkpoint(name, version)
         return version
 
-    def _spark_write(self, spark: SparkSession, writer: Any, name: str, operation: str, *,
-                     metadata: dict[str, str] | None = None) -> tuple[int, int] | None:
-        """Save with delta-spark; returns the version of this commit (found by its token: others may commit
-        after it) and the rows it wrote, None when Delta made no commit (an idempotent write it had seen).
-        ``spark``: the writer's session, never the thread's active one."""
-        root = self.path(name)
-        token = uuid.uuid4().hex
-        current = DeltaTable(root) if self.table_exists(name) else None
-        since = int(current.version()) if current is not None else -1
-        info = {OPERATION_KEY: operation, COMMIT_KEY: token, **(metadata or {})}
-        writer.option("userMetadata", json.dumps(info, sort_keys=True)).save(root)
-        return self._committed(name, token, since)
-
-    def _committed(self, name: str, token: str, since: int) -> tuple[int, int] | None:
-        """(version, rows added) of the commit made after ``since`` whose user metadata names ``token``."""
-        latest = DeltaTable(self.path(name))
-        for commit in latest.history(limit=max(1, int(latest.version()) - since)):
-            info = user_metadata(commit)
-            if info.get(COMMIT_KEY) == token:
-                rows = (commit.get("operationMetrics") or {}).get("numOutputRows")
-                return int(commit["version"]), int(rows or 0)
-        return None
-
     def replace_files(self, df: DataFrame, name: str, remove: list[str], version: int,
                       split_by: str | None = None) -> int:
         """One commit that replaces the rows ``read_files`` gave (the files ``remove``, paths relative to the
@@ -135,20 +105,19 @@ class LakeCommits(LakeRoot):
                         operation: str, ingest_id: str | None = None) -> CommitOutcome:
         """Optimistic append: `build(table)` computes the rows to add against that pinned version.
 
-        Executors write the rows as Parquet, the driver commits them as exactly the next version; when
-        another writer committed first, the staged files are deleted and `build` runs again against the
-        new version (so deduplication always sees everything committed before us).
+        Executors write the rows as Parquet, the driver commits them with delta-rs as exactly the next version,
+        whichever engine the lake has (through delta-spark, an idempotent write's commit cost a new lake's `run`
+        about a second: issue 42, BENCHMARKS.md); when another writer committed first, the staged files are deleted
+        and `build` runs again against the new version (so deduplication always sees everything committed before
+        us).
         """
         self.ensure_table(name)
         root = self.path(name)
-        spark = self.delta_spark()
 
         def attempt(table: DeltaTable, number: int) -> CommitOutcome | Conflict:
             rows = build(table)
             if rows is None:
                 return CommitOutcome(None, 0, number)
-            if spark is not None:
-                return self._idempotent_append(rows, name, table, operation, ingest_id, number)
             staging, actions = stage_spark_parquet(rows, root)
             added = sum(json.loads(action.stats)["numRecords"] for action in actions)
             if not actions:
@@ -183,27 +152,6 @@ class LakeCommits(LakeRoot):
                 return result
             time.sleep(random.uniform(0.05, 0.3) * (number if backoff_cap is None else min(number, backoff_cap)))
         raise LakeError(gave_up)
-
-    def _idempotent_append(self, rows: DataFrame, name: str, table: DeltaTable, operation: str,
-                           ingest_id: str | None, attempt: int) -> CommitOutcome | Conflict:
-        """delta-spark's half of ``commit_new_rows``: append ``rows`` (computed against ``table``'s version v) as
-        a Delta idempotent write (txnAppId = ``writer_id``, txnVersion = v + 1). ``CONFLICT`` when another writer
-        committed since v (Delta skipped the write or refused it): the caller recomputes."""
-        if rows.isEmpty():  # Delta commits an empty write too: a version that adds nothing is noise
-            return CommitOutcome(None, 0, attempt)
-        pinned = int(table.version())
-        writer = (rows.write.format("delta").mode("append").option("txnAppId", writer_id(name))
-                  .option("txnVersion", pinned + 1))
-        try:
-            done = self._spark_write(rows.sparkSession, writer, name, operation,
-                                     metadata={INGEST_KEY: ingest_id} if ingest_id else None)
-        except Exception as error:
-            if any(kind in str(error) for kind in _CONCURRENT):
-                return CONFLICT
-            raise
-        if done is None:
-            return CONFLICT  # skipped: this writer id reached v + 1 through another process's commit
-        return CommitOutcome(done[0], done[1], attempt)
 
     # --- avro_schemas ----------------------------------------------------------------------------
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 import contextlib
 import uuid
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, Schema
 from pyspark.sql import SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.light_reader import DEFAULT_LAKE as DEFAULT_LAKE
 from lakehouse.light_reader import LAKE_ENV as LAKE_ENV
 from lakehouse.light_reader import has_commit
@@ -108,23 +105,14 @@ class LakeRoot:
     def staging_path(self, ingest_id: str) -> str:
         return f"{self.root}/{STAGING_DIR}/{ingest_id}"
 
-    def ensure_table(self, name: str, schema: pa.Schema | None = None, spark: SparkSession | None = None) -> None:
-        """Create the empty table (version 0) unless it exists; safe when processes race to create it. ``spark``:
-        the session to create it with (by default the thread's active one)."""
+    def ensure_table(self, name: str, schema: pa.Schema | None = None) -> None:
+        """Create the empty table (version 0) unless it exists; safe when processes race to create it. delta-rs
+        creates it on either engine: through delta-spark a creation is a Spark request and a commit's fixed latency
+        (issue 42: a new lake's first ingest creates four tables), and the table is the same plain Delta table."""
         if self.table_exists(name):
             return
         schema = schema if schema is not None else SCHEMAS[name]
         try:
-            spark = self.delta_spark(spark)
-            if spark is not None:
-                columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}"
-                                    for f in from_arrow_schema(schema).fields)
-                spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{self.path(name)}` ({columns}) USING delta "
-                          f"TBLPROPERTIES ('delta.checkpointInterval' = '{CHECKPOINT_EVERY}')")
-                if self.table_exists(name):
-                    return
-                # Delta's IF NOT EXISTS takes a ``_delta_log`` left by a killed create for a table and does
-                # nothing: version 0 then comes from delta-rs (the next commits are delta-spark's again).
             DeltaTable.create(self.path(name), Schema.from_arrow(schema), mode="ignore",
                               configuration={"delta.checkpointInterval": str(CHECKPOINT_EVERY)})
         except Exception:
@@ -132,15 +120,9 @@ class LakeRoot:
                 raise
 
     def ensure_tables(self, names: list[str] | None = None) -> None:
-        """``ensure_table`` of each table (every table of the log by default), the missing ones at once: a
-        creation through delta-spark is mostly a commit's fixed latency (issue 42: a new lake's first ingest)."""
-        missing = [name for name in names or list(SCHEMAS) if not self.table_exists(name)]
-        spark = self.delta_spark()
-        if spark is None or len(missing) < 2:
-            for name in missing:
-                self.ensure_table(name)
-            return
-        run_concurrently(spark, {name: partial(self.ensure_table, name, spark=spark) for name in missing})
+        """``ensure_table`` of each table (every table of the log by default)."""
+        for name in names or list(SCHEMAS):
+            self.ensure_table(name)
 
     def delta_table(self, name: str, version: int | None = None, timestamp: datetime | str | None = None
                     ) -> DeltaTable:

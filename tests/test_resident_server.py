@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kraft_replay.sample import CLUSTER_ID, SAMPLE_DIR
 from kraft_replay.resident_runner import NO_RUNNER_ENV, RUNNER_FILE, RUNNER_LOG
+from kraft_replay.sample import CLUSTER_ID, SAMPLE_DIR
 from lakehouse.jars import installed, missing_reason
 from lakehouse.loopback import listening
 from lakehouse.resident_server import CONNECT_JAR, SERVER_FILE, SERVER_GC
