@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,9 +19,13 @@ from records.definitions import MessageDef, by_api_key, by_control_type, definit
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+UUIDS_CACHED = 1 << 16  # topic and directory ids a decoding process keeps the text of
 
+
+@functools.lru_cache(maxsize=UUIDS_CACHED)
 def uuid_to_str(raw: bytes) -> str:
-    """Kafka's ``Uuid.toString()``: URL-safe base64 without padding (22 characters)."""
+    """Kafka's ``Uuid.toString()``: URL-safe base64 without padding (22 characters). Cached: a log names its few
+    topic and directory ids in nearly every record."""
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
