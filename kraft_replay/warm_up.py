@@ -5,7 +5,9 @@ only what it has run often: on a server warmed up with the bundled sample log (a
 real log's `run` and its increments took about 1.6 times as long as once a few more had run (BENCHMARKS.md, issue
 42). So the warm-up is what users do next, at a real log's scale: a simulated cluster's log (a few brokers, every
 part of the image, elections and fences) ingested, replayed and summarized as ``run`` does, then a hundred more of
-its records ingested and replayed as an increment, in a lake deleted afterwards.
+its records ingested and replayed as an increment, and the hundred after those as another, in a lake deleted
+afterwards. An increment is many small plans, each compiled by the JIT only once it has run often: the increments
+after a warm-up of one per round took a third longer than on a server that had run a few more.
 """
 
 from __future__ import annotations
@@ -24,42 +26,49 @@ from simulator import ScenarioOptions, run_scenario, whole_transactions, write_l
 WARM_UP_CLUSTER = ScenarioOptions(brokers=3, topics=10, partitions_per_topic=10, events=10**9, seed=11)
 WARM_UP_RECORDS = 5_000  # at least this many (the log ends between transactions: 10,661 with this cluster)
 WARM_UP_INCREMENT = 100
+WARM_UP_INCREMENTS = 3  # increments of WARM_UP_INCREMENT records each, one after the other, in every round
 WARM_UP_ROUNDS = 2  # one more round after the first: the commands after it ran as fast as after many more
 NODE_ID = 3000  # the simulated controller's node id in meta.properties
 
 
 def warm_up(url: str, cluster: ScenarioOptions = WARM_UP_CLUSTER, records: int = WARM_UP_RECORDS,
-            rounds: int = WARM_UP_ROUNDS) -> list[ReplaySummary]:
-    """Run a simulated ``cluster``'s first answer (at least ``records`` records) and an increment of it through the
-    server at ``url``, ``rounds`` times (each round a new lake: the JVM compiles what it has run often); the
-    replays' summaries, in order. Its Connect session is released afterwards."""
+            rounds: int = WARM_UP_ROUNDS, increments: int = WARM_UP_INCREMENTS) -> list[ReplaySummary]:
+    """Run a simulated ``cluster``'s first answer (at least ``records`` records) and ``increments`` increments of it
+    through the server at ``url``, ``rounds`` times (each round a new lake: the JVM compiles what it has run often);
+    the replays' summaries, in order. Its Connect session is released afterwards."""
     spark = get_spark(SparkOptions(remote=url))
     replayed: list[ReplaySummary] = []
     try:
         with tempfile.TemporaryDirectory(prefix="kraft-replay-warm-up-") as directory:
-            first, more = _simulated_logs(Path(directory), cluster, records)
+            first, logs = _simulated_logs(Path(directory), cluster, records, increments)
             for round_number in range(rounds):
                 lake = Lake(Path(directory) / f"lake-{round_number}")
                 ingested = ingest(spark, lake, first)
                 replayed.append(run_replay(spark, lake))
                 summarize(spark, lake, ingested.cluster_ids[0])
-                ingest(spark, lake, more)
-                replayed.append(run_replay(spark, lake))
+                for more in logs:
+                    ingest(spark, lake, more)
+                    replayed.append(run_replay(spark, lake))
     finally:
         spark.stop()
     return replayed
 
 
-def _simulated_logs(directory: Path, cluster: ScenarioOptions, records: int) -> tuple[Path, Path]:
-    """Two data directories of one simulated cluster: its first records, and the increment that follows them."""
+def _simulated_logs(directory: Path, cluster: ScenarioOptions, records: int, increments: int
+                    ) -> tuple[Path, list[Path]]:
+    """Data directories of one simulated cluster: its first records, and the increments that follow them, one
+    after the other."""
     run = run_scenario("random", cluster)
     entries = run.entries()
-    first, more = directory / "log", directory / "more"
+    first = directory / "log"
     write_log(whole_transactions(entries, records), first, "segments", cluster_id=run.sim.cluster_id,
               node_id=NODE_ID)
-    write_log(whole_transactions(entries, WARM_UP_INCREMENT), more, "segments", cluster_id=run.sim.cluster_id,
-              node_id=NODE_ID)
-    return first, more
+    logs = [directory / f"more-{number}" for number in range(1, increments + 1)]
+    for more in logs:
+        write_log(whole_transactions(entries, WARM_UP_INCREMENT), more, "segments", cluster_id=run.sim.cluster_id,
+                  node_id=NODE_ID)
+    return first, logs
 
 
-__all__ = ["WARM_UP_CLUSTER", "WARM_UP_INCREMENT", "WARM_UP_RECORDS", "WARM_UP_ROUNDS", "warm_up"]
+__all__ = ["WARM_UP_CLUSTER", "WARM_UP_INCREMENT", "WARM_UP_INCREMENTS", "WARM_UP_RECORDS", "WARM_UP_ROUNDS",
+           "warm_up"]
