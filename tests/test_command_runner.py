@@ -30,6 +30,7 @@ from tests.conftest import REPO_ROOT
 
 # one worker runs the module in order: its tests share one runner, the last one stops it
 pytestmark = pytest.mark.xdist_group("command-runner")
+STARTS_WITHIN = 120  # seconds for a command to start on a loaded machine (imports in its own process)
 SEGMENT = next((SAMPLE_DIR / "__cluster_metadata-0").glob("*.log"))
 
 
@@ -101,8 +102,8 @@ def test_a_failing_command_keeps_its_exit_code_and_the_callers_environment(runne
 
 
 def _interrupted(runner_dir: Path, out: Path, runner: bool) -> tuple[int, str]:
-    """``simulate`` of a billion events (minutes of work) interrupted after a second as Ctrl-C does it (SIGINT to
-    the process the user started): its exit code and error."""
+    """``simulate`` of a billion events (minutes of work) interrupted once it runs, as Ctrl-C does it (SIGINT to the
+    process the user started): its exit code and error."""
     environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), SERVER_DIR_ENV: str(runner_dir)}
     environment.pop(NO_RUNNER_ENV, None)
     if not runner:
@@ -110,9 +111,12 @@ def _interrupted(runner_dir: Path, out: Path, runner: bool) -> tuple[int, str]:
     caller = subprocess.Popen([sys.executable, "-m", "kraft_replay.launcher", "simulate", "--out", str(out),
                                "--events", str(10**9)], env=environment, cwd=out.parent, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
-    time.sleep(3.0)
+    deadline = time.monotonic() + STARTS_WITHIN
+    while not out.exists() and caller.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the command runs once it writes its output directory (its imports done)
+    assert out.exists(), f"simulate did not start within {STARTS_WITHIN} s"
     caller.send_signal(signal.SIGINT)
-    _out, err = caller.communicate(timeout=60)
+    _out, err = caller.communicate(timeout=STARTS_WITHIN)
     return caller.returncode, err
 
 
