@@ -7,10 +7,8 @@ Only the standard library: the entry point reads the record before it imports an
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import struct
 import subprocess
 import sys
@@ -18,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lakehouse.server_dir import process_alive, server_dir
+from lakehouse.server_dir import end_process, process_alive, server_dir
 
 RUNNER_FILE = "commands.json"  # the runner's record: pid, Python, socket, sources stamp
 RUNNER_SOCKET = "commands.sock"
@@ -101,15 +99,7 @@ def stop_runner(directory: Path | None = None) -> dict[str, Any] | None:
     directory = directory or server_dir()
     record = runner_record(directory)
     if record is not None:
-        pid = int(record["pid"])
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while process_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if process_alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        end_process(int(record["pid"]), STOP_TIMEOUT)
     (directory / RUNNER_FILE).unlink(missing_ok=True)
     (directory / RUNNER_SOCKET).unlink(missing_ok=True)
     return record

@@ -41,7 +41,7 @@ from lakehouse.ingest_plan import (
     plan_source,
     segment_chunks,
 )
-from lakehouse.ingest_stage import Staging, staged_profile
+from lakehouse.ingest_stage import Staged, Staging
 from lakehouse.lake import ROWS_PER_FILE, Lake, arrow_filesystem, overlapping_files
 from lakehouse.lake_redact import require_redacted_lake
 from lakehouse.log_rows import ROW_KIND_ISSUE, ROW_KIND_RECORD
@@ -85,9 +85,9 @@ class _Ingest(Staging):
 
     # --- the log ---------------------------------------------------------------------------------
 
-    def ingest_log_rows(self, staged: DataFrame, source: str) -> None:
+    def ingest_log_rows(self, chunk: Staged, source: str) -> None:
         """Staged rows of one chunk → metadata_log (new offsets) and ingest_rejects (everything refused)."""
-        profile = staged_profile(staged, source)
+        staged, profile = chunk.rows, chunk.profile
         records = staged.filter(F.col("row_kind") == ROW_KIND_RECORD)
         ranges, total = profile.ranges, profile.records
         self.summary.records_read += total
@@ -211,8 +211,8 @@ class _Ingest(Staging):
 
     def ingest_snapshot(self, snapshot: SnapshotInput, cluster_id: str) -> None:
         segment = SegmentInput(snapshot.path, True)
-        staged = self.stage_segments([segment], cluster_id)
-        profile = staged_profile(staged, str(snapshot.path))
+        chunk = self.stage_segments([segment], cluster_id)
+        staged, profile = chunk.rows, chunk.profile
         records = staged.filter(F.col("row_kind") == ROW_KIND_RECORD)
         rows = self._table_rows(records.withColumn("snapshot_end_offset", F.lit(snapshot.end_offset))
                                 .withColumn("snapshot_epoch", F.lit(snapshot.epoch)), SNAPSHOTS, str(snapshot.path))

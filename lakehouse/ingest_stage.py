@@ -1,7 +1,9 @@
 """Staging an ingest's input: each chunk decoded once into Parquet under `<lake>/_staging/<ingest id>/`, profiled.
 
-Big segment inputs are decoded on the executors (`lakehouse.spark_decode.decode_segments`), small ones and the
-other formats in the driver process, streamed in Arrow batches; every later step reads the staged files.
+Big segment inputs are decoded on the executors (`lakehouse.spark_decode.decode_segments`) and profiled by one
+Spark aggregate over the staged files; small ones and the other formats are decoded in the driver process, streamed
+in Arrow batches, and profiled as they pass (no Spark job: a small log's first answer waits for none). Every later
+step reads the staged files.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -20,6 +23,7 @@ from lakehouse.log_rows import (
     LOG_ROW_SCHEMA,
     ROW_KIND_ERROR,
     ROW_KIND_ISSUE,
+    ROW_KIND_RECORD,
     IssueRow,
     entry_row,
     issue_row,
@@ -47,8 +51,9 @@ class Staging:
         self.chunk += 1
         return f"{self.staging}/{label}-{self.chunk:05d}"
 
-    def stage_segments(self, segments: list[SegmentInput], cluster_id: str) -> DataFrame:
+    def stage_segments(self, segments: list[SegmentInput], cluster_id: str) -> Staged:
         target = self._staged_dir("segments")
+        source = str(segments[0].path)
         # Executors read whole files only (a follow round's byte range of a growing file stays in the driver).
         whole = all(s.start == 0 and (s.end is None or s.end == s.path.stat().st_size) for s in segments)
         if whole and sum(s.size() for s in segments) >= self.options.spark_decode_min_bytes:
@@ -61,14 +66,19 @@ class Staging:
                                       skip_corrupt=self.options.skip_corrupt, split_bytes=split,
                                       fingerprint_key=self.fingerprint_key)
             decoded.write.mode("error").parquet(target)
-        else:
-            rows = (row for s in segments for row in decode_slice(
-                str(s.path), s.start, s.end if s.end is not None else s.path.stat().st_size, s.is_last,
-                cluster_id, self.options.skip_corrupt, self.fingerprint_key))
-            write_rows(target, rows)
-        return self.spark.read.schema(LOG_ROW_DDL).parquet(target)
+            return self._staged(target, source, None)
+        rows = (row for s in segments for row in decode_slice(
+            str(s.path), s.start, s.end if s.end is not None else s.path.stat().st_size, s.is_last,
+            cluster_id, self.options.skip_corrupt, self.fingerprint_key))
+        return self._staged(target, source, write_rows(target, rows))
 
-    def stage_entries(self, path: Path, fmt: str, cluster_id: str | None) -> DataFrame:
+    def _staged(self, target: str, source: str, passed: RowProfile | None) -> Staged:
+        """The staged rows, profiled as they were written when that was exact, else by one Spark aggregate."""
+        rows = self.spark.read.schema(LOG_ROW_DDL).parquet(target)
+        groups = passed.groups() if passed is not None else None
+        return Staged(rows, staged_profile(rows, source) if groups is None else profile_of(groups, source))
+
+    def stage_entries(self, path: Path, fmt: str, cluster_id: str | None) -> Staged:
         target = self._staged_dir("entries")
         report = ReadReport()
         options = ReadOptions(skip_corrupt=self.options.skip_corrupt, cluster_id=cluster_id)
@@ -87,17 +97,18 @@ class Staging:
                     yield issue_row(IssueRow(ROW_KIND_ISSUE, str(path), None, None, f"skipped: {note}"),
                                     cluster_id)
 
-        write_rows(target, rows())
-        return self.spark.read.schema(LOG_ROW_DDL).parquet(target)
+        return self._staged(target, str(path), write_rows(target, rows()))
 
 
-def write_rows(target: str, rows: Iterable[dict[str, object]]) -> None:
-    """Driver-decoded rows to one Parquet file, batch by batch (memory stays bounded)."""
+def write_rows(target: str, rows: Iterable[dict[str, object]]) -> RowProfile:
+    """Driver-decoded rows to one Parquet file, batch by batch (memory stays bounded), profiled as they pass."""
     filesystem, path = arrow_filesystem(target)
     filesystem.create_dir(path, recursive=True)
+    profile = RowProfile()
     with pq.ParquetWriter(f"{path}/part-00000.parquet", LOG_ROW_SCHEMA, filesystem=filesystem) as writer:
-        for batch in to_record_batches(rows, 65536):
+        for batch in to_record_batches(profile.passing(rows), 65536):
             writer.write_batch(batch)
+    return profile
 
 
 @dataclass(frozen=True)
@@ -109,19 +120,25 @@ class StagedProfile:
 
 
 def staged_profile(staged: DataFrame, source: str) -> StagedProfile:
-    """One aggregate over the staged rows: errors, offset ranges, in-source duplicates, issue count.
+    """The profile of staged rows by one aggregate over them (rows decoded by the executors)."""
+    groups = staged.groupBy("row_kind", "cluster_id").agg(
+        F.count(F.lit(1)).alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
+        F.count_distinct("offset").alias("distinct"), F.first("message", ignorenulls=True).alias("message"),
+    ).collect()
+    return profile_of([row.asDict() for row in groups], source)
+
+
+def profile_of(groups: Iterable[dict[str, Any]], source: str) -> StagedProfile:
+    """Errors, offset ranges, in-source duplicates and issue count from the rows' groups by (row_kind, cluster_id):
+    ``n`` rows, offsets ``lo``..``hi`` of which ``distinct`` differ, the first ``message``.
 
     A row without a cluster id, or an error row (the file could not be read), stops the ingest here,
     before anything of this chunk is committed.
     """
-    rows = staged.groupBy("row_kind", "cluster_id").agg(
-        F.count(F.lit(1)).alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
-        F.count_distinct("offset").alias("distinct"), F.first("message", ignorenulls=True).alias("message"),
-    ).collect()
     ranges: dict[str, tuple[int, int]] = {}
     records = issues = 0
     duplicates = False
-    for row in rows:
+    for row in groups:
         if row["row_kind"] == ROW_KIND_ERROR:
             raise RecordsError(str(row["message"]))
         if row["row_kind"] == ROW_KIND_ISSUE:
@@ -135,3 +152,49 @@ def staged_profile(staged: DataFrame, source: str) -> StagedProfile:
         duplicates = duplicates or row["distinct"] != row["n"]
     return StagedProfile(ranges, records, duplicates, issues)
 
+
+class RowProfile:
+    """The groups ``profile_of`` reads, counted from rows as the driver writes them. Exact while the records'
+    offsets rise in each cluster (a log's do); after one that does not, ``groups()`` is None: the staged files are
+    profiled by Spark instead (counting distinct offsets here would hold them all in memory)."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[object, object], dict[str, Any]] = {}
+        self._rising = True
+
+    def passing(self, rows: Iterable[dict[str, object]]) -> Iterator[dict[str, object]]:
+        """``rows`` unchanged, counted as they pass."""
+        for row in rows:
+            self._count(row)
+            yield row
+
+    def _count(self, row: dict[str, object]) -> None:
+        key = (row["row_kind"], row["cluster_id"])
+        offset, message = row["offset"], row["message"]
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = {"row_kind": key[0], "cluster_id": key[1], "n": 0, "lo": None, "hi": None,
+                                         "distinct": 0, "message": None}
+        group["n"] += 1
+        if group["message"] is None:
+            group["message"] = message
+        if offset is None or key[0] != ROW_KIND_RECORD:
+            return  # the profile reads only the records' offsets
+        if group["hi"] is not None and offset <= group["hi"]:
+            self._rising = False
+            return
+        if group["lo"] is None:
+            group["lo"] = offset
+        group["hi"] = offset
+        group["distinct"] += 1
+
+    def groups(self) -> list[dict[str, Any]] | None:
+        return list(self._groups.values()) if self._rising else None
+
+
+@dataclass(frozen=True)
+class Staged:
+    """One chunk's staged rows and their profile."""
+
+    rows: DataFrame
+    profile: StagedProfile

@@ -17,7 +17,6 @@ import contextlib
 import fcntl
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -30,7 +29,7 @@ import pyspark
 
 from lakehouse.jars import SCALA_BINARY, SPARK_HOME, SPARK_SUBMIT
 from lakehouse.loopback import LOOPBACK, free_port, listening
-from lakehouse.server_dir import process_alive, server_dir
+from lakehouse.server_dir import end_process, process_alive, server_dir
 from lakehouse.spark import (
     DRIVER_JAVA_OPTIONS,
     SPARK_JARS_CONF,
@@ -134,7 +133,7 @@ def stop_server() -> ResidentServer | None:
         server = resident_server()
         if server is None:
             return None
-        _end_group(server.pid)
+        end_process(server.pid, STOP_TIMEOUT, group=True)
         # the port closes as the JVM ends: "stopped" is said once nothing answers there any more
         deadline = time.monotonic() + STOP_TIMEOUT
         while listening(server.port) and time.monotonic() < deadline:
@@ -169,25 +168,10 @@ def _wait_listening(process: subprocess.Popen[bytes], port: int, log_path: Path)
             raise SparkUnavailableError(f"the resident Spark server exited with {process.returncode} before "
                                         f"listening on {port}: see {log_path}")
         if time.monotonic() > deadline:
-            _end_group(process.pid)
+            end_process(process.pid, STOP_TIMEOUT, group=True)
             raise SparkUnavailableError(f"the resident Spark server did not listen on {port} within "
                                         f"{START_TIMEOUT:.0f} s (stopped again): see {log_path}")
         time.sleep(0.25)
-
-
-def _end_group(pid: int) -> None:
-    """End the server's process group: the JVM and the Python workers it started."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while process_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if process_alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while process_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
 
 
 @contextlib.contextmanager

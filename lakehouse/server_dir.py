@@ -7,7 +7,10 @@ anything else.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import time
 from pathlib import Path
 
 SERVER_DIR_ENV = "KRAFT_REPLAY_SERVER_DIR"
@@ -34,3 +37,17 @@ def process_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, IndexError):
         return True
+
+
+def end_process(pid: int, timeout: float, *, group: bool = False) -> None:
+    """End ``pid`` (its whole process group when ``group``: a JVM and the workers it started): SIGTERM, and SIGKILL
+    when it still runs after ``timeout`` seconds; returns once it ended or, after SIGKILL, ``timeout`` more."""
+    send = os.killpg if group else os.kill
+    for number in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            send(pid, number)
+        deadline = time.monotonic() + timeout
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not process_alive(pid):
+            return

@@ -1,4 +1,5 @@
-"""Staging an ingest (``lakehouse.ingest_stage``): decoded rows written once, then profiled in one aggregate."""
+"""Staging an ingest (``lakehouse.ingest_stage``): decoded rows written once and profiled, by the driver as they pass
+or by one Spark aggregate over the staged files, to the same profile."""
 
 from __future__ import annotations
 
@@ -7,34 +8,60 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse.ingest_stage import staged_profile, write_rows
+from lakehouse.ingest_stage import StagedProfile, profile_of, staged_profile, write_rows
 from lakehouse.log_rows import LOG_ROW_DDL, ROW_KIND_ERROR, ROW_KIND_ISSUE, IssueRow, entry_row, issue_row
 from records.errors import RecordsError
 from tests.test_lake_support import CLUSTER, simulated
 
 
-def _staged(spark: SparkSession, target: Path, rows: list[dict[str, object]]) -> DataFrame:
-    write_rows(str(target), iter(rows))
-    return spark.read.schema(LOG_ROW_DDL).parquet(str(target))
+def _staged(spark: SparkSession, target: Path, rows: list[dict[str, object]]) -> tuple[DataFrame, list | None]:
+    """The staged rows and the groups the driver counted as it wrote them (None: left to Spark)."""
+    groups = write_rows(str(target), iter(rows)).groups()
+    return spark.read.schema(LOG_ROW_DDL).parquet(str(target)), groups
+
+
+def _profiles(spark: SparkSession, target: Path, rows: list[dict[str, object]]) -> StagedProfile:
+    """The driver's profile, checked equal to Spark's aggregate over the same staged files."""
+    staged, groups = _staged(spark, target, rows)
+    assert groups is not None
+    passed = profile_of(groups, "src")
+    assert passed == staged_profile(staged, "src")
+    return passed
 
 
 def test_staged_rows_profile_their_ranges_duplicates_and_issues(spark: SparkSession, tmp_path: Path) -> None:
     entries = simulated()[:10]
     rows = [entry_row(entry, CLUSTER) for entry in entries]
     offsets = [entry.offset for entry in entries]
-    profile = staged_profile(_staged(spark, tmp_path / "plain", rows), "src")
+    profile = _profiles(spark, tmp_path / "plain", rows)
     assert profile.ranges == {CLUSTER: (min(offsets), max(offsets))}
     assert (profile.records, profile.duplicates, profile.issues) == (10, False, 0)
     skipped = issue_row(IssueRow(ROW_KIND_ISSUE, "src", 7, None, "skipped-corrupt: bad CRC"), CLUSTER)
-    profile = staged_profile(_staged(spark, tmp_path / "twice", [*rows, rows[3], skipped]), "src")
+    other = [entry_row(entry, "other-cluster") for entry in entries[:3]]
+    profile = _profiles(spark, tmp_path / "issue", [*rows, skipped, *other])
+    assert profile.ranges == {CLUSTER: (min(offsets), max(offsets)), "other-cluster": (offsets[0], offsets[2])}
+    assert (profile.records, profile.duplicates, profile.issues) == (13, False, 1)
+
+
+def test_an_offset_seen_again_leaves_the_profile_to_spark(spark: SparkSession, tmp_path: Path) -> None:
+    """Counting distinct offsets in the driver would hold them all: once one does not rise, Spark counts."""
+    entries = simulated()[:10]
+    rows = [entry_row(entry, CLUSTER) for entry in entries]
+    skipped = issue_row(IssueRow(ROW_KIND_ISSUE, "src", 7, None, "skipped-corrupt: bad CRC"), CLUSTER)
+    staged, groups = _staged(spark, tmp_path / "twice", [*rows, rows[3], skipped])
+    assert groups is None
+    profile = staged_profile(staged, "src")
     assert (profile.records, profile.duplicates, profile.issues) == (11, True, 1)
 
 
 def test_an_unreadable_file_or_a_row_without_cluster_stops_before_any_commit(spark: SparkSession,
                                                                               tmp_path: Path) -> None:
     error = issue_row(IssueRow(ROW_KIND_ERROR, "src", 0, None, "src: not a log segment"), CLUSTER)
-    with pytest.raises(RecordsError, match="not a log segment"):
-        staged_profile(_staged(spark, tmp_path / "error", [error]), "src")
     orphan = entry_row(simulated()[0], None)
-    with pytest.raises(RecordsError, match="carry no cluster id"):
-        staged_profile(_staged(spark, tmp_path / "orphan", [orphan]), "src")
+    for name, rows, expected in (("error", [error], "not a log segment"), ("orphan", [orphan], "carry no cluster id")):
+        staged, groups = _staged(spark, tmp_path / name, rows)
+        assert groups is not None
+        with pytest.raises(RecordsError, match=expected):
+            profile_of(groups, "src")
+        with pytest.raises(RecordsError, match=expected):
+            staged_profile(staged, "src")
