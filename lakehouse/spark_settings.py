@@ -75,6 +75,19 @@ def planned_ahead(spark: SparkSession) -> contextlib.AbstractContextManager[None
     return spark_conf(spark, ADAPTIVE_EXECUTION, "false")
 
 
+# Constraint propagation infers the constraints of every operator of a plan (the IS NOT NULL and equalities its filters,
+# joins and aliases imply) to add and drop filters, in each of the optimizer's passes: on the replay's deep, wide plans
+# (windows over aliased columns) that is much of planning an increment, and the filters it would add are on keys that
+# are never null. The results are the same without it (issue 42: BENCHMARKS.md). Queries keep it: their filters on a
+# topic or a partition reach the other side of a join through it, and the scans skip files by them.
+CONSTRAINT_PROPAGATION = "spark.sql.constraintPropagation.enabled"
+
+
+def constraints_not_propagated(spark: SparkSession) -> contextlib.AbstractContextManager[None]:
+    """Constraint propagation off for the block (the replay's)."""
+    return spark_conf(spark, CONSTRAINT_PROPAGATION, "false")
+
+
 def kept_checkpoint(df: DataFrame) -> DataFrame:
     """``df`` checkpointed (``localCheckpoint``) with the partitioning and order its plan gives its rows. ``df``
     must not have run yet: a DataFrame keeps the physical plan it was first given."""

@@ -26,6 +26,7 @@ from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import Lake
 from lakehouse.spark_settings import (
     SHUFFLE_PARTITIONS,
+    constraints_not_propagated,
     file_statistics,
     interpreted,
     planned_ahead,
@@ -169,12 +170,13 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     log no longer starts at offset 0 is replayed from the snapshot it starts at (``replay.core.coverage``). ``progress``
     is told each stage (a terminal shows it). A small log is replayed ``interpreted``, and without Delta's data
     skipping where its tables were written one topic range each (``replay.store.layout.topic_ranges``): with nothing
-    to skip, the job it runs before each filtered read is all it adds (BENCHMARKS.md, issue 42)."""
+    to skip, the job it runs before each filtered read is all it adds (BENCHMARKS.md, issue 42). Every replay is
+    planned without constraint propagation (``lakehouse.spark_settings.constraints_not_propagated``)."""
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
     log_records = table_rows(lake, METADATA_LOG)
     with (interpreted(spark, log_records <= INTERPRETED_UP_TO),
-          file_statistics(spark, many_files=topic_ranges(log_records) > 1)):
+          file_statistics(spark, many_files=topic_ranges(log_records) > 1), constraints_not_propagated(spark)):
         return _run_replay(spark, lake, cluster_id, full, progress or (lambda _stage: None))
 
 
