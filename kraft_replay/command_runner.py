@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kraft_replay.resident_runner import (
+    FORWARDED_SIGNALS,
     LENGTH,
     PACKAGES,
     RUNNER_FILE,
@@ -136,9 +137,17 @@ def _run_child(connection: socket.socket, request: dict[str, Any], streams: list
     """Become the command (never returns): the caller's streams, directory and environment, then its exit code."""
     code = EXIT_CRASHED
     try:
-        for number in (signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(number, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # the caller's signals as a process of its own starts with them: ignored where the caller ignores them, Ctrl-C
+        # as KeyboardInterrupt, the others by default
+        ignored = set(request.get("ignored", ()))
+        for number in FORWARDED_SIGNALS:
+            if number in ignored:
+                signal.signal(number, signal.SIG_IGN)
+            elif number == signal.SIGINT:
+                signal.signal(number, signal.default_int_handler)
+            else:
+                signal.signal(number, signal.SIG_DFL)
         for target, stream in zip(STANDARD_STREAMS, streams, strict=True):
             os.dup2(stream, target)
         sys.stdin, sys.stdout, sys.stderr = (_text_stream(0, "r"), _text_stream(1, "w"), _text_stream(2, "w"))

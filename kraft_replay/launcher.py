@@ -24,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 
 from kraft_replay.resident_runner import (
+    FORWARDED_SIGNALS,
     LENGTH,
     NO_RUNNER_ENV,
     RUNNER_SOCKET,
@@ -33,13 +34,18 @@ from kraft_replay.resident_runner import (
 )
 from lakehouse.server_dir import server_dir
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 EXIT_NO_ANSWER = 1  # the child ended without saying its exit code (killed)
+
+
+def ignored_signals() -> list[int]:
+    """The forwarded signals this process ignores (a background job's SIGINT and SIGQUIT): its child ignores them."""
+    return [int(number) for number in FORWARDED_SIGNALS if signal.getsignal(number) == signal.SIG_IGN]
 
 
 def encode_request(arguments: list[str]) -> bytes:
     """What the runner's child needs of this process besides its standard streams."""
-    body = json.dumps({"argv": arguments, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    body = json.dumps({"argv": arguments, "cwd": os.getcwd(), "env": dict(os.environ),
+                       "ignored": ignored_signals()}).encode()
     return LENGTH.pack(len(body)) + body
 
 
@@ -83,8 +89,10 @@ def _answer(answers: Iterable[str]) -> int:
         if child:
             os.kill(child[0], number)
 
+    ignored = ignored_signals()
     for number in FORWARDED_SIGNALS:
-        signal.signal(number, forward)
+        if number not in ignored:
+            signal.signal(number, forward)
     for line in answers:
         message = json.loads(line)
         if "pid" in message:

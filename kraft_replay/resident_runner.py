@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -27,6 +28,10 @@ NO_RUNNER_ENV = "KRAFT_REPLAY_NO_RUNNER"
 PACKAGES = ("kraft_replay", "lakehouse", "records", "replay", "schemas", "simulator")
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 STANDARD_STREAMS = (0, 1, 2)  # handed to the runner's child with each command
+# the signals the caller forwards to the runner's child (Ctrl-C, kill, a closed terminal, Ctrl-\); the ones the caller
+# ignores (a shell starts a background job with SIGINT and SIGQUIT ignored) the child ignores too, as a command in its
+# own process would
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 LENGTH = struct.Struct(">I")  # a request's length, before its JSON
 START_TIMEOUT = 60.0  # seconds for the runner to import everything and listen
 STOP_TIMEOUT = 10.0  # seconds for the runner to end after SIGTERM before SIGKILL
