@@ -11,8 +11,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -103,11 +104,11 @@ def test_a_failing_command_keeps_its_exit_code_and_the_callers_environment(runne
 
 
 @contextlib.contextmanager
-def _sigint(disposition: signal.Handlers | object) -> Iterator[None]:
+def _sigint(disposition: Callable[[int, FrameType | None], object] | signal.Handlers) -> Iterator[None]:
     """The processes started in the block get SIGINT as ``disposition`` gives it: ignored (``SIG_IGN``: a shell's
     background job) or delivered (Python's handler here, reset to the default by exec: a terminal's foreground job),
     whatever this test process was started with (a CI script run in the background ignores it)."""
-    before = signal.signal(signal.SIGINT, disposition)  # type: ignore[arg-type]
+    before = signal.signal(signal.SIGINT, disposition)
     try:
         yield
     finally:

@@ -4,6 +4,7 @@ or by one Spark aggregate over the staged files, to the same profile."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -14,7 +15,8 @@ from records.errors import RecordsError
 from tests.test_lake_support import CLUSTER, simulated
 
 
-def _staged(spark: SparkSession, target: Path, rows: list[dict[str, object]]) -> tuple[DataFrame, list | None]:
+def _staged(spark: SparkSession, target: Path, rows: list[dict[str, object]]
+            ) -> tuple[DataFrame, list[dict[str, Any]] | None]:
     """The staged rows and the groups the driver counted as it wrote them (None: left to Spark)."""
     groups = write_rows(str(target), iter(rows)).groups()
     return spark.read.schema(LOG_ROW_DDL).parquet(str(target)), groups
