@@ -1,10 +1,10 @@
 """Delta Lake tables without delta-spark: Spark writes and reads Parquet, delta-rs owns the transaction log.
 
 delta-spark's JVM jars come from Maven Central, which the embedded default cannot reach, so:
-- `commit_spark_parquet` lets Spark's executors write Parquet into a fresh staging directory inside the
-  table root, takes each file's statistics from its Parquet footer (no second pass over the rows), and
-  commits those files with delta-rs as a single Delta transaction (one new version; conflict checks and
-  retries are delta-rs's).
+- `commit_parquet` lets Spark's executors write Parquet into a fresh staging directory inside the
+  table root (or the driver, for rows it holds as an Arrow table), takes each file's statistics from its Parquet
+  footer (no second pass over the rows), and commits those files with delta-rs as a single Delta transaction (one
+  new version; conflict checks and retries are delta-rs's).
 - `read_delta` asks delta-rs which files make up a version and has Spark read exactly those.
 The tables stay plain Delta (protocol reader 1 / writer 2 for the usual types), readable by delta-spark.
 """
@@ -16,7 +16,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeAlias, cast
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Schema
@@ -25,40 +25,47 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from lakehouse.parquet_files import add_actions, delete_directory
+from lakehouse.parquet_files import add_actions, delete_directory, spark_columns, write_arrow_files
 
 # Commit-info key naming the staging directory: finds our commit's version and where its files came from.
 STAGING_KEY = "kraftReplay.staging"
 _STAGING_PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # no '=', '%', '/', leading '.' or '_': plain, visible names
+# What a write stages: a Spark DataFrame, whose executors write the files, or an Arrow table the driver holds and
+# writes itself (a small replay's tables: fetched in one request each, they cost the server far less than a Spark
+# write job each; BENCHMARKS.md, issue 42).
+Rows: TypeAlias = DataFrame | pa.Table
 
 
-def commit_spark_parquet(
-    spark_df: DataFrame,
+def commit_parquet(
+    rows: Rows,
     table_root: str,
     mode: Literal["append", "overwrite"],
     staging_prefix: str = "part",
     split_by: str | None = None,
     configuration: Mapping[str, str] | None = None,
+    rows_per_file: int | None = None,
 ) -> int:
-    """Write `spark_df` as Parquet from Spark and commit it to the Delta table at `table_root`.
+    """Write `rows` as Parquet (from Spark, or from the driver: `Rows`) and commit them to the Delta table at
+    `table_root`.
 
     Creates the table (version 0) when there is none. `append` requires the table's column names and
     types (nullability aside); `overwrite` replaces the rows and the schema. Files stay where Spark
     wrote them, in `<table_root>/<staging_prefix>-<uuid>/`, referenced by relative paths. Only
     unpartitioned tables are supported. Returns the Delta version this commit created.
 
-    `split_by`: a column that only sorts the rows into separate files (see `stage_spark_parquet`); it is not
+    `split_by`: a column that only sorts the rows into separate files (see `stage_parquet`); it is not
     part of the table. `configuration`: table properties the table has after this commit (set first on an
-    existing table that lacks them, as a commit of their own).
+    existing table that lacks them, as a commit of their own). `rows_per_file`: at most this many rows in a file
+    the driver writes (Spark's files: ``spark.sql.files.maxRecordsPerFile``).
     """
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     root = _normalize_root(table_root)
     existing = DeltaTable(root) if DeltaTable.is_deltatable(root) else None
     if existing is not None and existing.metadata().partition_columns:
-        raise ValueError(f"{existing.table_uri} is partitioned: commit_spark_parquet writes unpartitioned files")
+        raise ValueError(f"{existing.table_uri} is partitioned: commit_parquet writes unpartitioned files")
     # the schema the files were written with (their footers), checked against the table's before anything commits
-    staging, columns, actions = _staged(spark_df, root, staging_prefix, split_by, None)
+    staging, columns, actions = _staged(rows, root, staging_prefix, split_by, None, rows_per_file)
     arrow_schema = to_arrow_schema(columns)
     if existing is not None:
         try:
@@ -83,11 +90,12 @@ def commit_spark_parquet(
     return _committed_version(root, staging, since=existing.version())
 
 
-def stage_spark_parquet(
-    spark_df: DataFrame, table_root: str, staging_prefix: str = "part", split_by: str | None = None,
-    columns: StructType | None = None,
+def stage_parquet(
+    rows: Rows, table_root: str, staging_prefix: str = "part", split_by: str | None = None,
+    columns: StructType | None = None, rows_per_file: int | None = None,
 ) -> tuple[str, list[AddAction]]:
-    """Executors write `spark_df` as Parquet under `<table_root>/<prefix>-<uuid>/`; nothing is committed.
+    """Executors (a DataFrame) or the driver (an Arrow table) write `rows` as Parquet under
+    `<table_root>/<prefix>-<uuid>/`; nothing is committed.
 
     Returns the staging directory (relative to the root) and the AddActions with statistics, for a caller
     that commits them itself (e.g. with its own conflict handling, see `commit_at_version`). Files of a
@@ -96,27 +104,34 @@ def stage_spark_parquet(
     `split_by`: a column whose values go to separate files (Spark's ``partitionBy``: one subdirectory per
     value, the column itself left out of the files). The table stays unpartitioned: the column is only a
     way to keep rows apart, e.g. the open versions of a history table from the closed ones. ``columns``: the
-    schema of ``table_columns(spark_df, split_by)``, when the caller has it.
+    schema of ``table_columns(rows, split_by)``, when the caller has it. ``rows_per_file``: as in `commit_parquet`.
     """
-    staging, _columns, actions = _staged(spark_df, _normalize_root(table_root), staging_prefix, split_by, columns)
+    staging, _columns, actions = _staged(rows, _normalize_root(table_root), staging_prefix, split_by, columns,
+                                         rows_per_file)
     return staging, actions
 
 
-def _staged(spark_df: DataFrame, root: str, staging_prefix: str, split_by: str | None, columns: StructType | None
-            ) -> tuple[str, StructType, list[AddAction]]:
-    """``stage_spark_parquet``, with the schema of the files written: ``columns`` when given, else the one Spark
+def _staged(rows: Rows, root: str, staging_prefix: str, split_by: str | None, columns: StructType | None,
+            rows_per_file: int | None) -> tuple[str, StructType, list[AddAction]]:
+    """``stage_parquet``, with the schema of the files written: ``columns`` when given, else the one Spark
     wrote into their footers (no schema request: on Spark Connect one is a request, and the analysis of a deep
-    plan costs its server as much as a small job), else asked of Spark (a write that left no file)."""
+    plan costs its server as much as a small job), else asked of Spark (a write that left no file); an Arrow
+    table's own (``spark_columns``)."""
     if not _STAGING_PREFIX.fullmatch(staging_prefix):
         raise ValueError(f"staging_prefix must match {_STAGING_PREFIX.pattern}, not {staging_prefix!r}")
     staging = f"{staging_prefix}-{uuid.uuid4().hex}"
-    writer = spark_df.write.mode("error")
+    if isinstance(rows, pa.Table):
+        if columns is None:
+            columns = spark_columns(rows, split_by)
+        write_arrow_files(rows, f"{root}/{staging}", columns, split_by, rows_per_file)
+        return staging, columns, add_actions(columns, root, staging)[1]
+    writer = rows.write.mode("error")
     if split_by is not None:
         writer = writer.partitionBy(split_by)
     writer.parquet(f"{root}/{staging}")
     schema, actions = add_actions(columns, root, staging)
     if schema is None:  # no file written (a split write of no rows), or no schema in its footer: asked of Spark
-        schema = table_columns(spark_df, split_by).schema
+        schema = table_columns(rows, split_by).schema
         actions = add_actions(schema, root, staging)[1]
     return staging, schema, actions
 

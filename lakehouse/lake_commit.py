@@ -24,7 +24,7 @@ from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from lakehouse.delta_commit import commit_at_version, commit_spark_parquet, removed_file, stage_spark_parquet
+from lakehouse.delta_commit import Rows, commit_at_version, commit_parquet, removed_file, stage_parquet
 from lakehouse.lake_root import LakeError, LakeRoot, table_arrow_schema, utc_now
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS
 
@@ -57,36 +57,40 @@ class CommitOutcome:
 class LakeCommits(LakeRoot):
     """The writing half of `lakehouse.lake.Lake`."""
 
-    def write(self, df: DataFrame, name: str, mode: Literal["append", "overwrite"] = "append",
+    def write(self, rows: Rows, name: str, mode: Literal["append", "overwrite"] = "append",
               split_by: str | None = None, change_data_feed: bool = False) -> int:
-        """Write a DataFrame to a table (created if missing) as one commit; returns the new version.
+        """Write a DataFrame (or an Arrow table the driver holds) to a table (created if missing) as one commit;
+        returns the new version.
 
-        A plain write, for state tables computed elsewhere (the replay's): no deduplication. Spark writes the
-        Parquet files and delta-rs commits them, whichever engine the lake has: most of a small table's write
-        through delta-spark is its commit's fixed latency, and a replay commits many tables (issue 42, measured in
-        BENCHMARKS.md). ``split_by``: a boolean column (not stored) whose true and false rows go to separate
-        directories (``replay.store.layout``). ``change_data_feed``: Delta's Change Data Feed on for the table, so
-        delta-spark's ``table_changes`` answers what each replay changed (from the files each commit adds and
-        removes).
+        A plain write, for state tables computed elsewhere (the replay's): no deduplication. Spark (or the driver)
+        writes the Parquet files, at most ``ROWS_PER_FILE`` rows each from the driver, and delta-rs commits them,
+        whichever engine the lake has: most of a small table's write through delta-spark is its commit's fixed
+        latency, and a replay commits many tables (issue 42, measured in BENCHMARKS.md). ``split_by``: a boolean
+        column (not stored) whose true and false rows go to separate directories (``replay.store.layout``).
+        ``change_data_feed``: Delta's Change Data Feed on for the table, so delta-spark's ``table_changes`` answers
+        what each replay changed (from the files each commit adds and removes).
         """
         configuration = {CHANGE_DATA_FEED: "true"} if change_data_feed else None
-        version = commit_spark_parquet(df, self.path(name), mode, split_by=split_by, configuration=configuration)
+        version = commit_parquet(rows, self.path(name), mode, split_by=split_by, configuration=configuration,
+                                 rows_per_file=ROWS_PER_FILE)
         self.maybe_checkpoint(name, version)
         return version
 
-    def replace_files(self, df: DataFrame, name: str, remove: list[str], version: int,
+    def replace_files(self, rows: Rows, name: str, remove: list[str], version: int,
                       split_by: str | None = None) -> int:
         """One commit that replaces the rows ``read_files`` gave (the files ``remove``, paths relative to the
-        table, all in ``version``) with ``df`` (their replacement plus any new rows); the other files stay as they
-        are. Refused when the table moved past ``version`` (the replaced rows were chosen from it). Committed by
-        delta-rs whichever engine the lake has, as ``write``."""
+        table, all in ``version``) with ``rows`` (their replacement plus any new rows; a DataFrame, or an Arrow
+        table the driver holds); the other files stay as they are. Refused when the table moved past ``version``
+        (the replaced rows were chosen from it). Committed by delta-rs whichever engine the lake has, as
+        ``write``."""
         root = self.path(name)
         table = DeltaTable(root)
         if int(table.version()) != version:
             raise LakeError(f"{name}: another writer committed after version {version}: run the replay again")
         schema = table_arrow_schema(table)
         # the rows replace rows of the table: its own columns (no schema request to Spark)
-        staging, adds = stage_spark_parquet(df, root, split_by=split_by, columns=from_arrow_schema(schema))
+        staging, adds = stage_parquet(rows, root, split_by=split_by, columns=from_arrow_schema(schema),
+                                      rows_per_file=ROWS_PER_FILE)
         files = pa.table(table.get_add_actions(flatten=True))
         sizes = dict(zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True))
         now_ms = int(time.time() * 1000)
@@ -118,7 +122,7 @@ class LakeCommits(LakeRoot):
             rows = build(table)
             if rows is None:
                 return CommitOutcome(None, 0, number)
-            staging, actions = stage_spark_parquet(rows, root)
+            staging, actions = stage_parquet(rows, root)
             added = sum(json.loads(action.stats)["numRecords"] for action in actions)
             if not actions:
                 self._delete_dir(f"{root}/{staging}")

@@ -15,7 +15,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import SparkSession
 
-from lakehouse.delta_commit import commit_at_version, removed_file, stage_spark_parquet
+from lakehouse.delta_commit import commit_at_version, removed_file, stage_parquet
 from lakehouse.lake_commit import (
     CONFLICT,
     INGEST_KEY,
@@ -115,7 +115,7 @@ class LakeMaintenance(LakeCommits):
             df = spark.read.schema(spark_schema(name)).parquet(*(f"{root}/{path}" for path, _, _ in small))
             sort = list(SORT_COLUMNS[name])
             df = df.repartitionByRange(max(1, -(-total_rows // ROWS_PER_FILE)), *sort).sortWithinPartitions(*sort)
-            staging, adds = stage_spark_parquet(df, root, "optimized")
+            staging, adds = stage_parquet(df, root, "optimized")
             now_ms = int(time.time() * 1000)
             actions: list[AddAction | RemoveAction] = [replace(add, data_change=False) for add in adds]
             actions += [removed_file(path, size, now_ms, data_change=False) for path, size, _ in small]

@@ -1,18 +1,23 @@
 """The Parquet files Spark writes, as the driver sees them: where they are (pyarrow's filesystem for a lake's
 path or object-store URI), the Spark schema Spark wrote into their footers, and the Delta statistics of each file
-(row count; min, max and null count per column) from the same footers, without a second pass over the rows."""
+(row count; min, max and null count per column) from the same footers, without a second pass over the rows; and the
+files the driver writes itself from rows it holds, laid out as Spark's writer lays them out."""
 
 from __future__ import annotations
 
 import json
 import math
 import shutil
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     ByteType,
@@ -66,6 +71,48 @@ def parquet_files(filesystem: pafs.FileSystem, directory: str) -> list[pafs.File
     return sorted(infos, key=lambda info: info.path)
 
 
+def with_spark_schema(rows: pa.Table, columns: StructType) -> pa.Table:
+    """``rows`` carrying their Spark schema ``columns`` in the Arrow schema's metadata, under the key Spark's files
+    keep it in (``SPARK_ROW_METADATA``): Arrow's own types lose an array's ``containsNull``."""
+    return rows.replace_schema_metadata({SPARK_ROW_METADATA: columns.json()})
+
+
+def spark_columns(rows: pa.Table, split_by: str | None = None) -> StructType:
+    """The Spark schema of ``rows`` without ``split_by``: the one ``with_spark_schema`` gave them, else read from
+    their Arrow types."""
+    written = (rows.schema.metadata or {}).get(SPARK_ROW_METADATA)
+    columns = StructType.fromJson(json.loads(written)) if written else from_arrow_schema(rows.schema)
+    return StructType([column for column in columns.fields if column.name != split_by])
+
+
+def write_arrow_files(rows: pa.Table, directory: str, columns: StructType, split_by: str | None = None,
+                      rows_per_file: int | None = None) -> None:
+    """The driver's ``rows`` as Parquet files under ``directory``, in their order, as Spark's writer lays out a
+    DataFrame's: with ``split_by`` (a boolean column, left out of the files) one ``<split_by>=true|false``
+    subdirectory per value present; at most ``rows_per_file`` rows a file (None: one file a directory); no file
+    for no rows. The files hold ``columns`` with their Spark types as Arrow writes them, and in their footers as
+    Spark's writer keeps them (``with_spark_schema``), with Parquet's page index (as Spark's its column index)."""
+    schema = to_arrow_schema(columns).with_metadata({SPARK_ROW_METADATA: columns.json()})
+    filesystem, base = arrow_filesystem(directory)
+    filesystem.create_dir(base, recursive=True)  # as Spark's, even for no rows: the staging directory is listed
+    groups = {base: rows}
+    if split_by is not None:
+        split = rows.column(split_by)
+        if split.null_count:
+            raise ValueError(f"{directory}: {split.null_count} rows have no {split_by} value: a split write needs one")
+        groups = {f"{base}/{split_by}={str(value).lower()}": rows.filter(pc.equal(split, value))
+                  for value in (False, True)}
+    for path, group in groups.items():
+        if group.num_rows == 0:
+            continue
+        filesystem.create_dir(path, recursive=True)
+        files = group.select(schema.names).cast(schema)
+        size = rows_per_file or files.num_rows
+        for number, start in enumerate(range(0, files.num_rows, size)):
+            pq.write_table(files.slice(start, size), f"{path}/part-{number:05d}-{uuid.uuid4().hex}.parquet",
+                           filesystem=filesystem, write_page_index=True)
+
+
 def _leaves(schema: StructType, parent: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], DataType]]:
     """Every column outside arrays and maps with its path: Delta stats nest struct fields only."""
     leaves: list[tuple[tuple[str, ...], DataType]] = []
@@ -79,9 +126,10 @@ def _leaves(schema: StructType, parent: tuple[str, ...] = ()) -> list[tuple[tupl
 
 
 def add_actions(schema: StructType | None, root: str, staging: str) -> tuple[StructType | None, list[AddAction]]:
-    """AddActions for the Parquet files Spark wrote under ``<root>/<staging>/``, with Delta stats from each file's
-    footer, and the files' Spark schema: ``schema`` when given, else the one Spark wrote into the first footer
-    (None, and no actions, when there is no file or its footer has none). One listing, one footer read per file.
+    """AddActions for the Parquet files Spark (or ``write_arrow_files``) wrote under ``<root>/<staging>/``, with
+    Delta stats from each file's footer, and the files' Spark schema: ``schema`` when given, else the one Spark wrote
+    into the first footer (None, and no actions, when there is no file or its footer has none). One listing, one
+    footer read per file.
 
     Parquet keeps min, max and null count per row group and column, so the stats cost a footer read per
     file, not a pass over the rows. Array and map columns get none: a footer counts their null *elements*,
@@ -183,4 +231,5 @@ def _prune(stats: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in stats.items() if value != {}}
 
 
-__all__ = ["SPARK_ROW_METADATA", "add_actions", "arrow_filesystem", "delete_directory", "parquet_files"]
+__all__ = ["SPARK_ROW_METADATA", "add_actions", "arrow_filesystem", "delete_directory", "parquet_files",
+           "spark_columns", "with_spark_schema", "write_arrow_files"]

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
@@ -44,6 +46,7 @@ from replay.query.state import (
 )
 from replay.query.views import register_views
 from replay.store import runs as store
+from replay.store import table_writes
 from replay.store.runs import (
     ANOMALIES,
     CHECKPOINT_SCHEMA,
@@ -452,3 +455,40 @@ def test_a_full_replay_of_a_large_log_sorts_in_more_partitions_and_writes_the_sa
     assert spark.conf.get(CONSTRAINT_PROPAGATION) == "true"  # restored: queries keep it
     assert summary.rows == replayed["summary"].rows
     assert _data_hashes(lake) == replayed["hashes"]
+
+
+def _files_by_split(lake: Lake, name: str) -> dict[str, tuple[str, list[dict[str, Any]], dict[str, Any]]]:
+    """Each data file of a table by its split directory ("" for none): its writer, its rows in order, and its
+    statistics in the Delta log."""
+    table = DeltaTable(lake.path(name))
+    adds = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    files: dict[str, tuple[str, list[dict[str, Any]], dict[str, Any]]] = {}
+    for add in adds:
+        parts = add["path"].split("/")
+        split = parts[1] if len(parts) > 2 else ""
+        assert split not in files, f"{name}: one file per split in a small replay"
+        data = pq.ParquetFile(f"{lake.path(name)}/{add['path']}")
+        stats = {key: value for key, value in add.items() if key.startswith(("num_records", "null_count", "min.",
+                                                                             "max."))}
+        files[split] = (data.metadata.created_by, data.read().to_pylist(), stats)
+    return files
+
+
+def test_a_small_replay_is_written_by_the_driver_as_spark_would_write_it(
+        spark: SparkSession, replayed: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module's replay of 4,929 records fetched each table's rows and wrote their files in the driver
+    (``replay.store.table_writes.DRIVER_WRITTEN_UP_TO``); the same replay with Spark's executors writing them has
+    the same files: the same split directories, rows in the same order, the same statistics."""
+    copy = Lake(tmp_path / "lake")
+    shutil.copytree(replayed["lake"].root, copy.root)
+    monkeypatch.setattr(table_writes, "DRIVER_WRITTEN_UP_TO", 0)
+    run_replay(spark, copy, full=True)
+    for name in (*HISTORY_TABLES, ANOMALIES, *DERIVED_TABLES):
+        by_driver, by_spark = _files_by_split(replayed["lake"], name), _files_by_split(copy, name)
+        assert sorted(by_driver) == sorted(by_spark), name
+        for split, (writer, rows, stats) in by_driver.items():
+            spark_writer, spark_rows, spark_stats = by_spark[split]
+            assert writer.startswith("parquet-cpp-arrow") and spark_writer.startswith("parquet-mr"), name
+            assert (rows, stats) == (spark_rows, spark_stats), f"{name} {split}"
+    offsets = [row["valid_from_offset"] for row in _files_by_split(copy, "partition_history")["open=true"][1]]
+    assert len(offsets) == 54 and offsets == sorted(offsets)

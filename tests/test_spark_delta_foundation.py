@@ -7,15 +7,17 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse.delta_commit import STAGING_KEY, commit_spark_parquet, read_delta
+from lakehouse.delta_commit import STAGING_KEY, commit_parquet, read_delta
 from lakehouse.jars import installed
-from lakehouse.parquet_files import add_actions
+from lakehouse.parquet_files import add_actions, spark_columns, with_spark_schema
 from lakehouse.spark import (
     DEFAULT_DRIVER_MEMORY,
     DELTA_EXTENSION,
@@ -53,7 +55,7 @@ def _log_entries(root: Path, version: int) -> list[dict]:
 def test_spark_writes_parquet_and_delta_rs_commits_it(spark: SparkSession, tmp_path: Path) -> None:
     root = tmp_path / "partitions"
 
-    version = commit_spark_parquet(_partitions(spark), str(root), mode="append")
+    version = commit_parquet(_partitions(spark), str(root), mode="append")
 
     assert version == 0
     entries = _log_entries(root, 0)
@@ -92,26 +94,26 @@ def test_spark_writes_parquet_and_delta_rs_commits_it(spark: SparkSession, tmp_p
 
 def test_append_overwrite_and_time_travel(spark: SparkSession, tmp_path: Path) -> None:
     root = str(tmp_path / "partitions")
-    assert commit_spark_parquet(_partitions(spark), root, mode="append") == 0
-    assert commit_spark_parquet(_partitions(spark, start=ROWS), root, mode="append") == 1
+    assert commit_parquet(_partitions(spark), root, mode="append") == 0
+    assert commit_parquet(_partitions(spark, start=ROWS), root, mode="append") == 1
     assert read_delta(spark, root).count() == 2 * ROWS
 
-    assert commit_spark_parquet(_partitions(spark).limit(5), root, mode="overwrite") == 2
+    assert commit_parquet(_partitions(spark).limit(5), root, mode="overwrite") == 2
     assert sorted(row.offset for row in read_delta(spark, root).collect()) == [0, 1, 2, 3, 4]
     assert read_delta(spark, root, version=1).count() == 2 * ROWS
     assert read_delta(spark, root, version=0).agg(F.max("offset")).first()[0] == ROWS - 1
 
-    assert commit_spark_parquet(_partitions(spark).limit(0), root, mode="overwrite") == 3
+    assert commit_parquet(_partitions(spark).limit(0), root, mode="overwrite") == 3
     assert read_delta(spark, root).count() == 0
     assert read_delta(spark, root).columns == ["offset", "leader", "isr"]
 
 
 def test_append_with_another_schema_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     root = str(tmp_path / "partitions")
-    commit_spark_parquet(_partitions(spark), root, mode="append")
+    commit_parquet(_partitions(spark), root, mode="append")
     renamed = _partitions(spark).withColumnRenamed("leader", "leader_id")
     with pytest.raises(ValueError, match="cannot append"):
-        commit_spark_parquet(renamed, root, mode="append")
+        commit_parquet(renamed, root, mode="append")
     assert DeltaTable(root).version() == 0
     # the refused rows were written before the check (their schema is their files'): nothing of them is left
     committed = next(e["commitInfo"][STAGING_KEY] for e in _log_entries(Path(root), 0) if "commitInfo" in e)
@@ -124,7 +126,7 @@ def test_a_write_takes_its_schema_from_the_files_spark_wrote(spark: SparkSession
     rows = _partitions(spark).select("offset", "leader", "isr", F.lit(True).alias("open"),
                                      F.coalesce("leader", F.lit(0)).alias("leader_or_0"))
     root = str(tmp_path / "split")
-    assert commit_spark_parquet(rows, root, mode="overwrite", split_by="open") == 0
+    assert commit_parquet(rows, root, mode="overwrite", split_by="open") == 0
     staging = next(e["commitInfo"][STAGING_KEY] for e in _log_entries(Path(root), 0) if "commitInfo" in e)
     expected = rows.drop("open").schema
     assert add_actions(None, str(Path(root).resolve()), staging)[0] == expected
@@ -135,8 +137,56 @@ def test_a_write_takes_its_schema_from_the_files_spark_wrote(spark: SparkSession
         return [(f["name"], f["nullable"]) for f in json.loads(DeltaTable(root).schema().to_json())["fields"]]
 
     assert committed() == [(f.name, f.nullable) for f in expected.fields]
-    assert commit_spark_parquet(rows.limit(0), root, mode="overwrite", split_by="open") == 1  # no file written
+    assert commit_parquet(rows.limit(0), root, mode="overwrite", split_by="open") == 1  # no file written
     assert read_delta(spark, root).count() == 0 and committed() == [(f.name, f.nullable) for f in expected.fields]
+
+
+def _split_files(root: str) -> dict[str, list[tuple[list[dict], dict]]]:
+    """Each split directory's files in path order: their rows in order, and their Delta statistics."""
+    table = DeltaTable(root)
+    files: dict[str, list[tuple[list[dict], dict]]] = {}
+    for entry in sorted((e["add"] for v in range(table.version() + 1) for e in _log_entries(Path(root), v)
+                         if "add" in e), key=lambda add: add["path"]):
+        split = entry["path"].split("/")[1]
+        files.setdefault(split, []).append((pq.read_table(f"{root}/{entry['path']}").to_pylist(),
+                                            json.loads(entry["stats"])))
+    return files
+
+
+def test_the_driver_writes_a_split_table_as_spark_writes_it(spark: SparkSession, tmp_path: Path) -> None:
+    """Rows the driver holds (an Arrow table carrying its Spark schema) are committed as Spark's write of the same
+    DataFrame: the same split directories, rows in the same order, the same Delta schema (an array's containsNull
+    too) and statistics."""
+    rows = _partitions(spark).select("offset", "leader", "isr", F.lit("kind").alias("kind"),
+                                     (F.col("offset") % 7 == 0).alias("open")
+                                     ).repartition(1).sortWithinPartitions("open", "leader", "offset")
+    by_spark, by_driver = str(tmp_path / "spark"), str(tmp_path / "driver")
+    assert commit_parquet(rows, by_spark, mode="overwrite", split_by="open") == 0
+    held = with_spark_schema(rows.toArrow(), rows.schema)
+    assert commit_parquet(held, by_driver, mode="overwrite", split_by="open") == 0
+    assert DeltaTable(by_driver).schema().to_json() == DeltaTable(by_spark).schema().to_json()
+    assert [f.nullable for f in spark_columns(held, "open")] == [False, True, True, False]
+    written = _split_files(by_driver)
+    assert written == _split_files(by_spark)
+    assert sorted(written) == ["open=false", "open=true"]
+    assert sum(len(file_rows) for files in written.values() for file_rows, _stats in files) == ROWS
+    assert written["open=true"][0][1]["minValues"] == {"offset": 0, "leader": 0, "kind": "kind"}
+
+
+def test_the_driver_cuts_its_files_at_rows_per_file_and_refuses_a_row_without_split(spark: SparkSession,
+                                                                                      tmp_path: Path) -> None:
+    rows = _partitions(spark).select("offset", (F.col("offset") >= 9_000).alias("open")).orderBy("offset")
+    held = with_spark_schema(rows.toArrow(), rows.schema)
+    root = str(tmp_path / "cut")
+    commit_parquet(held, root, mode="overwrite", split_by="open", rows_per_file=4_000)
+    files = _split_files(root)
+    assert [len(file_rows) for file_rows, _stats in files["open=false"]] == [4_000, 4_000, 1_000]
+    assert [len(file_rows) for file_rows, _stats in files["open=true"]] == [1_000]
+    assert [row["offset"] for file_rows, _stats in files["open=false"] for row in file_rows] == list(range(9_000))
+    unsplit = held.set_column(1, "open", pa.array([None] * held.num_rows, pa.bool_()))
+    with pytest.raises(ValueError, match=f"{ROWS} rows have no open value"):
+        commit_parquet(unsplit, str(tmp_path / "unsplit"), mode="overwrite", split_by="open")
+    assert not DeltaTable.is_deltatable(str(tmp_path / "unsplit"))
 
 
 def test_timestamp_and_struct_stats_are_valid_bounds(spark: SparkSession, tmp_path: Path) -> None:
@@ -149,7 +199,7 @@ def test_timestamp_and_struct_stats_are_valid_bounds(spark: SparkSession, tmp_pa
         "offset long, appended_at timestamp, source struct<kind: string, id: int>",
     ).coalesce(1)
 
-    commit_spark_parquet(events, str(root), mode="append")
+    commit_parquet(events, str(root), mode="append")
 
     (add,) = [entry["add"] for entry in _log_entries(root, 0) if "add" in entry]
     stats = json.loads(add["stats"])

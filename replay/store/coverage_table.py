@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import SparkSession
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakehouse.lake import Lake
+from lakehouse.parquet_files import with_spark_schema
 from lakehouse.tables import REPLAY_COVERAGE, spark_schema
 from replay.core.coverage import ClusterCoverage
 from replay.store.snapshot_checks import CHECK_KIND
@@ -24,18 +26,18 @@ def stored_coverage(lake: Lake) -> dict[str, dict[str, Any]]:
     return {row["cluster_id"]: row for row in lake.small_rows(REPLAY_COVERAGE)}
 
 
-def write_coverage(spark: SparkSession, lake: Lake, covered: Mapping[str, ClusterCoverage],
+def write_coverage(lake: Lake, covered: Mapping[str, ClusterCoverage],
                    counts: Mapping[str, tuple[int, int]]) -> int:
     """Replace the rows of the ``covered`` clusters (``counts``: cluster → (checked, differing) snapshots), keep the
-    others; returns the Delta version written."""
+    others, a row per cluster the driver holds and writes; returns the Delta version written."""
     schema = spark_schema(REPLAY_COVERAGE)
     rows = {c: covered[c].row(*counts.get(c, (0, 0))) for c in covered}
     # a row per cluster: the others' rows are kept as stored, read and written back by the driver
     for cluster, row in stored_coverage(lake).items():
         if cluster not in rows:
             rows[cluster] = {name: row.get(name) for name in schema.fieldNames()}
-    frame = spark.createDataFrame([rows[c] for c in sorted(rows)], schema)
-    return lake.write(frame.coalesce(1), REPLAY_COVERAGE, "overwrite")
+    frame = with_spark_schema(pa.Table.from_pylist([rows[c] for c in sorted(rows)], to_arrow_schema(schema)), schema)
+    return lake.write(frame, REPLAY_COVERAGE, "overwrite")
 
 
 def coverage_notes(covered: Mapping[str, ClusterCoverage], counts: Mapping[str, tuple[int, int]]) -> list[str]:

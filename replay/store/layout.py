@@ -87,6 +87,12 @@ def topic_ranges(records: int) -> int:
     return max(1, min(TOPIC_RANGES, -(-records // RECORDS_PER_TOPIC_RANGE)))
 
 
+def topic_ranges_of(name: str, records: int) -> int:
+    """The topic ranges table ``name`` of a replay of ``records`` is cut into (``topic_ranges`` for a large table of
+    ``RANGED_TABLES``, else one): per split value, a writing task and a file each at least."""
+    return topic_ranges(records) if name in RANGED_TABLES else 1
+
+
 def _topic_range(topic_id: Column, ranges: int) -> Column:
     """0 .. ranges - 1, in key order, from the id's first character (anything else: range 0)."""
     rank = F.greatest(F.position(F.substring(topic_id, 1, 1), F.lit(_ALPHABET)) - 1, F.lit(0))
@@ -136,7 +142,7 @@ def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...], records: int
     if name in AS_OF_SORTED:
         columns = (lasted(), "valid_from_offset", *order)
     sort = (OPEN, *columns) if split is not None else columns
-    ranges = topic_ranges(records) if name in RANGED_TABLES else 1
+    ranges = topic_ranges_of(name, records)
     tasks = ranges * 2 if split is not None else ranges
     if tasks == 1:
         return df.repartition(1).sortWithinPartitions(*sort), split

@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import Lake
+from lakehouse.parquet_files import with_spark_schema
 from lakehouse.spark_settings import (
     SHUFFLE_PARTITIONS,
     constraints_not_propagated,
@@ -229,11 +232,11 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
                                    partial(_write_derived, spark, lake, tables, records))
             else:
                 versions = write_tables(spark, lake, tables, tell, records)
-        versions[COVERAGE] = write_coverage(spark, lake, covered, checks.counts)
+        versions[COVERAGE] = write_coverage(lake, covered, checks.counts)
         notes.extend(coverage_notes(covered, checks.counts))
         if not at_once:
             versions |= _write_derived(spark, lake, _written(spark, lake, versions), records, cluster_id, tell=tell)
-    return _finish(spark, lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
+    return _finish(lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*tables, *DERIVED_TABLES, COVERAGE], notes, started)
 
 
@@ -301,15 +304,15 @@ def _refresh_derived(spark: SparkSession, lake: Lake, changed: Mapping[str, Data
         DERIVED_ORDER[name], records, files[name], current[name]) for name in DERIVED_TABLES})
 
 
-def _finish(spark: SparkSession, lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int,
-            mode: str, versions: dict[str, int], names: list[str], notes: list[str], started: float
-            ) -> ReplaySummary:
-    """Append the checkpoint rows (``last_offset``: the safe point, see ``replay.fold.incremental``)."""
+def _finish(lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int, mode: str,
+            versions: dict[str, int], names: list[str], notes: list[str], started: float) -> ReplaySummary:
+    """Append the checkpoint rows (``last_offset``: the safe point, see ``replay.fold.incremental``), written by the
+    driver, which holds them."""
     replayed_at = datetime.now(UTC)
-    table_versions = {name: versions[name] for name in names}
-    checkpoint = spark.createDataFrame(
-        [(c, safe[c], log_version, mode, replayed_at, dict(table_versions)) for c in sorted(safe)],
-        CHECKPOINT_SCHEMA)
+    table_versions = sorted((name, versions[name]) for name in names)
+    checkpoint = with_spark_schema(pa.Table.from_pylist(
+        [dict(zip(CHECKPOINT_SCHEMA.names, (c, safe[c], log_version, mode, replayed_at, table_versions), strict=True))
+         for c in sorted(safe)], to_arrow_schema(CHECKPOINT_SCHEMA)), CHECKPOINT_SCHEMA)
     versions[CHECKPOINTS] = lake.write(checkpoint, CHECKPOINTS, "append")
     rows = {name: table_rows(lake, name) for name in names}
     return ReplaySummary(clusters=clusters, metadata_log_version=log_version, rows=rows, versions=versions,
@@ -361,11 +364,11 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
         notes.append("no new records after the checkpoints: tables unchanged")
         versions.update({n: int(lake.delta_table(n).version()) for n in DERIVED_TABLES if lake.table_exists(n)})
     plan.new_log.unpersist()
-    versions[COVERAGE] = write_coverage(spark, lake, plan.covered, counts)
+    versions[COVERAGE] = write_coverage(lake, plan.covered, counts)
     notes.extend(coverage_notes(plan.covered, counts))
     clusters = {c: plan.new_bounds[c][1] if c in plan.new_bounds else cp for c, cp in plan.checkpoints.items()}
     names = (*names, *(n for n in DERIVED_TABLES if n in versions), COVERAGE)
-    return _finish(spark, lake, clusters, safe, log_version, "incremental", versions, list(names), notes, started)
+    return _finish(lake, clusters, safe, log_version, "incremental", versions, list(names), notes, started)
 
 
 __all__ = ["ANOMALIES", "CHECKPOINTS", "CHECKPOINT_SCHEMA", "HISTORY_TABLES", "METADATA_LOG", "ReplayError",

@@ -8,16 +8,23 @@ from functools import partial
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import ROWS_PER_FILE, Lake
+from lakehouse.parquet_files import with_spark_schema
 from lakehouse.spark_settings import spark_conf
 from lakehouse.tables import ANOMALY_ORDER, HISTORY_KEYS, HISTORY_TABLES, REPLAY_ANOMALIES
 from replay.store.derived import GROWING_HISTORY
-from replay.store.layout import sorted_layout
+from replay.store.layout import sorted_layout, topic_ranges_of
 
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 RECORDS_WRITTEN_AT_ONCE = 100_000  # up to this many records replayed, every table is written at once
+# Up to this many records replayed (a full replay's; an increment's new ones plus the rows of the files it replaces),
+# a table's rows are fetched by the driver in one Arrow request and written by it: a Spark write job costs the server
+# about five times that fetch, most of a small table's write (issue 42, BENCHMARKS.md). Larger writes stay on the
+# executors.
+DRIVER_WRITTEN_UP_TO = 100_000
 WRITING = "computing and writing "  # the stage of each table's write (a progress hook times it; bench.floor too)
 TABLES_APART = ", "  # between the names of the tables one stage writes at once
 
@@ -27,6 +34,9 @@ def write_sorted(lake: Lake, df: DataFrame, name: str, order: tuple[str, ...], r
     version written. The history tables keep Delta's Change Data Feed (``table_changes``: what each replay
     changed)."""
     ordered, split = sorted_layout(df, name, order, records)
+    if _driver_written(name, records):
+        return lake.write(_fetched(ordered), name, "overwrite", split_by=split,
+                          change_data_feed=name in HISTORY_TABLES)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
         return lake.write(ordered, name, "overwrite", split_by=split, change_data_feed=name in HISTORY_TABLES)
 
@@ -70,8 +80,38 @@ def replace_open_versions(lake: Lake, df: DataFrame, name: str, order: tuple[str
     same layout as ``write_sorted`` (of an increment of ``records`` new records); the table's other files are
     kept."""
     ordered, split = sorted_layout(df, name, order, records)
+    if _driver_written(name, records, _rows_in(lake, name, files, version)):
+        return lake.replace_files(_fetched(ordered), name, files, version, split_by=split)
     with spark_conf(df.sparkSession, MAX_RECORDS_CONF, str(ROWS_PER_FILE)):
         return lake.replace_files(ordered, name, files, version, split_by=split)
+
+
+def _driver_written(name: str, records: int, replaced: int = 0) -> bool:
+    """Table ``name``'s rows from ``records`` (and the ``replaced`` rows of the files they replace) are written by
+    the driver: few, and one file a split value (a table cut into topic ranges keeps a file per range: Spark's
+    executors write it)."""
+    return records + replaced <= DRIVER_WRITTEN_UP_TO and topic_ranges_of(name, records) == 1
+
+
+def _fetched(df: DataFrame) -> pa.Table:
+    """``df``'s rows as Arrow, in their order, with their Spark schema (``with_spark_schema``), in one request. On
+    Spark Connect its ``toArrow`` asks for the schema first, an analysis of the plan that costs the server about as
+    much as the fetch itself: the schema the fetch's answer carries is the same."""
+    to_table = getattr(df, "_to_table", None)  # Spark Connect's DataFrame: the fetch under its toArrow
+    if to_table is None:
+        return with_spark_schema(df.toArrow(), df.schema)
+    rows, schema = to_table()
+    if schema is None:
+        schema = df.schema
+    return with_spark_schema(rows.cast(to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True)), schema)
+
+
+def _rows_in(lake: Lake, name: str, files: list[str], version: int) -> int:
+    """The rows of ``files`` of table ``name`` at ``version``, from the Delta log's statistics (a file without them
+    counts as more than the driver writes)."""
+    actions = pa.table(lake.delta_table(name, version).get_add_actions(flatten=True))
+    counts = dict(zip(actions.column("path").to_pylist(), actions.column("num_records").to_pylist(), strict=True))
+    return sum(counts.get(path) or DRIVER_WRITTEN_UP_TO + 1 for path in files)
 
 
 def table_rows(lake: Lake, name: str) -> int:
@@ -82,5 +122,5 @@ def table_rows(lake: Lake, name: str) -> int:
     return sum(n or 0 for n in files.column("num_records").to_pylist())
 
 
-__all__ = ["MAX_RECORDS_CONF", "RECORDS_WRITTEN_AT_ONCE", "TABLES_APART", "WRITING", "replace_open_versions",
-           "replaceable_rows", "table_rows", "write_sorted", "write_tables"]
+__all__ = ["DRIVER_WRITTEN_UP_TO", "MAX_RECORDS_CONF", "RECORDS_WRITTEN_AT_ONCE", "TABLES_APART", "WRITING",
+           "replace_open_versions", "replaceable_rows", "table_rows", "write_sorted", "write_tables"]
