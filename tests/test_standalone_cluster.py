@@ -368,14 +368,19 @@ def test_ingest_replay_state_and_report_on_a_standalone_cluster(
         print(f"{command:8s} {app['id']}: " + ", ".join(
             f"worker {e.worker} executor {e.executor_id} pid {e.pid}: {e.tasks} tasks, {e.python_runs} Python runs"
             for e in executors))
-        assert {e.worker for e in executors} == set(range(WORKERS)), executors
+        # An executor that exits as the driver stops it can be replaced by the master before the application has
+        # unregistered (Spark's standalone shutdown race, seen on a loaded machine): that replacement is killed
+        # before its JVM starts, and runs nothing.
+        started = [e for e in executors if e.pid is not None]
+        assert all(e.tasks == 0 and e.python_runs == 0 for e in executors if e.pid is None), executors
+        assert {e.worker for e in started} == set(range(WORKERS)), executors
         assert all("org.apache.spark.executor.CoarseGrainedExecutorBackend" in e.command and '"-Xmx512M"' in e.command
                    and f'"--app-id" "{app["id"]}"' in e.command for e in executors), executors
-        pids = [e.pid for e in executors]
-        assert None not in pids and len(set(pids)) == len(pids), executors  # a JVM each
-        assert sum(e.tasks for e in executors) > 0, executors
+        pids = [e.pid for e in started]
+        assert len(set(pids)) == len(pids) == WORKERS, executors  # a JVM each
+        assert sum(e.tasks for e in started) > 0, executors
         if command == "replay":  # hundreds of tasks: both executors take part
-            assert all(e.tasks > 0 for e in executors), executors
+            assert all(e.tasks > 0 for e in started), executors
     decode = cluster.executors(apps[1]["id"])
     (event_file,) = events.glob(f"{apps[1]['id']}*")  # `.inprogress` if the driver did not stop its context
     arrow_tasks = _map_in_arrow_tasks(event_file)

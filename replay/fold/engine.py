@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import reduce
+from typing import cast
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.spark_settings import few_partitions
 from lakehouse.tables import (
     BROKER_HISTORY,
@@ -33,7 +35,7 @@ from replay.fold.brokers import BROKER_VALUES, broker_states, controller_states,
 from replay.fold.client_quotas import quota_states
 from replay.fold.configurations import config_states
 from replay.fold.delegation_tokens import TokensResult, token_states
-from replay.fold.partitions import partition_states, topic_events
+from replay.fold.partitions import PartitionsResult, partition_states, topic_events
 from replay.fold.producer_ids import producer_id_states
 from replay.fold.replicas import replica_history
 from replay.fold.scram import scram_states
@@ -107,6 +109,21 @@ def image_parts(others: DataFrame, shapes: RecordShapes, topics: DataFrame,
     return ImageParts(tables, reduce(DataFrame.unionByName, refused) if refused else None)
 
 
+def _topic_history(topic_events: DataFrame) -> DataFrame:
+    """``topic_history`` from the topic events Kafka applies, checkpointed (a job)."""
+    return to_intervals(topic_events.withColumn("is_tombstone", F.col("kind") == "remove"),
+                        ("cluster_id", "topic_id"), ("name",)).localCheckpoint(eager=True)
+
+
+def _broker_history(states: DataFrame) -> DataFrame:
+    """``broker_history`` from the brokers' states (a registration starts a new run of versions), checkpointed (a
+    job)."""
+    return collapse(
+        to_intervals(states.withColumn("registers", F.col("kind") == "register"),
+                     ("cluster_id", "broker_id"), (*BROKER_VALUES, "registers")),
+        ("cluster_id", "broker_id"), BROKER_VALUES, restart="registers").drop("registers").localCheckpoint(eager=True)
+
+
 def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes | None = None,
            parts_wanted: Collection[str] | None = None) -> ReplayResult:
     """Replay ``log`` (rows in the ``metadata_log`` shape, one or more clusters).
@@ -126,17 +143,15 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
     # a record type or two, so they scan a small checkpoint of the rest instead of the whole log each time.
     others = events.where(~F.col("record_type").isin(*PARTITION_TYPES)).localCheckpoint(eager=True)
     topics = topic_events(others, shapes)
-    partitions = partition_states(events, topics.topic_events, shapes, others)
     brokers = broker_states(others, shapes)
-
-    topic_history = to_intervals(
-        topics.topic_events.withColumn("is_tombstone", F.col("kind") == "remove"),
-        ("cluster_id", "topic_id"), ("name",)).localCheckpoint(eager=True)
+    # independent folds, each a few small jobs whose time is mostly fixed latency: at once
+    folded = run_concurrently(log.sparkSession, {
+        PARTITION_HISTORY: lambda: partition_states(events, topics.topic_events, shapes, others),
+        TOPIC_HISTORY: lambda: _topic_history(topics.topic_events),
+        BROKER_HISTORY: lambda: _broker_history(brokers.states)})
+    partitions = cast(PartitionsResult, folded[PARTITION_HISTORY])
+    topic_history, broker_history = cast(DataFrame, folded[TOPIC_HISTORY]), cast(DataFrame, folded[BROKER_HISTORY])
     partition_history = _with_topic_names(partitions.versions, topic_history).localCheckpoint(eager=True)
-    broker_history = collapse(
-        to_intervals(brokers.states.withColumn("registers", F.col("kind") == "register"),
-                     ("cluster_id", "broker_id"), (*BROKER_VALUES, "registers")),
-        ("cluster_id", "broker_id"), BROKER_VALUES, restart="registers").drop("registers").localCheckpoint(eager=True)
     zk_migration = zk_migration_states(others, shapes)
     feature_history = _versions(feature_states(others, shapes).unionByName(zk_migration.states),
                                 IMAGE_PARTS["features"])

@@ -36,10 +36,12 @@ then differ from a full replay).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.spark_settings import few_partitions
 from lakehouse.tables import (
     BROKER_HISTORY,
@@ -313,8 +315,9 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
     # recomputation do not re-plan and re-run it for every use.
     # replica_history is recomputed below from the merged tables: the fold's own is never computed.
-    folded = {name: df.localCheckpoint(eager=True) for name, df in result.tables.items()
-              if name != REPLICAS and name not in unchanged}
+    folding = {name: df for name, df in result.tables.items() if name != REPLICAS and name not in unchanged}
+    # each a small job whose time is mostly fixed latency: at once (``lakehouse.concurrent_jobs``)
+    folded = run_concurrently(spark, {name: partial(df.localCheckpoint, eager=True) for name, df in folding.items()})
     tables: dict[str, DataFrame] = {name: stored[name] for name in unchanged}
     for name, key in TABLE_KEYS.items():
         if name != REPLICAS and name not in unchanged:
@@ -322,13 +325,16 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     # read by the replica recomputation (partitions, brokers) and by the derived tables' refresh, which runs as they
     # are written (``replay.store.runs``; under its plan the merged configs' would be deeper than Spark Connect's
     # messages allow): computed once
-    for name in (PARTITION_HISTORY, BROKER_HISTORY, CONFIG_HISTORY):
-        tables[name] = tables[name].localCheckpoint(eager=True)
-    # written, and read by the derived tables' refresh as it is written (``replay.store.runs``): computed once
-    tables[REPLICAS] = _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
-                                 folded[PARTITION_HISTORY], cps, entities).localCheckpoint(eager=True)
-    new_anomalies = few_partitions(cps.join(result.anomalies).where(
-        F.col("offset") > F.col(SAFE_POINT)).drop(SAFE_POINT)).localCheckpoint(eager=True)
+    merged = (PARTITION_HISTORY, BROKER_HISTORY, CONFIG_HISTORY)
+    tables |= run_concurrently(spark, {name: partial(tables[name].localCheckpoint, eager=True) for name in merged})
+    # the replicas (written, and read by the derived tables' refresh as it is written: ``replay.store.runs``) and the
+    # new anomalies, each computed once, at once
+    done = run_concurrently(spark, {
+        REPLICAS: lambda: _replicas(stored[REPLICAS], tables[PARTITION_HISTORY], tables[BROKER_HISTORY],
+                                    folded[PARTITION_HISTORY], cps, entities).localCheckpoint(eager=True),
+        ANOMALIES: lambda: few_partitions(cps.join(result.anomalies).where(
+            F.col("offset") > F.col(SAFE_POINT)).drop(SAFE_POINT)).localCheckpoint(eager=True)})
+    tables[REPLICAS], new_anomalies = done[REPLICAS], done[ANOMALIES]
     old = cps.join(stored_anomalies, "left").where(
         F.col(SAFE_POINT).isNull() | (F.col("offset") <= F.col(SAFE_POINT))).drop(SAFE_POINT)
     anomalies = old.unionByName(new_anomalies.select(*old.columns))

@@ -12,12 +12,14 @@ explained), so the rows of other files are the same whether computed before or a
 
 from __future__ import annotations
 
-from functools import reduce
+from collections.abc import Callable, Mapping
+from functools import partial, reduce
 from operator import or_
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.spark_settings import keyed_checkpoint
 from lakehouse.tables import (
     BROKER_HISTORY,
@@ -49,10 +51,19 @@ from replay.store.layout import mutable
 def distributed_versions(partition_history: DataFrame, replica_history: DataFrame) -> tuple[DataFrame, DataFrame]:
     """The versions as the derived tables read them. Every derived table is a set of windows and aggregates per
     partition (or per replica of a partition) in offset order: the partition versions, read by most of them, are
-    distributed and sorted so once (a checkpoint), and none of them shuffles or sorts them again; the replica
-    versions, read once (the replica states), are distributed by partition."""
-    return (keyed_checkpoint(partition_history, PARTITION_KEY, ("valid_from_offset",)),
-            replica_history.repartition(*PARTITION_KEY))
+    distributed and sorted so once (a checkpoint: ``distributed_partitions``), and none of them shuffles or sorts
+    them again; the replica versions, read once (the replica states), are distributed by partition."""
+    return distributed_partitions(partition_history), distributed_replicas(replica_history)
+
+
+def distributed_partitions(partition_history: DataFrame) -> DataFrame:
+    """The partition versions distributed by partition and sorted by offset in each, checkpointed (runs a job)."""
+    return keyed_checkpoint(partition_history, PARTITION_KEY, ("valid_from_offset",))
+
+
+def distributed_replicas(replica_history: DataFrame) -> DataFrame:
+    """The replica versions distributed by partition (no job)."""
+    return replica_history.repartition(*PARTITION_KEY)
 
 
 def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
@@ -60,13 +71,17 @@ def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None
     election audit judges elections by (``replay.audit.election_configs``)."""
     partitions, replicas = distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY])
     brokers = history[BROKER_HISTORY]
-    audit = elections(partitions, brokers, configs=configs).localCheckpoint(eager=True)
-    return {
-        REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers),
-        PARTITION_STATE_HISTORY: partition_state_history(partitions),
-        ELECTIONS: audit,
-        LEADERLESS_PERIODS: leaderless_periods(partitions, audit),
-    }
+    tables = _at_once(partitions, {
+        ELECTIONS: lambda: elections(partitions, brokers, configs=configs).localCheckpoint(eager=True),
+        REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, partitions, brokers),
+        PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions)})
+    return {**tables, LEADERLESS_PERIODS: leaderless_periods(partitions, tables[ELECTIONS])}
+
+
+def _at_once(df: DataFrame, steps: Mapping[str, Callable[[], DataFrame]]) -> dict[str, DataFrame]:
+    """``steps`` (name → a step that runs its jobs and returns what they computed) run at once in ``df``'s session:
+    independent, each a few small jobs whose time is mostly fixed latency (``lakehouse.concurrent_jobs``)."""
+    return run_concurrently(df.sparkSession, steps)
 
 
 # table → its offset columns: a row with one of them after the checkpoint C was made (or changed) by the records
@@ -136,20 +151,29 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
                 .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
                 .drop(SAFE_POINT))
 
-    partitions, replicas = distributed_versions(after_c(live[PARTITION_HISTORY]), after_c(live[REPLICA_HISTORY]))
-    opened = {name: checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name)))
-              .localCheckpoint(eager=True) for name, df in stored.items()}
-    status = broker_status(brokers).localCheckpoint(eager=True)
-    audit = elections(partitions, brokers, status, configs).unionByName(
-        explained_losses(opened[ELECTIONS].drop(SAFE_POINT), status)).localCheckpoint(eager=True)
-    return {
-        REPLICA_STATE_HISTORY: replica_state_history(replicas, partitions, brokers,
-                                                     opened[REPLICA_STATE_HISTORY]),
-        PARTITION_STATE_HISTORY: partition_state_history(partitions, opened[PARTITION_STATE_HISTORY]),
-        ELECTIONS: audit,
-        LEADERLESS_PERIODS: resumed_leaderless_periods(partitions, audit, opened[LEADERLESS_PERIODS],
-                                                       checkpoints),
-    }
+    replicas = distributed_replicas(after_c(live[REPLICA_HISTORY]))
+    # the state at C, the partition versions and the brokers' status, keyed by the table each comes from
+    steps: dict[str, Callable[[], DataFrame]] = {
+        name: partial(_opened, df, keys, checkpoints, name) for name, df in stored.items()}
+    steps[PARTITION_HISTORY] = lambda: distributed_partitions(after_c(live[PARTITION_HISTORY]))
+    steps[BROKER_HISTORY] = lambda: broker_status(brokers).localCheckpoint(eager=True)
+    cut = _at_once(affected, steps)
+    partitions, status = cut[PARTITION_HISTORY], cut[BROKER_HISTORY]
+    tables = _at_once(affected, {
+        ELECTIONS: lambda: elections(partitions, brokers, status, configs).unionByName(
+            explained_losses(cut[ELECTIONS].drop(SAFE_POINT), status)).localCheckpoint(eager=True),
+        REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, partitions, brokers,
+                                                             cut[REPLICA_STATE_HISTORY]),
+        PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions, cut[PARTITION_STATE_HISTORY])})
+    return {**tables, LEADERLESS_PERIODS: resumed_leaderless_periods(
+        partitions, tables[ELECTIONS], cut[LEADERLESS_PERIODS], checkpoints)}
+
+
+def _opened(stored: DataFrame, keys: DataFrame, checkpoints: SafePoints, name: str) -> DataFrame:
+    """The stored mutable rows of derived table ``name`` of the ``keys`` partitions, with their cluster's C: the
+    state at C a resumed derivation goes on from."""
+    return checkpoints.join(stored.join(keys, list(PARTITION_KEY), "left_semi").where(_mutable(name))
+                            ).localCheckpoint(eager=True)
 
 
 def refreshed_rows(name: str, stored: DataFrame, recomputed: DataFrame, affected: DataFrame,

@@ -226,7 +226,8 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             if at_once:
                 # a small replay derives from the tables it writes, not read back, while it writes them; what the
                 # derivation reads is computed once, for both
-                tables |= {name: tables[name].localCheckpoint(eager=True) for name in DERIVED_FROM}
+                tables |= run_concurrently(spark, {name: partial(tables[name].localCheckpoint, eager=True)
+                                                   for name in DERIVED_FROM})
                 versions = _beside(spark, tell, list(tables),
                                    partial(write_tables, spark, lake, tables, _untold, records),
                                    partial(_write_derived, spark, lake, tables, records))
