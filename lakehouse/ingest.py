@@ -107,7 +107,11 @@ class _Ingest(Staging):
                 stored = self._stored_keys(files, ranges).withColumn("_stored", F.lit(True))
                 new = rows.join(stored.select("cluster_id", "offset", "_stored"), ["cluster_id", "offset"], "left")
                 new = new.filter(F.col("_stored").isNull()).drop("_stored")
-            return _ordered(new, METADATA_LOG, total) if total else None
+            if not total:
+                return None
+            if not files and profile.in_order and total <= ROWS_PER_FILE:
+                return new.coalesce(1)  # in the table's order as staged: one file, as ``_ordered`` would write it
+            return _ordered(new, METADATA_LOG, total)
 
         outcome = self.lake.commit_new_rows(METADATA_LOG, build, operation="ingest",
                                             ingest_id=self.summary.ingest_id)

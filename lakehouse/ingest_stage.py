@@ -9,7 +9,7 @@ step reads the staged files.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,10 @@ class Staging:
         """The staged rows, profiled as they were written when that was exact, else by one Spark aggregate."""
         rows = self.spark.read.schema(LOG_ROW_DDL).parquet(target)
         groups = passed.groups() if passed is not None else None
-        return Staged(rows, staged_profile(rows, source) if groups is None else profile_of(groups, source))
+        if groups is None:
+            return Staged(rows, staged_profile(rows, source))
+        assert passed is not None
+        return Staged(rows, replace(profile_of(groups, source), in_order=passed.in_order()))
 
     def stage_entries(self, path: Path, fmt: str, cluster_id: str | None) -> Staged:
         target = self._staged_dir("entries")
@@ -117,6 +120,7 @@ class StagedProfile:
     records: int
     duplicates: bool  # some offset appears twice within the staged rows themselves
     issues: int
+    in_order: bool = False  # the records are staged in metadata_log's order (cluster_id, offset)
 
 
 def staged_profile(staged: DataFrame, source: str) -> StagedProfile:
@@ -187,6 +191,10 @@ class RowProfile:
             group["lo"] = offset
         group["hi"] = offset
         group["distinct"] += 1
+
+    def in_order(self) -> bool:
+        """The records passed in metadata_log's order (cluster_id, offset): one cluster's, their offsets rising."""
+        return self._rising and len({cluster for kind, cluster in self._groups if kind == ROW_KIND_RECORD}) == 1
 
     def groups(self) -> list[dict[str, Any]] | None:
         return list(self._groups.values()) if self._rising else None

@@ -6,13 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse.ingest_stage import StagedProfile, profile_of, staged_profile, write_rows
+from lakehouse.ingest import ingest
+from lakehouse.ingest_plan import IngestOptions
+from lakehouse.ingest_stage import StagedProfile, Staging, profile_of, staged_profile, write_rows
+from lakehouse.lake import Lake
 from lakehouse.log_rows import LOG_ROW_DDL, ROW_KIND_ERROR, ROW_KIND_ISSUE, IssueRow, entry_row, issue_row
 from records.errors import RecordsError
-from tests.test_lake_support import CLUSTER, simulated
+from tests.test_lake_support import CLUSTER, simulated, write_jsonl_file
 
 
 def _staged(spark: SparkSession, target: Path, rows: list[dict[str, object]]
@@ -67,3 +72,27 @@ def test_an_unreadable_file_or_a_row_without_cluster_stops_before_any_commit(spa
             profile_of(groups, "src")
         with pytest.raises(RecordsError, match=expected):
             staged_profile(staged, "src")
+
+
+def test_one_clusters_rising_records_are_staged_in_the_tables_order(spark: SparkSession, tmp_path: Path) -> None:
+    """What the driver wrote in (cluster_id, offset) order is committed as staged, one file, without a sort; two
+    clusters' records, or an offset seen again, are not in that order and are sorted (``lakehouse.ingest``)."""
+    entries = simulated()[:40]
+    staging = Staging(spark, IngestOptions(), str(tmp_path / "staging"))
+    one = staging.stage_entries(write_jsonl_file(tmp_path / "one.jsonl", entries), "jsonl", CLUSTER)
+    assert one.profile.in_order and one.profile.records == 40
+    rows = [entry_row(entry, CLUSTER) for entry in entries]
+    assert write_rows(str(tmp_path / "rows"), iter(rows)).in_order()
+    assert not write_rows(str(tmp_path / "again"), iter([*rows, rows[3]])).in_order()
+    two = [entry_row(entry, "other-cluster" if entry.offset % 2 else CLUSTER) for entry in entries]
+    mixed = write_rows(str(tmp_path / "two"), iter(two))
+    assert not mixed.in_order() and mixed.groups() is not None  # each cluster's offsets rise, but interleaved
+
+    lake = Lake(tmp_path / "lake")
+    ingest(spark, lake, write_jsonl_file(tmp_path / "log.jsonl", entries[20:]), IngestOptions(cluster_id=CLUSTER))
+    ingest(spark, lake, write_jsonl_file(tmp_path / "log2.jsonl", entries), IngestOptions(cluster_id=CLUSTER))
+    files = DeltaTable(lake.path("metadata_log")).file_uris()
+    offsets = [pq.read_table(uri.removeprefix("file://"), columns=["offset"]).column("offset").to_pylist()
+               for uri in files]
+    # the first commit as staged; the second's 20 new offsets once the 20 stored were joined away, sorted
+    assert sorted(offsets) == [list(range(20)), list(range(20, 40))]
