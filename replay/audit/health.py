@@ -14,6 +14,8 @@ broker's fenced / unfenced / shutting-down / unregistered spans (``broker_spans`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import reduce
+from operator import or_
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -45,26 +47,30 @@ def under_replicated_condition(leader: str = "leader", isr: str = "isr") -> Colu
     return (F.col(leader) >= 0) & (F.size(isr) < F.size("replicas"))
 
 
-def _deltas(history: DataFrame, condition: Column, metric: str) -> DataFrame:
-    """+1 where a version meeting ``condition`` starts, -1 where it ends (no -1 for a version still open)."""
-    hit = history.where(condition)
-    starts = hit.select("cluster_id", F.col("valid_from_offset").alias("offset"),
-                        F.col("valid_from_time_ms").alias("time_ms"), F.lit(1).alias(metric))
-    ends = hit.where(F.col("valid_to_offset").isNotNull()).select(
-        "cluster_id", F.col("valid_to_offset").alias("offset"), F.col("valid_to_time_ms").alias("time_ms"),
-        F.lit(-1).alias(metric))
-    return starts.unionByName(ends)
+def _deltas(history: DataFrame, conditions: dict[str, Column]) -> DataFrame:
+    """For each version meeting one of ``conditions`` (metric → condition), a row where it starts and one where it
+    ends (none for a version still open): +1 (start) or -1 (end) for each metric whose condition it meets, 0 for
+    the others (``METRICS``). One read of ``history``, whatever the metrics."""
+    flags = {metric: F.when(conditions[metric], 1).otherwise(0) if metric in conditions else F.lit(0)
+             for metric in METRICS}
+    start = F.struct(F.col("valid_from_offset").alias("offset"), F.col("valid_from_time_ms").alias("time_ms"),
+                     *[flag.alias(metric) for metric, flag in flags.items()])
+    end = F.when(F.col("valid_to_offset").isNotNull(), F.struct(
+        F.col("valid_to_offset").alias("offset"), F.col("valid_to_time_ms").alias("time_ms"),
+        *[(-flag).alias(metric) for metric, flag in flags.items()]))
+    hit = history.where(reduce(or_, conditions.values()))
+    edges = hit.select("cluster_id", F.explode(F.filter(F.array(start, end), lambda edge: edge.isNotNull()))
+                       .alias("edge"))
+    return edges.select("cluster_id", *[F.col(f"edge.{column}").alias(column) for column in HEALTH_COLUMNS[1:]])
 
 
 def health_series(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
     """One row per offset where a count changes: ``cluster_id, offset, time_ms`` and the counts after that
     offset (``offline``, ``under_replicated``, ``fenced_brokers``). A count holds until the next row."""
-    deltas = (_deltas(partitions, offline_condition(), "offline")
-              .unionByName(_deltas(partitions, under_replicated_condition(), "under_replicated"),
-                           allowMissingColumns=True)
-              .unionByName(_deltas(brokers, F.col("fenced"), "fenced_brokers"), allowMissingColumns=True))
+    deltas = _deltas(partitions, {"offline": offline_condition(), "under_replicated": under_replicated_condition()}
+                     ).unionByName(_deltas(brokers, {"fenced_brokers": F.col("fenced")}))
     per_offset = deltas.groupBy("cluster_id", "offset").agg(
-        F.max("time_ms").alias("time_ms"), *[F.coalesce(F.sum(m), F.lit(0)).alias(m) for m in METRICS])
+        F.max("time_ms").alias("time_ms"), *[F.sum(m).alias(m) for m in METRICS])
     running = (Window.partitionBy("cluster_id").orderBy("offset")
                .rowsBetween(Window.unboundedPreceding, Window.currentRow))
     return per_offset.select("cluster_id", "offset", "time_ms",
