@@ -76,9 +76,8 @@ class Staging:
         """The staged rows, profiled as they were written when that was exact, else by one Spark aggregate."""
         rows = self.spark.read.schema(LOG_ROW_DDL).parquet(target)
         groups = passed.groups() if passed is not None else None
-        if groups is None:
+        if passed is None or groups is None:
             return Staged(rows, staged_profile(rows, source))
-        assert passed is not None
         return Staged(rows, replace(profile_of(groups, source), in_order=passed.in_order()))
 
     def stage_entries(self, path: Path, fmt: str, cluster_id: str | None) -> Staged:

@@ -71,10 +71,22 @@ def parquet_files(filesystem: pafs.FileSystem, directory: str) -> list[pafs.File
     return sorted(infos, key=lambda info: info.path)
 
 
+def _arrow_schema(columns: StructType) -> pa.Schema:
+    """The Arrow types of Spark's ``columns``, carrying ``columns`` themselves in the schema's metadata under the key
+    Spark's files keep them in (``SPARK_ROW_METADATA``): Arrow's own types lose an array's ``containsNull``."""
+    arrow = to_arrow_schema(columns, error_on_duplicated_field_names_in_struct=True)
+    return arrow.with_metadata({SPARK_ROW_METADATA: columns.json()})
+
+
 def with_spark_schema(rows: pa.Table, columns: StructType) -> pa.Table:
-    """``rows`` carrying their Spark schema ``columns`` in the Arrow schema's metadata, under the key Spark's files
-    keep it in (``SPARK_ROW_METADATA``): Arrow's own types lose an array's ``containsNull``."""
-    return rows.replace_schema_metadata({SPARK_ROW_METADATA: columns.json()})
+    """``rows`` (Arrow, e.g. fetched from Spark) cast to the Arrow types of their Spark schema ``columns``, carrying
+    ``columns`` (``spark_columns`` reads them back)."""
+    return rows.cast(_arrow_schema(columns))
+
+
+def spark_rows(rows: list[dict[str, Any]], columns: StructType) -> pa.Table:
+    """Rows the driver holds (column → value) as an Arrow table of Spark schema ``columns`` (``with_spark_schema``)."""
+    return pa.Table.from_pylist(rows, _arrow_schema(columns))
 
 
 def spark_columns(rows: pa.Table, split_by: str | None = None) -> StructType:
@@ -92,7 +104,7 @@ def write_arrow_files(rows: pa.Table, directory: str, columns: StructType, split
     subdirectory per value present; at most ``rows_per_file`` rows a file (None: one file a directory); no file
     for no rows. The files hold ``columns`` with their Spark types as Arrow writes them, and in their footers as
     Spark's writer keeps them (``with_spark_schema``), with Parquet's page index (as Spark's its column index)."""
-    schema = to_arrow_schema(columns).with_metadata({SPARK_ROW_METADATA: columns.json()})
+    schema = _arrow_schema(columns)
     filesystem, base = arrow_filesystem(directory)
     filesystem.create_dir(base, recursive=True)  # as Spark's, even for no rows: the staging directory is listed
     groups = {base: rows}
@@ -232,4 +244,4 @@ def _prune(stats: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["SPARK_ROW_METADATA", "add_actions", "arrow_filesystem", "delete_directory", "parquet_files",
-           "spark_columns", "with_spark_schema", "write_arrow_files"]
+           "spark_columns", "spark_rows", "with_spark_schema", "write_arrow_files"]

@@ -9,11 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
-
 from lakehouse.lake import Lake
-from lakehouse.parquet_files import with_spark_schema
+from lakehouse.parquet_files import spark_rows
 from lakehouse.tables import REPLAY_COVERAGE, spark_schema
 from replay.core.coverage import ClusterCoverage
 from replay.store.snapshot_checks import CHECK_KIND
@@ -36,8 +33,7 @@ def write_coverage(lake: Lake, covered: Mapping[str, ClusterCoverage],
     for cluster, row in stored_coverage(lake).items():
         if cluster not in rows:
             rows[cluster] = {name: row.get(name) for name in schema.fieldNames()}
-    frame = with_spark_schema(pa.Table.from_pylist([rows[c] for c in sorted(rows)], to_arrow_schema(schema)), schema)
-    return lake.write(frame, REPLAY_COVERAGE, "overwrite")
+    return lake.write(spark_rows([rows[c] for c in sorted(rows)], schema), REPLAY_COVERAGE, "overwrite")
 
 
 def coverage_notes(covered: Mapping[str, ClusterCoverage], counts: Mapping[str, tuple[int, int]]) -> list[str]:

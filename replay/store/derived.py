@@ -12,7 +12,7 @@ explained), so the rows of other files are the same whether computed before or a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial, reduce
 from operator import or_
 
@@ -71,17 +71,11 @@ def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None
     election audit judges elections by (``replay.audit.election_configs``)."""
     partitions, replicas = distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY])
     brokers = history[BROKER_HISTORY]
-    tables = _at_once(partitions, {
+    tables = run_concurrently(partitions.sparkSession, {  # independent, each a few jobs of mostly fixed latency
         ELECTIONS: lambda: elections(partitions, brokers, configs=configs).localCheckpoint(eager=True),
         REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, partitions, brokers),
         PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions)})
     return {**tables, LEADERLESS_PERIODS: leaderless_periods(partitions, tables[ELECTIONS])}
-
-
-def _at_once(df: DataFrame, steps: Mapping[str, Callable[[], DataFrame]]) -> dict[str, DataFrame]:
-    """``steps`` (name → a step that runs its jobs and returns what they computed) run at once in ``df``'s session:
-    independent, each a few small jobs whose time is mostly fixed latency (``lakehouse.concurrent_jobs``)."""
-    return run_concurrently(df.sparkSession, steps)
 
 
 # table → its offset columns: a row with one of them after the checkpoint C was made (or changed) by the records
@@ -157,9 +151,9 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
         name: partial(_opened, df, keys, checkpoints, name) for name, df in stored.items()}
     steps[PARTITION_HISTORY] = lambda: distributed_partitions(after_c(live[PARTITION_HISTORY]))
     steps[BROKER_HISTORY] = lambda: broker_status(brokers).localCheckpoint(eager=True)
-    cut = _at_once(affected, steps)
+    cut = run_concurrently(affected.sparkSession, steps)
     partitions, status = cut[PARTITION_HISTORY], cut[BROKER_HISTORY]
-    tables = _at_once(affected, {
+    tables = run_concurrently(affected.sparkSession, {
         ELECTIONS: lambda: elections(partitions, brokers, status, configs).unionByName(
             explained_losses(cut[ELECTIONS].drop(SAFE_POINT), status)).localCheckpoint(eager=True),
         REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, partitions, brokers,

@@ -19,14 +19,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import Lake
-from lakehouse.parquet_files import with_spark_schema
+from lakehouse.parquet_files import spark_rows
 from lakehouse.spark_settings import (
     SHUFFLE_PARTITIONS,
     constraints_not_propagated,
@@ -311,9 +309,9 @@ def _finish(lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_vers
     driver, which holds them."""
     replayed_at = datetime.now(UTC)
     table_versions = sorted((name, versions[name]) for name in names)
-    checkpoint = with_spark_schema(pa.Table.from_pylist(
+    checkpoint = spark_rows(
         [dict(zip(CHECKPOINT_SCHEMA.names, (c, safe[c], log_version, mode, replayed_at, table_versions), strict=True))
-         for c in sorted(safe)], to_arrow_schema(CHECKPOINT_SCHEMA)), CHECKPOINT_SCHEMA)
+         for c in sorted(safe)], CHECKPOINT_SCHEMA)
     versions[CHECKPOINTS] = lake.write(checkpoint, CHECKPOINTS, "append")
     rows = {name: table_rows(lake, name) for name in names}
     return ReplaySummary(clusters=clusters, metadata_log_version=log_version, rows=rows, versions=versions,

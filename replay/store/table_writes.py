@@ -8,7 +8,6 @@ from functools import partial
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import ROWS_PER_FILE, Lake
@@ -103,23 +102,28 @@ def _fetched(df: DataFrame) -> pa.Table:
     rows, schema = to_table()
     if schema is None:
         schema = df.schema
-    return with_spark_schema(rows.cast(to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True)), schema)
+    return with_spark_schema(rows, schema)
 
 
 def _rows_in(lake: Lake, name: str, files: list[str], version: int) -> int:
-    """The rows of ``files`` of table ``name`` at ``version``, from the Delta log's statistics (a file without them
-    counts as more than the driver writes)."""
-    actions = pa.table(lake.delta_table(name, version).get_add_actions(flatten=True))
-    counts = dict(zip(actions.column("path").to_pylist(), actions.column("num_records").to_pylist(), strict=True))
+    """The rows of ``files`` of table ``name`` at ``version`` (a file without statistics counts as more than the
+    driver writes)."""
+    counts = _file_rows(lake, name, version)
     return sum(counts.get(path) or DRIVER_WRITTEN_UP_TO + 1 for path in files)
+
+
+def _file_rows(lake: Lake, name: str, version: int | None = None) -> dict[str, int | None]:
+    """Each data file of table ``name`` (its current version by default) → its rows, from the Delta log's per-file
+    statistics (no Spark job; None: a file without them)."""
+    files = pa.table(lake.delta_table(name, version).get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return {}
+    return dict(zip(files.column("path").to_pylist(), files.column("num_records").to_pylist(), strict=True))
 
 
 def table_rows(lake: Lake, name: str) -> int:
     """Rows of the table's current version, from the Delta log's per-file statistics (no Spark job)."""
-    files = pa.table(lake.delta_table(name).get_add_actions(flatten=True))
-    if files.num_rows == 0:
-        return 0
-    return sum(n or 0 for n in files.column("num_records").to_pylist())
+    return sum(n or 0 for n in _file_rows(lake, name).values())
 
 
 __all__ = ["DRIVER_WRITTEN_UP_TO", "MAX_RECORDS_CONF", "RECORDS_WRITTEN_AT_ONCE", "TABLES_APART", "WRITING",
