@@ -7,7 +7,8 @@ real log's `run` and its increments took about 1.6 times as long as once a few m
 part of the image, elections and fences) ingested, replayed and summarized as ``run`` does, then a hundred more of
 its records ingested and replayed as an increment, and the hundred after those as another, in a lake deleted
 afterwards. An increment is many small plans, each compiled by the JIT only once it has run often: the increments
-after a warm-up of one per round took a third longer than on a server that had run a few more.
+after a warm-up of one per round took a third longer than on a server that had run a few more, and the commands
+after two rounds an eighth longer than after four (BENCHMARKS.md, issue 42).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ WARM_UP_CLUSTER = ScenarioOptions(brokers=3, topics=10, partitions_per_topic=10,
 WARM_UP_RECORDS = 5_000  # at least this many (the log ends between transactions: 10,661 with this cluster)
 WARM_UP_INCREMENT = 100
 WARM_UP_INCREMENTS = 3  # increments of WARM_UP_INCREMENT records each, one after the other, in every round
-WARM_UP_ROUNDS = 2  # one more round after the first: the commands after it ran as fast as after many more
+WARM_UP_ROUNDS = 4  # three more rounds after the first: the JIT compiles a replay's plans only after many runs of them
 NODE_ID = 3000  # the simulated controller's node id in meta.properties
 
 
