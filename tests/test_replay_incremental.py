@@ -18,9 +18,11 @@ from pyspark.sql import SparkSession
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from lakehouse.spark import SHUFFLE_PARTITIONS
+from lakehouse.spark_settings import ADAPTIVE_EXECUTION
 from records.model import MetadataRecord
 from replay.fold.incremental import FOLDED_FROM
 from replay.reference.fold import reference_histories
+from replay.store import runs as store
 from replay.store.derived import GROWING_HISTORY
 from replay.store.runs import ANOMALIES, CHECKPOINTS, run_replay
 from simulator import ScenarioOptions, run_scenario
@@ -49,6 +51,7 @@ INCREMENTAL_CASES = {  # cluster → (scenario, options, split offsets: each ste
     # only the stored versions say which topic has that name and which partitions have an ELR to clear
     "inc-min-isr": ("min-isr-change", ScenarioOptions(seed=11, metadata_version="4.0", elr=True), (100, 200)),
 }
+ADAPTIVE_STEP = 1  # the step (0: the full replay, 1 and 2: increments) replayed as a larger log's, adaptively
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +64,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
     kinds: list[set[str]] = []  # record types ingested by each step
     tables: list[dict[str, tuple[int, int]]] = []  # table → (version, rows) after each step
     partitions: list[set[str | None]] = []  # the shuffle partitions each step's stages ran at
+    adaptive: list[set[str | None]] = []  # whether each step's stages were planned adaptively
     for step in range(3):
         parts = {c: [e for e in logs[c] if b[step] < e.offset <= b[step + 1]] for c, b in bounds.items()}
         kinds.append({e.record.type_name for part in parts.values() for e in part
@@ -71,8 +75,13 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
             part = part.unionByName(frame)
         lake.write(part, "metadata_log", "append")
         partitions.append(set())
-        summaries.append(run_replay(spark, lake, progress=lambda _: partitions[-1].add(
-            spark.conf.get(SHUFFLE_PARTITIONS))))
+        adaptive.append(set())
+        with pytest.MonkeyPatch.context() as patch:
+            if step == ADAPTIVE_STEP:  # as an increment of a larger log runs: adaptive execution on
+                patch.setattr(store, "PLANNED_AHEAD_UP_TO", 0)
+            summaries.append(run_replay(spark, lake, progress=lambda _: (
+                partitions[-1].add(spark.conf.get(SHUFFLE_PARTITIONS)),
+                adaptive[-1].add(spark.conf.get(ADAPTIVE_EXECUTION)))))
         layouts.append({name: _files(lake, name) for name in GROWING_HISTORY})
         tables.append({name: (int(lake.delta_table(name).version()), lake.read(spark, name).count())
                        for name in (*FOLDED_FROM, ANOMALIES)})
@@ -80,7 +89,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
     checkpoints = _collect(lake.read(spark, CHECKPOINTS))
     full = _cli_replay(lake, "--full")  # the command's flag: a full rebuild though a checkpoint exists
     return {"logs": logs, "summaries": summaries, "layouts": layouts, "kinds": kinds, "tables": tables,
-            "incremental": after_increments, "partitions": partitions,
+            "incremental": after_increments, "partitions": partitions, "adaptive": adaptive,
             "full": _lake_tables(spark, lake), "full_summary": full, "checkpoints": checkpoints}
 
 
@@ -97,6 +106,14 @@ def test_small_replays_and_increments_run_in_one_shuffle_partition(spark: SparkS
     run at 1 shuffle partition, not the session's 4, which is back after each."""
     assert incremental["partitions"] == [{"1"}, {"1"}, {"1"}], incremental["partitions"]
     assert spark.conf.get(SHUFFLE_PARTITIONS) == "4"
+
+
+def test_a_small_logs_replays_are_planned_ahead(spark: SparkSession, incremental: dict[str, Any]) -> None:
+    """A log of at most ``PLANNED_AHEAD_UP_TO`` records is replayed without adaptive execution, full or increment (the
+    second step here ran as a larger log's increment does, adaptively: its tables are checked equal to a full
+    replay's with the others'); the session's setting is back after each."""
+    assert incremental["adaptive"] == [{"false"}, {"true"}, {"false"}], incremental["adaptive"]
+    assert spark.conf.get(ADAPTIVE_EXECUTION) == "true"
 
 
 def _files(lake: Lake, name: str) -> dict[str, tuple[int, int]]:

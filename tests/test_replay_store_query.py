@@ -30,7 +30,13 @@ from lakehouse import lake_read
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from lakehouse.spark import DELTA_SPARK, DELTA_STATS_SKIPPING, lake_engine
-from lakehouse.spark_settings import CONSTRAINT_PROPAGATION, INTERPRETED, WHOLE_STAGE_CODEGEN, file_statistics
+from lakehouse.spark_settings import (
+    ADAPTIVE_EXECUTION,
+    CONSTRAINT_PROPAGATION,
+    INTERPRETED,
+    WHOLE_STAGE_CODEGEN,
+    file_statistics,
+)
 from lakehouse.tables import DERIVED_TABLES, ELECTIONS, METADATA_LOG, REPLAY_COVERAGE, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
 from replay.query.state import (
@@ -388,11 +394,13 @@ def test_cli_history_diff_and_sql(lake: Lake) -> None:
 
 def test_replay_is_byte_identical_whatever_the_shuffle_partitions_and_code_generation(
         spark: SparkSession, replayed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The module's replay of 4,929 records ran interpreted (``lakehouse.spark_settings.interpreted``) in one shuffle
-    partition (a small log), without constraint propagation; this one generates code, at 7 shuffle partitions, with
-    constraint propagation. Both without Delta's data skipping."""
+    """The module's replay of 4,929 records ran interpreted (``lakehouse.spark_settings.interpreted``) and planned
+    ahead (no adaptive execution) in one shuffle partition (a small log), without constraint propagation; this one
+    generates code, plans adaptively, at 7 shuffle partitions, with constraint propagation. Both without Delta's data
+    skipping."""
     lake = replayed["lake"]
     monkeypatch.setattr(store, "INTERPRETED_UP_TO", 0)
+    monkeypatch.setattr(store, "PLANNED_AHEAD_UP_TO", 0)
     monkeypatch.setattr(store, "RECORDS_PER_TASK_AT_LEAST", 1)
     monkeypatch.setattr(store, "constraints_not_propagated",
                         lambda session: spark_conf(session, CONSTRAINT_PROPAGATION, "true"))
@@ -400,13 +408,16 @@ def test_replay_is_byte_identical_whatever_the_shuffle_partitions_and_code_gener
     code_generation: set[str | None] = set()
     file_skipping: set[str | None] = set()
     constraints: set[str | None] = set()
+    adaptive: set[str | None] = set()
     before = spark.conf.get(DELTA_STATS_SKIPPING, None)
     with spark_conf(spark, "spark.sql.shuffle.partitions", "7"):
         summary = run_replay(spark, lake, progress=lambda _: (code_generation.add(spark.conf.get(WHOLE_STAGE_CODEGEN)),
                                                                file_skipping.add(spark.conf.get(DELTA_STATS_SKIPPING)),
                                                                partitions.add(spark.conf.get(SHUFFLE_PARTITIONS)),
-                                                               constraints.add(spark.conf.get(CONSTRAINT_PROPAGATION))))
+                                                               constraints.add(spark.conf.get(CONSTRAINT_PROPAGATION)),
+                                                               adaptive.add(spark.conf.get(ADAPTIVE_EXECUTION))))
     assert code_generation == {"true"}
+    assert adaptive == {"true", "false"}  # the fold is planned ahead at any size (its stages told in it), the rest not
     assert partitions == {"7"}
     assert constraints == {"true"}
     # a log of 4,929 records: its tables are one file per split, nothing for Delta's data skipping to skip (it is on
@@ -445,13 +456,14 @@ def test_a_full_replay_of_a_large_log_sorts_in_more_partitions_and_writes_the_sa
     with spark_conf(spark, SHUFFLE_PARTITIONS, "7"):
         summary = run_replay(spark, lake, full=True, progress=lambda stage: seen.setdefault(
             stage, (spark.conf.get(SHUFFLE_PARTITIONS), *map(spark.conf.get, INTERPRETED),
-                    spark.conf.get(CONSTRAINT_PROPAGATION))))
+                    spark.conf.get(CONSTRAINT_PROPAGATION), spark.conf.get(ADAPTIVE_EXECUTION))))
         assert spark.conf.get(SHUFFLE_PARTITIONS) == "7"
     # a small log derives while it writes its history: the stage naming the derived tables is the derivation's
     deriving = [settings for stage, settings in seen.items() if stage == DERIVING or ELECTIONS in stage]
     assert deriving and all(settings == seen["folding the log into states (Spark window functions)"] == (
-        "10", *INTERPRETED.values(), "false") for settings in deriving)  # a small log: no generated code
+        "10", *INTERPRETED.values(), "false", "false") for settings in deriving)  # small: no generated code, planned
     assert spark.conf.get(WHOLE_STAGE_CODEGEN) == "true"  # restored
+    assert spark.conf.get(ADAPTIVE_EXECUTION) == "true"  # restored: queries keep it
     assert spark.conf.get(CONSTRAINT_PROPAGATION) == "true"  # restored: queries keep it
     assert summary.rows == replayed["summary"].rows
     assert _data_hashes(lake) == replayed["hashes"]

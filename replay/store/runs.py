@@ -88,6 +88,11 @@ RECORDS_PER_SHUFFLE_PARTITION = 250_000
 # increment, measured at 1 and 8 partitions in BENCHMARKS.md).
 RECORDS_PER_TASK_AT_LEAST = 50_000
 INTERPRETED_UP_TO = 100_000  # a log of up to this many records is replayed without generated code (measured)
+# A log of up to this many records is replayed planned ahead (``lakehouse.spark_settings.planned_ahead``): adaptive
+# execution runs each shuffle stage and each broadcast of a query as a Spark job of its own and re-plans the query
+# after it, which on small inputs is most of the work (a 100-record increment of a 34,343-record log: 151 jobs in
+# 46 queries), full replay and increment alike. A larger log keeps it for its increments (measured: BENCHMARKS.md).
+PLANNED_AHEAD_UP_TO = 100_000
 # An increment's fold (its records, the seeds, the merges into the open versions) is small work in many plans: it
 # runs without generated code on any lake, its writes with it (measured: BENCHMARKS.md, issue 20)
 INTERPRETED_INCREMENT_FOLD = True
@@ -169,14 +174,16 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     Incremental (``replay.fold.incremental``) when a checkpoint exists, the history tables are the ones it wrote
     and ``metadata_log`` grew since; a full rebuild otherwise or with ``full=True``. A cluster whose stored
     log no longer starts at offset 0 is replayed from the snapshot it starts at (``replay.core.coverage``). ``progress``
-    is told each stage (a terminal shows it). A small log is replayed ``interpreted``, and without Delta's data
-    skipping where its tables were written one topic range each (``replay.store.layout.topic_ranges``): with nothing
-    to skip, the job it runs before each filtered read is all it adds (BENCHMARKS.md, issue 42). Every replay is
-    planned without constraint propagation (``lakehouse.spark_settings.constraints_not_propagated``)."""
+    is told each stage (a terminal shows it). A small log is replayed ``interpreted`` and ``planned_ahead`` (its
+    increments too), and without Delta's data skipping where its tables were written one topic range each
+    (``replay.store.layout.topic_ranges``): with nothing to skip, the job it runs before each filtered read is all it
+    adds (BENCHMARKS.md, issue 42). Every replay is planned without constraint propagation
+    (``lakehouse.spark_settings.constraints_not_propagated``)."""
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
     log_records = table_rows(lake, METADATA_LOG)
     with (interpreted(spark, log_records <= INTERPRETED_UP_TO),
+          planned_ahead(spark) if log_records <= PLANNED_AHEAD_UP_TO else contextlib.nullcontext(),
           file_statistics(spark, many_files=topic_ranges(log_records) > 1), constraints_not_propagated(spark)):
         return _run_replay(spark, lake, cluster_id, full, progress or (lambda _stage: None))
 
@@ -209,8 +216,8 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     with shuffle_partitions_held(spark, records):
         tell("folding the log into states (Spark window functions)")
         # the fold's windows all read the partition events in one order (``replay.fold.partitions``): sorted once, kept
-        # by its checkpoints. An increment keeps adaptive execution (slower without it), its fold interpreted (46 ->
-        # 27 s at 1 M, 71 -> 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md).
+        # by its checkpoints. An increment of a larger log keeps adaptive execution (slower without it), its fold
+        # interpreted (46 -> 27 s at 1 M, 71 -> 64 s at 10 M; its writes interpreted took 2x: issue 20, BENCHMARKS.md).
         with planned_ahead(spark):
             shapes = lake_shapes(spark, lake)
             result = replay(replay_input.log, replay_input.base, shapes)
