@@ -30,8 +30,9 @@ from pyspark.sql.window import WindowSpec
 
 from lakehouse.spark_settings import kept_checkpoint
 from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
-from replay.core.broker_timeline import broker_timeline, is_unfenced, open_end
+from replay.core.broker_timeline import broker_timeline, is_unfenced
 from replay.core.history import collapse
+from replay.core.jvm_functions import INTERVAL, JvmFunction, array_of_structs, jvm_call, sorted_structs, typed_fields
 from replay.core.safe_points import SAFE_POINT
 
 NEW_REPLICA = "NewReplica"
@@ -142,16 +143,6 @@ def _continued(ordinary: DataFrame, opened: DataFrame | None, key: tuple[str, ..
 # --- replicas ------------------------------------------------------------------------------------
 
 
-def _life_starts(partition_history: DataFrame) -> DataFrame:
-    """``PARTITION_KEY``, ``valid_from_offset`` of the versions that start a life of their partition (no version
-    of it ends there): its creation, or its re-creation. Small: one row per life. From the versions live after
-    C it gives the starts after C exactly (a version ending after C is live too)."""
-    by_partition = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
-    versions = partition_history.select(*PARTITION_KEY, "valid_from_offset", F.coalesce(
-        F.lag("valid_to_offset").over(by_partition) != F.col("valid_from_offset"), F.lit(True)).alias("_starts"))
-    return versions.where("_starts").select(*PARTITION_KEY, "valid_from_offset", F.lit(True).alias("_created"))
-
-
 def _alive_periods(broker_history: DataFrame) -> DataFrame:
     """Merged periods of the broker timeline in which each broker is registered and unfenced
     (``ClusterControlManager.isUnfenced``: a replica on it can be deleted)."""
@@ -174,156 +165,55 @@ def _creations(ordinary: DataFrame, key: tuple[str, ...], new: str, non_existent
         reason.alias("reason"))
 
 
+# The structs the replica states' JVM pass reads (``kraftreplay.audit.ReplicaStates``), fields in its order and types:
+# a replica version (the values its state is read from), its broker's unfenced periods, the stored open rows a resumed
+# derivation goes on from; and the rows it gives.
+REPLICA_STATE_INPUT = (*INTERVAL, ("topic_name", "string"), ("in_isr", "boolean"), ("adding", "boolean"),
+                       ("broker_fenced", "boolean"))
+UNFENCED_PERIOD = (("up_from", "bigint"), ("up_to", "bigint"), ("up_from_time", "bigint"),
+                   ("up_cause_offset", "bigint"), ("up_cause_type", "string"))
+OPENED_STATE = ((SAFE_POINT, "bigint"), ("state", "string"), ("previous_state", "string"), ("step", "int"),
+                ("valid_from_offset", "bigint"), ("valid_from_time_ms", "bigint"), ("cause_offset", "bigint"),
+                ("cause_type", "string"), ("reason", "string"), ("topic_name", "string"))
+REPLICA_STATE_RESULT = (("topic_name", "string"), ("state", "string"), ("previous_state", "string"), ("step", "int"),
+                        *INTERVAL, ("reason", "string"))
+REPLICA_STATES = JvmFunction("kraft_replica_states", "kraftreplay.audit.ReplicaStates",
+                             array_of_structs(REPLICA_STATE_RESULT))
+
+
 def replica_state_history(replica_history: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
                           opened: DataFrame | None = None) -> DataFrame:
-    """Every replica state and transition (see the module docstring), keyed like ``replica_history``.
+    """Every replica state and transition (see the module docstring), keyed like ``replica_history``: each replica's
+    versions in one pass in the JVM (``replay/jvm``: ``kraftreplay.audit.ReplicaStates``), its partition's versions
+    (where a life of the partition starts, which record a membership's end is) and its broker's unfenced periods
+    beside them.
 
     Resumed from a checkpoint C (``opened`` given): the histories hold only the versions live after C, and
     ``opened`` the stored open rows of their replicas with ``_c`` (the state at C: a membership's state, or a
     deletion still waiting for its broker). The rows about offsets after C, and the open rows continued, are
     then the ones a run over the whole history gives (rows about offsets up to C come out too, or wrong: the
     caller drops them)."""
-    alive = F.coalesce(~F.col("broker_fenced"), F.lit(False))
-    catching_up = alive & F.col("adding") & ~F.col("in_isr")
-    members = None if opened is None else opened.where(F.col("state") != DELETION_INELIGIBLE)
-    rows = _islands(replica_history, REPLICA_KEY)
-    carry = F.lit(0)
-    if members is not None:
-        # The membership live at C continues: it has left NewReplica already unless its stored state is NewReplica.
-        rows = rows.join(F.broadcast(members.select(*REPLICA_KEY, F.col("state").alias("_state_at_c"))),
-                         list(REPLICA_KEY), "left")
-        carry = F.when((F.col("_life") == 1) & (F.col("_state_at_c") != NEW_REPLICA), 1).otherwise(0)
-    by_replica = Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset")
-    running = by_replica.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    # Still NewReplica while every version of the run so far is catching up: no version that is not
-    # catching up since the run's start (the count of those up to here equals the count before the run).
-    rows = rows.withColumn("_left", F.sum(F.when(catching_up, 0).otherwise(1)).over(running))
-    rows = rows.withColumn("_left_before_run", F.max(F.when(
-        F.col("_starts"), F.col("_left") - F.when(catching_up, 0).otherwise(1))).over(running))
-    left_new = F.col("_left") - F.col("_left_before_run") + carry
-    rows = rows.withColumn("state", F.when(left_new == 0, F.lit(NEW_REPLICA))
-                           .when(alive, F.lit(ONLINE_REPLICA)).otherwise(F.lit(OFFLINE_REPLICA)))
-    rows = rows.withColumn("fenced_text", F.when(F.col("broker_fenced").isNull(), F.lit(" not registered"))
-                           .otherwise(F.lit(" fenced")))
-    # Runs never touch each other, so merging equal touching versions per replica never merges across runs.
-    versions = collapse(rows.select(*REPLICA_KEY, "topic_name", "_life", "state", "fenced_text",
-                                    "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
-                                    "valid_to_time_ms", "cause_offset", "cause_type"),
-                        REPLICA_KEY, ("state", "_life"))
-    first = _first_in_island(by_replica)
-    previous = F.lag("state").over(by_replica)
-    # created with its partition: the membership starts where a life of the partition starts
-    versions = versions.join(F.broadcast(_life_starts(partition_history)), [*PARTITION_KEY, "valid_from_offset"],
-                             "left")
-    versions = versions.withColumn("_first", first).withColumn("previous_state", previous).withColumn(
-        "_created", F.col("_created").isNotNull())
-    origin = F.when(F.col("_created"), F.lit("partition created")).otherwise(F.lit("added by a reassignment"))
-    reason = (F.when(F.col("state") == OFFLINE_REPLICA, F.concat(_broker(), F.col("fenced_text")))
-              .when(F.col("_first"), origin)
-              .when(F.col("previous_state") == NEW_REPLICA, F.lit("caught up: joined the ISR"))
-              .otherwise(F.concat(_broker(), F.lit(" unfenced"))))
-    ordinary = versions.select(
-        *REPLICA_KEY, "topic_name", "_life", "state",
-        F.when(F.col("_first") & (F.col("state") == NEW_REPLICA), F.lit(NON_EXISTENT_REPLICA))
-        .when(F.col("_first"), F.lit(NEW_REPLICA)).otherwise(F.col("previous_state")).alias("previous_state"),
-        F.when(F.col("_first") & (F.col("state") != NEW_REPLICA), F.lit(_STEP_FIRST))
-        .when(F.col("_first"), F.lit(_STEP_CREATE)).otherwise(F.lit(0)).alias("step"),
-        "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
-        "cause_type", reason.alias("reason"))
-    ordinary = kept_checkpoint(_continued(ordinary, members, REPLICA_KEY))
-
-    creations = _creations(ordinary, REPLICA_KEY, NEW_REPLICA, NON_EXISTENT_REPLICA, F.col("reason"))
-    ordinary = ordinary.drop("_spliced")
-    waiting = None if opened is None else opened.where(F.col("state") == DELETION_INELIGIBLE)
-    # A membership that starts while the deletion of the previous one still waits starts from
-    # ReplicaDeletionIneligible (NewReplica ← ReplicaDeletionIneligible is invalid, and flagged). The row before a
-    # creation is a deletion step of the membership before (every ended one has them, from its end to the next
-    # start; its versions all lie before its end) or none: the window orders those two kinds of rows alone, not
-    # every state (2.7 of 11.7 M rows at 10 M records).
-    edges = creations.unionByName(_deletions(ordinary, partition_history, broker_history, waiting))
-    state_before = F.lag("state").over(Window.partitionBy(*REPLICA_KEY).orderBy("valid_from_offset", "step"))
-    edges = edges.withColumn("previous_state", F.when(
-        (F.col("step") == _STEP_CREATE) & state_before.isNotNull(), state_before).otherwise(F.col("previous_state")))
-    states = ordinary.unionByName(edges)
-    return states.withColumn("valid_transition", _valid(REPLICA_VALID_PREVIOUS)).select(
+    spark = replica_history.sparkSession
+    versions = replica_history.groupBy(*REPLICA_KEY).agg(sorted_structs(REPLICA_STATE_INPUT).alias("_versions"))
+    if opened is None:
+        versions = versions.withColumn("_opened", F.lit(None).cast(array_of_structs(OPENED_STATE)))
+    else:
+        # a replica whose deletion waits may have no version after C: every replica of either side
+        stored = opened.groupBy(*REPLICA_KEY).agg(
+            F.collect_list(F.struct(*typed_fields(OPENED_STATE))).alias("_opened"))
+        versions = versions.join(stored, list(REPLICA_KEY), "full")
+    spans = partition_history.groupBy(*PARTITION_KEY).agg(sorted_structs(INTERVAL).alias("_spans"))
+    # the brokers' periods are few next to the replicas: one row per broker, broadcast to its replicas
+    periods = _alive_periods(broker_history).groupBy("cluster_id", "broker_id").agg(
+        sorted_structs(UNFENCED_PERIOD).alias("_periods"))
+    rows = versions.join(spans, list(PARTITION_KEY), "left").join(
+        F.broadcast(periods), ["cluster_id", "broker_id"], "left")
+    states = rows.select(*REPLICA_KEY, F.explode(jvm_call(
+        spark, REPLICA_STATES, F.col("broker_id"), F.col("_versions"), F.col("_spans"), F.col("_periods"),
+        F.col("_opened"))).alias("_s"))
+    return states.select(*REPLICA_KEY, *[F.col(f"_s.{name}").alias(name) for name, _ in REPLICA_STATE_RESULT]
+                         ).withColumn("valid_transition", _valid(REPLICA_VALID_PREVIOUS)).select(
         *REPLICA_KEY, "topic_name", *STATE_COLUMNS)
-
-
-def _deletions(ordinary: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
-               waiting: DataFrame | None = None) -> DataFrame:
-    """The deletion transitions of every membership that ended (its last version has an end). ``waiting``:
-    stored open ``ReplicaDeletionIneligible`` rows, the deletions of memberships that ended at or before C
-    and still wait for their broker; each goes on as the membership before the first one of ``ordinary``."""
-    islands = ordinary.groupBy(*REPLICA_KEY, "topic_name", "_life").agg(
-        F.max_by("state", "valid_from_offset").alias("last_state"),
-        F.max_by("valid_to_offset", "valid_from_offset").alias("end"),
-        F.max_by("valid_to_time_ms", "valid_from_offset").alias("end_time"),
-        F.min("valid_from_offset").alias("start"),
-        F.min_by("valid_from_time_ms", "valid_from_offset").alias("start_time"),
-        F.lit(None).cast("long").alias("_waiting_offset"), F.lit(None).cast("string").alias("_waiting_type"))
-    if waiting is not None:
-        # its partition version at the end is not in the history any more: the cause comes from the stored row
-        islands = islands.unionByName(waiting.select(
-            *REPLICA_KEY, "topic_name", F.lit(0).cast(islands.schema["_life"].dataType).alias("_life"),
-            F.lit(OFFLINE_REPLICA).alias("last_state"), F.col("valid_from_offset").alias("end"),
-            F.col("valid_from_time_ms").alias("end_time"), F.col("valid_from_offset").alias("start"),
-            F.col("valid_from_time_ms").alias("start_time"), F.col("cause_offset").alias("_waiting_offset"),
-            F.col("cause_type").alias("_waiting_type")))
-    by_island = Window.partitionBy(*REPLICA_KEY).orderBy("_life")
-    ends = (islands.withColumn("next_start", F.lead("start").over(by_island))
-            .withColumn("next_start_time", F.lead("start_time").over(by_island))
-            .where(F.col("end").isNotNull()).drop("start", "start_time"))
-    # Removed by a reassignment when the partition goes on at that offset; else the topic was deleted.
-    goes_on = partition_history.select(*PARTITION_KEY, F.col("valid_from_offset").alias("end"),
-                                       F.col("cause_offset").alias("change_offset"),
-                                       F.col("cause_type").alias("change_type"))
-    ends = (ends.join(goes_on, [*PARTITION_KEY, "end"], "left")
-            .withColumn("change_offset", F.coalesce("_waiting_offset", "change_offset"))
-            .withColumn("change_type", F.coalesce("_waiting_type", "change_type"))
-            .drop("_waiting_offset", "_waiting_type"))
-    up = F.broadcast(_alive_periods(broker_history)).alias("u")
-    ended = ends.alias("e")
-    reaches = ((F.col("e.cluster_id") == F.col("u.cluster_id")) & (F.col("e.broker_id") == F.col("u.broker_id"))
-               & (open_end("u.up_to") > F.col("e.end")))
-    first_up = Window.partitionBy(*[F.col(f"e.{k}") for k in REPLICA_KEY], F.col("e._life")).orderBy(
-        F.col("u.up_from"))
-    matched = (ended.join(up, reaches, "left").withColumn("_rank", F.row_number().over(first_up))
-               .where(F.col("_rank") == 1)
-               .select("e.*", F.when(open_end("e.next_start") >= F.col("u.up_from"),
-                                     F.greatest(F.col("u.up_from"), F.col("e.end"))).alias("back"),
-                       F.col("u.up_from").alias("up_from"), F.col("u.up_from_time").alias("up_from_time"),
-                       F.col("u.up_cause_offset").alias("back_offset"), F.col("u.up_cause_type").alias("back_type")))
-    matched = matched.withColumn("back_time", F.when(F.col("back") > F.col("end"), F.col("up_from_time"))
-                                 .when(F.col("back").isNotNull(), F.col("end_time")))
-    removed = F.col("change_offset").isNotNull()
-    cause_offset = F.coalesce(F.col("change_offset"), F.col("end"))
-    cause_type = F.coalesce(F.col("change_type"), F.lit("RemoveTopicRecord"))
-    why = F.when(removed, F.lit("removed by a reassignment")).otherwise(F.lit("topic deleted"))
-    now = F.col("back") == F.col("end")
-    later = F.col("back").isNotNull() & (F.col("back") > F.col("end"))
-    was_live = F.col("last_state") != OFFLINE_REPLICA
-    steps = [
-        F.when(was_live, _step(OFFLINE_REPLICA, NEW_REPLICA, 1, "end", "end_time", cause_offset, cause_type, why)),
-        _step(DELETION_STARTED, OFFLINE_REPLICA, 2, "end", "end_time", cause_offset, cause_type, why),
-        F.when(now, _step(DELETION_SUCCESSFUL, DELETION_STARTED, 3, "end", "end_time", cause_offset, cause_type,
-                          F.concat(_broker(), F.lit(" deleted the replica"))))
-        .otherwise(_step(DELETION_INELIGIBLE, DELETION_STARTED, 3, "end", "end_time", cause_offset, cause_type,
-                         F.concat(_broker(), F.lit(" is down: deletion waits for it")),
-                         to=F.coalesce("back", "next_start"), to_time=F.coalesce("back_time", "next_start_time"))),
-        F.when(now, _step(NON_EXISTENT_REPLICA, DELETION_SUCCESSFUL, 4, "end", "end_time", cause_offset,
-                          cause_type, why)),
-    ]
-    retry = F.concat(_broker(), F.lit(" is back: deletion retried"))
-    back_offset, back_type = F.col("back_offset"), F.col("back_type")
-    steps += [F.when(later, _step(state, previous, step, "back", "back_time", back_offset, back_type, retry))
-              for state, previous, step in ((OFFLINE_REPLICA, DELETION_INELIGIBLE, 5),
-                                            (DELETION_STARTED, OFFLINE_REPLICA, 6),
-                                            (DELETION_SUCCESSFUL, DELETION_STARTED, 7),
-                                            (NON_EXISTENT_REPLICA, DELETION_SUCCESSFUL, 8))]
-    generated = _exploded(matched, (*REPLICA_KEY, "topic_name", "_life", "last_state"), steps)
-    # the first step leaves whatever state the membership ended in
-    return generated.withColumn("previous_state", F.when(F.col("step") == 1, F.col("last_state"))
-                                .otherwise(F.col("previous_state"))).drop("last_state")
 
 
 # --- partitions ----------------------------------------------------------------------------------

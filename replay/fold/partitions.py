@@ -30,6 +30,7 @@ from records.kafka_constants import (
 from records.vocabulary import column_name, default
 from replay.core.events import kafka_columns, kafka_default, kafka_field, ordered, parsed, running
 from replay.core.history import as_versions
+from replay.core.jvm_functions import JvmFunction, array_of_structs, jvm_call, typed_fields
 from replay.core.refusal_columns import reason_column
 from replay.core.refusals import (
     INVALID_LEADER_RECOVERY_STATE,
@@ -44,7 +45,6 @@ from replay.core.refusals import (
     UNKNOWN_TOPIC_REMOVAL,
 )
 from replay.core.shapes import RecordShapes
-from replay.fold.jvm_functions import JvmFunction, array_of_structs, jvm_call, typed_fields
 
 KEY = ("topic_id", "partition_id")
 ARRAYS = ("replicas", "isr", "adding_replicas", "removing_replicas", "eligible_leader_replicas", "last_known_elr")

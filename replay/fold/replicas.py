@@ -9,30 +9,23 @@ Each replica's versions are cut and merged in one pass in the JVM (``replay/jvm`
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
 from replay.core.broker_timeline import TIMELINE_KEY, broker_fenced, broker_timeline
-from replay.fold.jvm_functions import JvmFunction, array_of_structs, jvm_call, typed_fields
+from replay.core.jvm_functions import INTERVAL, JvmFunction, array_of_structs, jvm_call, sorted_structs
 
 REPLICA_VALUES = ("topic_name", "is_leader", "in_isr", "in_elr", "adding", "removing", "directory", "broker_fenced")
 REPLICA_KEY = HISTORY_KEYS[REPLICA_HISTORY]
-# The structs the JVM pass reads, fields in its order and types: an interval and the record that started it first
-# (sorting the structs sorts them by their start), then a replica version's values, or a broker interval's fencing.
-INTERVAL = (("valid_from_offset", "bigint"), ("valid_to_offset", "bigint"), ("valid_from_time_ms", "bigint"),
-            ("valid_to_time_ms", "bigint"), ("cause_offset", "bigint"), ("cause_type", "string"))
+# The structs the JVM pass reads, fields in its order and types: the interval first (``INTERVAL``), then a replica
+# version's values, or a broker interval's fencing.
 REPLICA_VERSION = (*INTERVAL, ("topic_name", "string"), ("is_leader", "boolean"), ("in_isr", "boolean"),
                    ("in_elr", "boolean"), ("adding", "boolean"), ("removing", "boolean"), ("directory", "string"))
 BROKER_INTERVAL = (*INTERVAL, ("broker_fenced", "boolean"))
 REPLICA_RESULT = (*REPLICA_VERSION, ("broker_fenced", "boolean"))
 REPLICA_VERSIONS = JvmFunction("kraft_replica_versions", "kraftreplay.fold.ReplicaVersions",
                                array_of_structs(REPLICA_RESULT))
-
-
-def _sorted_structs(fields: tuple[tuple[str, str], ...]) -> Column:
-    """The group's rows as structs of ``fields``, sorted by their first fields (their start)."""
-    return F.array_sort(F.collect_list(F.struct(*typed_fields(fields))))
 
 
 def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
@@ -54,10 +47,10 @@ def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> 
         F.element_at("directories", F.col("pos") + 1).alias("directory"),
         "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms", "cause_offset",
         "cause_type")
-    versions = replicas.groupBy(*REPLICA_KEY).agg(_sorted_structs(REPLICA_VERSION).alias("_versions"))
+    versions = replicas.groupBy(*REPLICA_KEY).agg(sorted_structs(REPLICA_VERSION).alias("_versions"))
     # The brokers' intervals are few next to the replicas' versions: one row per broker, broadcast to its replicas.
     timelines = (broker_timeline(broker_history).withColumn("broker_fenced", broker_fenced(F.col("state")))
-                 .groupBy(*TIMELINE_KEY).agg(_sorted_structs(BROKER_INTERVAL).alias("_timeline")))
+                 .groupBy(*TIMELINE_KEY).agg(sorted_structs(BROKER_INTERVAL).alias("_timeline")))
     joined = versions.join(F.broadcast(timelines), list(TIMELINE_KEY), "left")
     cut = joined.select(*REPLICA_KEY, F.explode(jvm_call(
         partition_history.sparkSession, REPLICA_VERSIONS, F.col("_versions"), F.col("_timeline"))).alias("_v"))

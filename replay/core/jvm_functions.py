@@ -31,6 +31,11 @@ class JvmFunction:
     result_type: str  # the Spark type of its result, as DDL
 
 
+# The fields a pass's input structs start with: an interval and the record that started it (sorting the structs sorts
+# them by their start).
+INTERVAL = (("valid_from_offset", "bigint"), ("valid_to_offset", "bigint"), ("valid_from_time_ms", "bigint"),
+            ("valid_to_time_ms", "bigint"), ("cause_offset", "bigint"), ("cause_type", "string"))
+
 _REGISTERED: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
@@ -65,6 +70,12 @@ def typed_fields(fields: tuple[tuple[str, str], ...]) -> list[Column]:
 def array_of_structs(fields: tuple[tuple[str, str], ...]) -> str:
     """The DDL type of an array of structs of ``fields``: a function's result type."""
     return "array<struct<" + ",".join(f"{name}:{spark_type}" for name, spark_type in fields) + ">>"
+
+
+def sorted_structs(fields: tuple[tuple[str, str], ...]) -> Column:
+    """A group's rows as structs of ``fields`` (an aggregate), sorted by their first fields: a pass's input in the
+    order it reads it."""
+    return F.array_sort(F.collect_list(F.struct(*typed_fields(fields))))
 
 
 def jvm_call(spark: SparkSession, function: JvmFunction, *columns: Column) -> Column:
