@@ -57,10 +57,9 @@ def main() -> None:
                                  lambda: distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY]))
     audit = piece("the election audit (checkpoint)",
                   lambda: elections(partitions, brokers, configs=configs).localCheckpoint(eager=True))
-    replica_states = piece("replica_state_history: the ordinary states (checkpoint)",
-                           lambda: replica_state_history(replicas, partitions, brokers))
-    piece("partition_state_history (checkpoint)", lambda: partition_state_history(partitions))
-    piece("replica_state_history's rest, computed", lambda: _computed(replica_states))
+    # the state machines are one JVM pass each (``replay.audit.state_machines``): computed whole, nothing checkpointed
+    piece("replica_state_history, computed", lambda: _computed(replica_state_history(replicas, partitions, brokers)))
+    piece("partition_state_history, computed", lambda: _computed(partition_state_history(partitions)))
     piece("leaderless_periods, computed", lambda: _computed(leaderless_periods(partitions, audit)))
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {checkout_commit()}; lake {args.lake}; "
           f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')}")
