@@ -32,7 +32,7 @@ class JvmFunction:
 
 
 # The fields a pass's input structs start with: an interval and the record that started it (sorting the structs sorts
-# them by their start).
+# them by their start); the passes read them as ``kraftreplay.core.Interval`` names them.
 INTERVAL = (("valid_from_offset", "bigint"), ("valid_to_offset", "bigint"), ("valid_from_time_ms", "bigint"),
             ("valid_to_time_ms", "bigint"), ("cause_offset", "bigint"), ("cause_type", "string"))
 

@@ -1,12 +1,27 @@
 package kraftreplay.audit;
 
+import static kraftreplay.audit.StateVersion.OPENED_CAUSE_OFFSET;
+import static kraftreplay.audit.StateVersion.OPENED_CAUSE_TYPE;
+import static kraftreplay.audit.StateVersion.OPENED_FROM;
+import static kraftreplay.audit.StateVersion.OPENED_FROM_TIME;
+import static kraftreplay.audit.StateVersion.OPENED_STATE;
+import static kraftreplay.audit.StateVersion.OPENED_TOPIC_NAME;
+import static kraftreplay.audit.StateVersion.STEP_CREATE;
+import static kraftreplay.audit.StateVersion.STEP_FIRST;
+import static kraftreplay.core.Interval.CAUSE_OFFSET;
+import static kraftreplay.core.Interval.CAUSE_TYPE;
+import static kraftreplay.core.Interval.FROM;
+import static kraftreplay.core.Interval.WIDTH;
+import static kraftreplay.core.Interval.longOrNull;
+import static kraftreplay.core.Interval.openEnd;
+import static kraftreplay.core.Interval.stringOrNull;
+
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF5;
 import scala.collection.Seq;
 
@@ -43,61 +58,18 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
     static final String DELETION_INELIGIBLE = "ReplicaDeletionIneligible";
     static final String NON_EXISTENT_REPLICA = "NonExistentReplica";
     private static final String REMOVE_TOPIC = "RemoveTopicRecord";
-    // the steps (replay.audit.state_machines): a creation 10 (New) and 11 (its first real state)
-    private static final int STEP_CREATE = 10;
-    private static final int STEP_FIRST = 11;
 
     // REPLICA_STATE_INPUT: the interval and its cause, then the values the states are read from
-    private static final int FROM = 0;
-    private static final int TO = 1;
-    private static final int FROM_TIME = 2;
-    private static final int TO_TIME = 3;
-    private static final int CAUSE_OFFSET = 4;
-    private static final int CAUSE_TYPE = 5;
-    private static final int TOPIC_NAME = 6;
-    private static final int IN_ISR = 7;
-    private static final int ADDING = 8;
-    private static final int BROKER_FENCED = 9;
+    private static final int TOPIC_NAME = WIDTH;
+    private static final int IN_ISR = WIDTH + 1;
+    private static final int ADDING = WIDTH + 2;
+    private static final int BROKER_FENCED = WIDTH + 3;
     // UNFENCED_PERIOD: up_from, up_to, up_from_time, up_cause_offset, up_cause_type
     private static final int UP_FROM = 0;
     private static final int UP_TO = 1;
     private static final int UP_FROM_TIME = 2;
     private static final int UP_CAUSE_OFFSET = 3;
     private static final int UP_CAUSE_TYPE = 4;
-    // OPENED_STATE: the checkpoint C, then the stored row's values a resumed replay goes on from
-    private static final int AT_C = 0;
-    private static final int OPENED_STATE = 1;
-    private static final int OPENED_PREVIOUS = 2;
-    private static final int OPENED_STEP = 3;
-    private static final int OPENED_FROM = 4;
-    private static final int OPENED_FROM_TIME = 5;
-    private static final int OPENED_CAUSE_OFFSET = 6;
-    private static final int OPENED_CAUSE_TYPE = 7;
-    private static final int OPENED_REASON = 8;
-    private static final int OPENED_TOPIC_NAME = 9;
-
-    /** One output row: a state of the replica over an interval, and the transition into it. */
-    static final class State {
-        String topicName;
-        int life;
-        String state;
-        String previousState;
-        int step;
-        Long from;
-        Long to;
-        Long fromTime;
-        Long toTime;
-        Long causeOffset;
-        String causeType;
-        String reason;
-        boolean spliced;
-
-        Row row() {
-            return RowFactory.create(topicName, state, previousState, step, from, to, fromTime, toTime, causeOffset,
-                causeType, reason);
-        }
-    }
-
     /** A membership as the deletion steps read it: its last state, its end, its start and a waiting cause. */
     private static final class Island {
         String topicName;
@@ -111,24 +83,12 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
         String waitingType;
     }
 
-    private static Long longOrNull(Row row, int field) {
-        return row.isNullAt(field) ? null : row.getLong(field);
-    }
-
-    private static String stringOrNull(Row row, int field) {
-        return row.isNullAt(field) ? null : row.getString(field);
-    }
-
     private static boolean isTrue(Row row, int field) {
         return !row.isNullAt(field) && row.getBoolean(field);
     }
 
     private static boolean isFalse(Row row, int field) {
         return !row.isNullAt(field) && !row.getBoolean(field);
-    }
-
-    private static long openEnd(Long end) {
-        return end == null ? Long.MAX_VALUE : end;
     }
 
     @Override
@@ -147,49 +107,36 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
                 }
             }
         }
-        List<State> ordinary = ordinary(broker, versions, partition, member);
-        List<State> edges = new ArrayList<>();
-        for (State row : ordinary) {
+        List<StateVersion> ordinary = ordinary(broker, versions, partition, member);
+        List<StateVersion> edges = new ArrayList<>();
+        for (StateVersion row : ordinary) {
             if (row.step == STEP_FIRST && !row.spliced) {
-                State creation = new State();
-                creation.topicName = row.topicName;
-                creation.life = row.life;
-                creation.state = NEW_REPLICA;
-                creation.previousState = NON_EXISTENT_REPLICA;
-                creation.step = STEP_CREATE;
-                creation.from = row.from;
-                creation.to = row.from;
-                creation.fromTime = row.fromTime;
-                creation.toTime = row.fromTime;
-                creation.causeOffset = row.causeOffset;
-                creation.causeType = row.causeType;
-                creation.reason = row.reason;
-                edges.add(creation);
+                edges.add(row.creation(NEW_REPLICA, NON_EXISTENT_REPLICA, row.reason));
             }
         }
         edges.addAll(deletions(broker, ordinary, partition, unfenced, waiting));
         // a membership that starts while the deletion of the one before still waits starts from the state that
         // deletion is in: the edges (creations, deletion steps) in offset and step order
-        edges.sort(Comparator.comparingLong((State s) -> s.from).thenComparingInt(s -> s.step));
+        edges.sort(Comparator.comparingLong((StateVersion s) -> s.from).thenComparingInt(s -> s.step));
         for (int i = 1; i < edges.size(); i++) {
-            State edge = edges.get(i);
+            StateVersion edge = edges.get(i);
             if (edge.step == STEP_CREATE && edges.get(i - 1).state != null) {
                 edge.previousState = edges.get(i - 1).state;
             }
         }
         List<Row> rows = new ArrayList<>(ordinary.size() + edges.size());
-        for (State row : ordinary) {
+        for (StateVersion row : ordinary) {
             rows.add(row.row());
         }
-        for (State row : edges) {
+        for (StateVersion row : edges) {
             rows.add(row.row());
         }
         return rows;
     }
 
     /** The membership states: each version's state, equal touching ones of a life merged, then their transitions. */
-    private static List<State> ordinary(String broker, Seq<Row> versions, Seq<Row> partition, Row member) {
-        List<State> merged = new ArrayList<>();
+    private static List<StateVersion> ordinary(String broker, Seq<Row> versions, Seq<Row> partition, Row member) {
+        List<StateVersion> merged = new ArrayList<>();
         List<String> fencedTexts = new ArrayList<>();
         if (versions == null) {
             return merged;
@@ -199,52 +146,33 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
         int life = 0;
         long left = 0;
         long leftBeforeRun = 0;
-        Long previousTo = null;
         for (int i = 0; i < versions.length(); i++) {
             Row version = versions.apply(i);
-            long from = version.getLong(FROM);
-            if (i == 0 || previousTo == null || previousTo != from) {
+            if (StateVersion.startsLife(i == 0 ? null : versions.apply(i - 1), version)) {
                 life++;
                 leftBeforeRun = left;
             }
-            previousTo = longOrNull(version, TO);
             boolean alive = isFalse(version, BROKER_FENCED);
             boolean catchingUp = alive && isTrue(version, ADDING) && isFalse(version, IN_ISR);
             left += catchingUp ? 0 : 1;
             long leftNew = left - leftBeforeRun + (life == 1 ? carry : 0);
             String state = leftNew == 0 ? NEW_REPLICA : alive ? ONLINE_REPLICA : OFFLINE_REPLICA;
-            State last = merged.isEmpty() ? null : merged.get(merged.size() - 1);
-            if (last != null && last.life == life && last.state.equals(state) && last.to != null
-                    && last.to == from) {
-                last.to = previousTo;
-                last.toTime = longOrNull(version, TO_TIME);
+            StateVersion last = merged.isEmpty() ? null : merged.get(merged.size() - 1);
+            if (last != null && last.continuedBy(version, life, state)) {
                 continue;
             }
-            State row = new State();
-            row.topicName = stringOrNull(version, TOPIC_NAME);
-            row.life = life;
-            row.state = state;
-            row.from = from;
-            row.to = previousTo;
-            row.fromTime = longOrNull(version, FROM_TIME);
-            row.toTime = longOrNull(version, TO_TIME);
-            row.causeOffset = longOrNull(version, CAUSE_OFFSET);
-            row.causeType = stringOrNull(version, CAUSE_TYPE);
-            merged.add(row);
+            merged.add(StateVersion.of(version, stringOrNull(version, TOPIC_NAME), life, state));
             fencedTexts.add(version.isNullAt(BROKER_FENCED) ? " not registered" : " fenced");
         }
         List<Long> lifeStarts = new ArrayList<>();
-        Long partitionTo = null;
         for (int i = 0; partition != null && i < partition.length(); i++) {
             Row span = partition.apply(i);
-            long from = span.getLong(FROM);
-            if (i == 0 || partitionTo == null || partitionTo != from) {
-                lifeStarts.add(from);
+            if (StateVersion.startsLife(i == 0 ? null : partition.apply(i - 1), span)) {
+                lifeStarts.add(span.getLong(FROM));
             }
-            partitionTo = longOrNull(span, TO);
         }
         for (int j = 0; j < merged.size(); j++) {
-            State row = merged.get(j);
+            StateVersion row = merged.get(j);
             boolean first = j == 0 || merged.get(j - 1).life != row.life;
             String previous = j == 0 ? null : merged.get(j - 1).state;
             String origin = lifeStarts.contains(row.from) ? "partition created" : "added by a reassignment";
@@ -260,23 +188,13 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
             boolean isNew = NEW_REPLICA.equals(row.state);
             row.previousState = first && isNew ? NON_EXISTENT_REPLICA : first ? NEW_REPLICA : previous;
             row.step = first && !isNew ? STEP_FIRST : first ? STEP_CREATE : 0;
-            // resumed: the version holding C is the stored open row going on
-            if (member != null && row.from <= member.getLong(AT_C)) {
-                row.spliced = true;
-                row.previousState = stringOrNull(member, OPENED_PREVIOUS);
-                row.step = member.getInt(OPENED_STEP);
-                row.from = member.getLong(OPENED_FROM);
-                row.fromTime = longOrNull(member, OPENED_FROM_TIME);
-                row.causeOffset = longOrNull(member, OPENED_CAUSE_OFFSET);
-                row.causeType = stringOrNull(member, OPENED_CAUSE_TYPE);
-                row.reason = stringOrNull(member, OPENED_REASON);
-            }
+            row.goOnFrom(member);
         }
         return merged;
     }
 
     /** The deletion steps of every membership that ended, and of a stored deletion still waiting for its broker. */
-    private static List<State> deletions(String broker, List<State> ordinary, Seq<Row> partition, Seq<Row> unfenced,
+    private static List<StateVersion> deletions(String broker, List<StateVersion> ordinary, Seq<Row> partition, Seq<Row> unfenced,
                                          List<Row> waiting) {
         List<Island> islands = new ArrayList<>();
         for (Row row : waiting) {
@@ -293,7 +211,7 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
             islands.add(island);
         }
         Island current = null;
-        for (State row : ordinary) {
+        for (StateVersion row : ordinary) {
             if (current == null || current.life != row.life) {
                 current = new Island();
                 current.topicName = row.topicName;
@@ -314,7 +232,7 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
             Row span = partition.apply(i);
             goesOn.put(span.getLong(FROM), span);
         }
-        List<State> steps = new ArrayList<>();
+        List<StateVersion> steps = new ArrayList<>();
         for (int i = 0; i < islands.size(); i++) {
             Island island = islands.get(i);
             if (island.end == null) {
@@ -350,19 +268,19 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
             boolean now = back != null && back.longValue() == island.end.longValue();
             boolean later = back != null && back > island.end;
             if (!OFFLINE_REPLICA.equals(island.lastState)) {
-                steps.add(step(island, OFFLINE_REPLICA, island.lastState, 1, island.end, island.endTime, null, null,
+                steps.add(step(island, OFFLINE_REPLICA, island.lastState, 1, island.end, island.endTime,
                     causeOffset, causeType, why));
             }
-            steps.add(step(island, DELETION_STARTED, OFFLINE_REPLICA, 2, island.end, island.endTime, null, null,
+            steps.add(step(island, DELETION_STARTED, OFFLINE_REPLICA, 2, island.end, island.endTime,
                 causeOffset, causeType, why));
             if (now) {
-                steps.add(step(island, DELETION_SUCCESSFUL, DELETION_STARTED, 3, island.end, island.endTime, null,
-                    null, causeOffset, causeType, broker + " deleted the replica"));
-                steps.add(step(island, NON_EXISTENT_REPLICA, DELETION_SUCCESSFUL, 4, island.end, island.endTime, null,
-                    null, causeOffset, causeType, why));
+                steps.add(step(island, DELETION_SUCCESSFUL, DELETION_STARTED, 3, island.end, island.endTime,
+                    causeOffset, causeType, broker + " deleted the replica"));
+                steps.add(step(island, NON_EXISTENT_REPLICA, DELETION_SUCCESSFUL, 4, island.end, island.endTime,
+                    causeOffset, causeType, why));
             } else {
-                State ineligible = step(island, DELETION_INELIGIBLE, DELETION_STARTED, 3, island.end, island.endTime,
-                    null, null, causeOffset, causeType, broker + " is down: deletion waits for it");
+                StateVersion ineligible = step(island, DELETION_INELIGIBLE, DELETION_STARTED, 3, island.end,
+                    island.endTime, causeOffset, causeType, broker + " is down: deletion waits for it");
                 ineligible.to = back != null ? back : nextStart;
                 ineligible.toTime = backTime != null ? backTime : nextStartTime;
                 steps.add(ineligible);
@@ -371,35 +289,23 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
                 String retry = broker + " is back: deletion retried";
                 Long backOffset = longOrNull(up, UP_CAUSE_OFFSET);
                 String backType = stringOrNull(up, UP_CAUSE_TYPE);
-                steps.add(step(island, OFFLINE_REPLICA, DELETION_INELIGIBLE, 5, back, backTime, null, null,
+                steps.add(step(island, OFFLINE_REPLICA, DELETION_INELIGIBLE, 5, back, backTime,
                     backOffset, backType, retry));
-                steps.add(step(island, DELETION_STARTED, OFFLINE_REPLICA, 6, back, backTime, null, null, backOffset,
+                steps.add(step(island, DELETION_STARTED, OFFLINE_REPLICA, 6, back, backTime, backOffset,
                     backType, retry));
-                steps.add(step(island, DELETION_SUCCESSFUL, DELETION_STARTED, 7, back, backTime, null, null,
+                steps.add(step(island, DELETION_SUCCESSFUL, DELETION_STARTED, 7, back, backTime,
                     backOffset, backType, retry));
-                steps.add(step(island, NON_EXISTENT_REPLICA, DELETION_SUCCESSFUL, 8, back, backTime, null, null,
+                steps.add(step(island, NON_EXISTENT_REPLICA, DELETION_SUCCESSFUL, 8, back, backTime,
                     backOffset, backType, retry));
             }
         }
         return steps;
     }
 
-    /** A generated transition at {@code at}; without an end ({@code to} null) it lasts no offset. */
-    private static State step(Island island, String state, String previous, int step, Long at, Long atTime, Long to,
-                              Long toTime, Long causeOffset, String causeType, String reason) {
-        State row = new State();
-        row.topicName = island.topicName;
-        row.life = island.life;
-        row.state = state;
-        row.previousState = previous;
-        row.step = step;
-        row.from = at;
-        row.to = to != null ? to : at;
-        row.fromTime = atTime;
-        row.toTime = to != null ? toTime : atTime;
-        row.causeOffset = causeOffset;
-        row.causeType = causeType;
-        row.reason = reason;
-        return row;
+    /** A step of ``island``'s deletion at {@code at}, lasting no offset (the caller gives a waiting step its end). */
+    private static StateVersion step(Island island, String state, String previous, int step, Long at, Long atTime,
+                                     Long causeOffset, String causeType, String reason) {
+        return StateVersion.transition(island.topicName, island.life, state, previous, step, at, atTime, causeOffset,
+            causeType, reason);
     }
 }

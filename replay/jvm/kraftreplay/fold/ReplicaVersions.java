@@ -1,5 +1,13 @@
 package kraftreplay.fold;
 
+import static kraftreplay.core.Interval.CAUSE_OFFSET;
+import static kraftreplay.core.Interval.CAUSE_TYPE;
+import static kraftreplay.core.Interval.FROM;
+import static kraftreplay.core.Interval.FROM_TIME;
+import static kraftreplay.core.Interval.TO;
+import static kraftreplay.core.Interval.TO_TIME;
+import static kraftreplay.core.Interval.WIDTH;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -27,16 +35,9 @@ import scala.collection.Seq;
 public final class ReplicaVersions implements UDF2<Seq<Row>, Seq<Row>, List<Row>> {
     private static final long serialVersionUID = 1L;
 
-    // the fields both structs start with: the interval and the record that started it
-    private static final int FROM = 0;
-    private static final int TO = 1;
-    private static final int FROM_TIME = 2;
-    private static final int TO_TIME = 3;
-    private static final int CAUSE_OFFSET = 4;
-    private static final int CAUSE_TYPE = 5;
-    private static final int INTERVAL_WIDTH = 6;
-    // a version's values follow: topic_name ... directory; a broker interval's: broker_fenced
-    private static final int FENCED = 6;
+    // both structs start with the interval (kraftreplay.core.Interval); a version's values follow: topic_name ...
+    // directory; a broker interval's: broker_fenced
+    private static final int FENCED = WIDTH;
 
     private static long openEnd(Row interval) {
         return interval.isNullAt(TO) ? Long.MAX_VALUE : interval.getLong(TO);
@@ -44,10 +45,10 @@ public final class ReplicaVersions implements UDF2<Seq<Row>, Seq<Row>, List<Row>
 
     /** A piece: the partition version's values with the broker's fencing, over the two intervals' overlap. */
     private static Object[] piece(Row version, Row broker) {
-        int valueCount = version.length() - INTERVAL_WIDTH;
+        int valueCount = version.length() - WIDTH;
         Object[] piece = new Object[version.length() + 1];
         for (int i = 0; i < valueCount; i++) {
-            piece[INTERVAL_WIDTH + i] = version.get(INTERVAL_WIDTH + i);
+            piece[WIDTH + i] = version.get(WIDTH + i);
         }
         Row starts = version;
         Row ends = version;
@@ -74,7 +75,7 @@ public final class ReplicaVersions implements UDF2<Seq<Row>, Seq<Row>, List<Row>
         if (before[TO] == null || !before[TO].equals(piece[FROM])) {
             return false;
         }
-        for (int i = INTERVAL_WIDTH; i < piece.length; i++) {
+        for (int i = WIDTH; i < piece.length; i++) {
             if (!Objects.equals(before[i], piece[i])) {
                 return false;
             }
