@@ -41,9 +41,10 @@ import scala.collection.Seq;
  * live after C; a stored membership state goes on (the version holding C keeps the stored row's start, cause,
  * previous state, step and reason) and a stored waiting deletion is a membership that ended at its start.
  *
- * <p>Input: the replica's broker id; its versions, its partition's versions and its broker's unfenced periods,
- * arrays of the structs {@code replay.audit.state_machines} declares ({@code REPLICA_STATE_INPUT},
- * {@code INTERVAL}, {@code UNFENCED_PERIOD}), each sorted by its start; the opened rows ({@code OPENED_STATE}) or
+ * <p>Input: the replica's broker id; its versions, its partition's edges (the versions starting a life of the
+ * partition or changing its replica set: where a membership can start as the partition's, or end) and its broker's
+ * unfenced periods, arrays of the structs {@code replay.audit.state_machines} declares ({@code REPLICA_STATE_INPUT},
+ * {@code PARTITION_EDGE}, {@code UNFENCED_PERIOD}), each sorted by its start; the opened rows ({@code OPENED_STATE}) or
  * null. Output: its rows, structs of {@code REPLICA_STATE_RESULT} (whether each transition is valid is judged
  * after, by the controller's table in {@code replay.audit.state_machines}).
  */
@@ -64,6 +65,8 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
     private static final int IN_ISR = WIDTH + 1;
     private static final int ADDING = WIDTH + 2;
     private static final int BROKER_FENCED = WIDTH + 3;
+    // PARTITION_EDGE: the interval and its cause, then whether it starts a life of the partition
+    private static final int STARTS_LIFE = WIDTH;
     // UNFENCED_PERIOD: up_from, up_to, up_from_time, up_cause_offset, up_cause_type
     private static final int UP_FROM = 0;
     private static final int UP_TO = 1;
@@ -167,7 +170,7 @@ public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Se
         List<Long> lifeStarts = new ArrayList<>();
         for (int i = 0; partition != null && i < partition.length(); i++) {
             Row span = partition.apply(i);
-            if (StateVersion.startsLife(i == 0 ? null : partition.apply(i - 1), span)) {
+            if (span.getBoolean(STARTS_LIFE)) {
                 lifeStarts.add(span.getLong(FROM));
             }
         }
