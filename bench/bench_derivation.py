@@ -56,7 +56,7 @@ def main() -> None:
     partitions, replicas = piece(f"{PARTITION_HISTORY} distributed and sorted by partition (checkpoint)",
                                  lambda: distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY]))
     audit = piece("the election audit (checkpoint)",
-                  lambda: elections(partitions, brokers, configs=configs).localCheckpoint(eager=True))
+                  lambda: elections(partitions, brokers, configs=configs))
     # the state machines are one JVM pass each (``replay.audit.state_machines``): computed whole, nothing checkpointed
     piece("replica_state_history, computed", lambda: _computed(replica_state_history(replicas, partitions, brokers)))
     piece("partition_state_history, computed", lambda: _computed(partition_state_history(partitions)))

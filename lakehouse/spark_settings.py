@@ -88,6 +88,17 @@ def constraints_not_propagated(spark: SparkSession) -> contextlib.AbstractContex
     return spark_conf(spark, CONSTRAINT_PROPAGATION, "false")
 
 
+# Spark plans a join without a shuffle only when both sides are hash-partitioned by all its keys (by default): a join
+# by a partition's key and an offset of two sides distributed by the partition's key alone shuffles both again. Off
+# only around such joins: a side partitioned by a key with few values (a cluster's id) would run in one task.
+CO_PARTITION_BY_ALL_KEYS = "spark.sql.requireAllClusterKeysForCoPartition"
+
+
+def co_partitioned_by_some_keys(spark: SparkSession) -> contextlib.AbstractContextManager[None]:
+    """Joins planned in the block reuse sides hash-partitioned by some of their keys (the same for both)."""
+    return spark_conf(spark, CO_PARTITION_BY_ALL_KEYS, "false")
+
+
 def kept_checkpoint(df: DataFrame) -> DataFrame:
     """``df`` checkpointed (``localCheckpoint``) with the partitioning and order its plan gives its rows. ``df``
     must not have run yet: a DataFrame keeps the physical plan it was first given."""

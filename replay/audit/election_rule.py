@@ -41,10 +41,16 @@ def is_valid_new_leader(candidate: Column, target_isr: Column, target_elr: Colum
     return in_target & acceptable
 
 
+# A candidate's position and broker id as one long (broker ids are non-negative ints): its minimum is a fixed-width
+# aggregate, which Spark computes by hashing, where the minimum of a struct sorts every candidate row first.
+_POSITION = 1 << 32
+
+
 def first_candidate(condition: Column) -> Column:
     """In an aggregation over ``pos``/``candidate`` rows (a posexplode of the replicas): the first candidate
     in replica order meeting ``condition`` (``targetReplicas.stream().filter(...).findFirst()``)."""
-    return F.min(F.when(condition, F.struct(F.col("pos"), F.col("candidate"))))["candidate"]
+    packed = F.col("pos").cast("long") * _POSITION + F.col("candidate")
+    return (F.min(F.when(condition, packed)) % _POSITION).cast("int")
 
 
 def elect_any_leader(leader: Column, leader_valid: Column, online_choice: Column, unclean_choice: Column,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse.spark_settings import kept_checkpoint
+from lakehouse.spark_settings import co_partitioned_by_some_keys, kept_checkpoint
 from records.kafka_constants import NO_LEADER
 from replay.audit.effective_configs import ConfigsInForce
 from replay.audit.election_configs import CONFIG_COLUMNS, judged_by_configs
@@ -69,9 +69,11 @@ def _at(left: DataFrame, status: DataFrame, broker: str, offset: str, how: str =
 
 def elections(partition_history: DataFrame, broker_history: DataFrame, status: DataFrame | None = None,
               configs: ConfigsInForce | None = None) -> DataFrame:
-    """One row per leader change (leader differs from the previous version's), classified and checked.
-    ``status``: ``broker_status(broker_history)`` when the caller has it already; ``configs``: the configs the
-    elections are judged by (None: the lake has no config_history, the config columns stay null)."""
+    """One row per leader change (leader differs from the previous version's), classified and checked;
+    checkpointed (runs its jobs). ``partition_history``: distributed by partition and sorted by offset
+    (``replay.store.derived.distributed_partitions``); ``status``: ``broker_status(broker_history)`` when the caller
+    has it already; ``configs``: the configs the elections are judged by (None: the lake has no config_history, the
+    config columns stay null)."""
     by_partition = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
     versions = partition_history.select(
         *PARTITION_KEY, "topic_name", "leader", "leader_epoch", "isr", "replicas", "eligible_leader_replicas",
@@ -133,9 +135,12 @@ def elections(partition_history: DataFrame, broker_history: DataFrame, status: D
                        F.coalesce(F.concat(F.lit("broker "), broker), F.lit("no leader")),
                        F.when(unclean, F.lit(" (first acceptable replica in replica order)"))
                        .otherwise(F.lit(" (first acceptable ISR replica in replica order)")))))
-    return judged_by_configs(_with_lost_cause(audit.withColumn("election_type", kind))
-                             .withColumn("expected_leader", expected)
-                             .withColumn("deviation", deviation), configs).select(*ELECTION_COLUMNS)
+    judged = judged_by_configs(_with_lost_cause(audit.withColumn("election_type", kind))
+                               .withColumn("expected_leader", expected)
+                               .withColumn("deviation", deviation), configs).select(*ELECTION_COLUMNS)
+    # the changes and their choices both distributed by partition: joined where they are, by partition and offset
+    with co_partitioned_by_some_keys(judged.sparkSession):
+        return judged.localCheckpoint(eager=True)
 
 
 def _lost_leader_state(rows: DataFrame, status: DataFrame) -> DataFrame:

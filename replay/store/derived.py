@@ -72,7 +72,7 @@ def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None
     partitions, replicas = distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY])
     brokers = history[BROKER_HISTORY]
     tables = run_concurrently(partitions.sparkSession, {  # independent, each a few jobs of mostly fixed latency
-        ELECTIONS: lambda: elections(partitions, brokers, configs=configs).localCheckpoint(eager=True),
+        ELECTIONS: lambda: elections(partitions, brokers, configs=configs),
         REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, partitions, brokers),
         PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions)})
     return {**tables, LEADERLESS_PERIODS: leaderless_periods(partitions, tables[ELECTIONS])}
@@ -154,8 +154,9 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
     cut = run_concurrently(affected.sparkSession, steps)
     partitions, status = cut[PARTITION_HISTORY], cut[BROKER_HISTORY]
     tables = run_concurrently(affected.sparkSession, {
+        # the stored unexplained rows are few: explained again by each reader of the union (no job of its own)
         ELECTIONS: lambda: elections(partitions, brokers, status, configs).unionByName(
-            explained_losses(cut[ELECTIONS].drop(SAFE_POINT), status)).localCheckpoint(eager=True),
+            explained_losses(cut[ELECTIONS].drop(SAFE_POINT), status)),
         REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, partitions, brokers,
                                                              cut[REPLICA_STATE_HISTORY]),
         PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions, cut[PARTITION_STATE_HISTORY])})
