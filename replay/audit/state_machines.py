@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
 from replay.core.broker_timeline import broker_timeline, is_unfenced
-from replay.core.history import collapse
+from replay.core.history import collapse, touches_before
 from replay.core.jvm_functions import INTERVAL, JvmFunction, array_of_structs, jvm_call, sorted_structs, typed_fields
 from replay.core.safe_points import SAFE_POINT
 
@@ -166,11 +166,9 @@ def _partition_edges(partition_history: DataFrame) -> DataFrame:
     differs from the version before, where a membership can end (the record that ended it). Few next to all the
     versions, which every replica of the partition would read."""
     by_partition = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
-    before_to = F.lag("valid_to_offset").over(by_partition)
     same_replicas = F.coalesce(F.lag("replicas").over(by_partition) == F.col("replicas"), F.lit(False))
     edges = partition_history.select(
-        *PARTITION_KEY, *[name for name, _ in INTERVAL], "replicas",
-        (before_to.isNull() | (before_to != F.col("valid_from_offset"))).alias("starts_life"),
+        *PARTITION_KEY, *[name for name, _ in INTERVAL], (~touches_before(by_partition)).alias("starts_life"),
         same_replicas.alias("_same_replicas"))
     return edges.where(F.col("starts_life") | ~F.col("_same_replicas"))
 

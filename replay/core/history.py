@@ -8,8 +8,9 @@ entities where a record can leave the state unchanged (fencing a fenced broker).
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.window import WindowSpec
 
 
 def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
@@ -38,14 +39,19 @@ def as_versions(versions: DataFrame, keyed: tuple[str, ...], value_columns: tupl
         F.col("offset").alias("cause_offset"), F.col("record_type").alias("cause_type"))
 
 
+def touches_before(by_start: WindowSpec) -> Column:
+    """The version starts where the one before it (``by_start``: its key's versions by start) ends; false for the
+    first: a run of touching versions is one life of the entity."""
+    return F.coalesce(F.lag("valid_to_offset").over(by_start) == F.col("valid_from_offset"), F.lit(False))
+
+
 def collapse(history: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
              restart: str | None = None) -> DataFrame:
     """Merge consecutive, touching versions whose values are equal; the merged version keeps the
     cause of its first part. ``restart``: a boolean column that always starts a new version."""
     by_start = Window.partitionBy(*keyed).orderBy("valid_from_offset")
     values = F.struct(*value_columns)
-    same = ((F.lag(values).over(by_start) == values)
-            & (F.lag("valid_to_offset").over(by_start) == F.col("valid_from_offset")))
+    same = (F.lag(values).over(by_start) == values) & touches_before(by_start)
     if restart is not None:
         same = same & ~F.col(restart)
     # Every window below has the same spec, so Spark sorts the rows once: a merged version starts at a row
