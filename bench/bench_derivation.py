@@ -21,11 +21,11 @@ from bench.bench_replay import checkout_commit
 from bench.clock import timed
 from lakehouse.lake import Lake
 from lakehouse.spark import SparkOptions, get_spark
-from lakehouse.tables import BROKER_HISTORY, CONFIG_HISTORY, HISTORY_TABLES, PARTITION_HISTORY, REPLICA_HISTORY
+from lakehouse.tables import BROKER_HISTORY, CONFIG_HISTORY, HISTORY_TABLES, PARTITION_HISTORY
 from replay.audit.effective_configs import configs_in_force
 from replay.audit.elections import elections, leaderless_periods
 from replay.audit.state_machines import partition_state_history, replica_state_history
-from replay.store.derived import distributed_versions
+from replay.store.derived import written_input
 
 Result = TypeVar("Result")
 
@@ -53,8 +53,9 @@ def main() -> None:
         seconds.append((name, took))
         return result
 
-    partitions, replicas = piece(f"{PARTITION_HISTORY} distributed and sorted by partition (checkpoint)",
-                                 lambda: distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY]))
+    derivation = piece(f"{PARTITION_HISTORY} distributed and sorted by partition (checkpoint)",
+                       lambda: written_input(history))
+    partitions, replicas = derivation.partitions, derivation.replicas
     audit = piece("the election audit (checkpoint)",
                   lambda: elections(partitions, brokers, configs=configs))
     # the state machines are one JVM pass each (``replay.audit.state_machines``): computed whole, nothing checkpointed

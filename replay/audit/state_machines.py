@@ -129,20 +129,36 @@ def _judged(states: Column, rows: DataFrame, key: tuple[str, ...], table: dict[s
         "valid_transition", _valid(table)).select(*key, "topic_name", *STATE_COLUMNS)
 
 
-def replica_state_history(replica_history: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
+def grouped_state_inputs(replica_history: DataFrame) -> DataFrame:
+    """Each replica's versions as its state pass reads them (``REPLICA_KEY``, ``_versions``), from rows of
+    ``replica_history``."""
+    return replica_history.groupBy(*REPLICA_KEY).agg(sorted_structs(REPLICA_STATE_INPUT).alias("_versions"))
+
+
+def state_inputs(replica_versions: DataFrame) -> DataFrame:
+    """Each replica's versions as its state pass reads them (``REPLICA_KEY``, ``_versions``), from the fold's groups
+    (``replay.fold.replicas.replica_versions``: the same versions in the same order, more fields): the replica
+    versions are not grouped again."""
+    def projected(version: Column) -> Column:
+        return F.struct(*[version[name].alias(name) for name, _ in REPLICA_STATE_INPUT])
+
+    return replica_versions.select(*REPLICA_KEY, F.transform("_versions", projected).alias("_versions"))
+
+
+def replica_state_history(replica_versions: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
                           opened: DataFrame | None = None) -> DataFrame:
     """Every replica state and transition (see the module docstring), keyed like ``replica_history``: each replica's
-    versions in one pass in the JVM (``replay/jvm``: ``kraftreplay.audit.ReplicaStates``), its partition's edges
-    (``_partition_edges``: where a life of the partition starts, which record a membership's end is) and its broker's
-    unfenced periods beside them.
+    versions (``replica_versions``: ``grouped_state_inputs`` or ``state_inputs``) in one pass in the JVM
+    (``replay/jvm``: ``kraftreplay.audit.ReplicaStates``), its partition's edges (``_partition_edges``: where a life
+    of the partition starts, which record a membership's end is) and its broker's unfenced periods beside them.
 
     Resumed from a checkpoint C (``opened`` given): the histories hold only the versions live after C, and
     ``opened`` the stored open rows of their replicas with ``_c`` (the state at C: a membership's state, or a
     deletion still waiting for its broker). The rows about offsets after C, and the open rows continued, are
     then the ones a run over the whole history gives (rows about offsets up to C come out too, or wrong: the
     caller drops them)."""
-    spark = replica_history.sparkSession
-    versions = replica_history.groupBy(*REPLICA_KEY).agg(sorted_structs(REPLICA_STATE_INPUT).alias("_versions"))
+    spark = replica_versions.sparkSession
+    versions = replica_versions
     if opened is None:
         versions = versions.withColumn("_opened", F.lit(None).cast(array_of_structs(OPENED_STATE)))
     else:

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.concurrent_jobs import run_concurrently
-from lakehouse.spark_settings import few_partitions
+from lakehouse.spark_settings import few_partitions, kept_checkpoint
 from lakehouse.tables import (
     BROKER_HISTORY,
     CONTROLLER_HISTORY,
@@ -151,7 +151,11 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         BROKER_HISTORY: lambda: _broker_history(brokers.states)})
     partitions = cast(PartitionsResult, folded[PARTITION_HISTORY])
     topic_history, broker_history = cast(DataFrame, folded[TOPIC_HISTORY]), cast(DataFrame, folded[BROKER_HISTORY])
-    partition_history = _with_topic_names(partitions.versions, topic_history).localCheckpoint(eager=True)
+    # distributed by partition as the fold grouped them (``replay.fold.partitions``) and sorted by offset in each: the
+    # replicas' versions are grouped from it without a shuffle, and a full replay derives its state machines and
+    # election audit from it as it is (``replay.store.derived.folded_input``)
+    partition_history = kept_checkpoint(_with_topic_names(partitions.versions, topic_history).sortWithinPartitions(
+        *HISTORY_KEYS[PARTITION_HISTORY], "valid_from_offset"))
     zk_migration = zk_migration_states(others, shapes)
     feature_history = _versions(feature_states(others, shapes).unionByName(zk_migration.states),
                                 IMAGE_PARTS["features"])

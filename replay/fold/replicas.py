@@ -28,8 +28,11 @@ REPLICA_VERSIONS = JvmFunction("kraft_replica_versions", "kraftreplay.fold.Repli
                                array_of_structs(REPLICA_RESULT))
 
 
-def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
-    """Every replica version: its partition's versions cut at its broker's state changes (``broker_timeline``)."""
+def replica_versions(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
+    """Each replica's versions (``REPLICA_KEY``, ``_versions``: an array of ``REPLICA_RESULT`` in offset order): its
+    partition's versions cut at its broker's state changes (``broker_timeline``). Grouped per replica, distributed as
+    ``partition_history`` is: the fold's, distributed by partition, is grouped without a shuffle, and the replica
+    states (``replay.audit.state_machines``) read the groups as they are."""
     replicas = partition_history.select(
         "cluster_id", "topic_id", "topic_name", "partition_id", F.posexplode("replicas").alias("pos", "broker_id"),
         "leader", "isr", "eligible_leader_replicas", "adding_replicas", "removing_replicas", "directories",
@@ -52,7 +55,17 @@ def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> 
     timelines = (broker_timeline(broker_history).withColumn("broker_fenced", broker_fenced(F.col("state")))
                  .groupBy(*TIMELINE_KEY).agg(sorted_structs(BROKER_INTERVAL).alias("_timeline")))
     joined = versions.join(F.broadcast(timelines), list(TIMELINE_KEY), "left")
-    cut = joined.select(*REPLICA_KEY, F.explode(jvm_call(
-        partition_history.sparkSession, REPLICA_VERSIONS, F.col("_versions"), F.col("_timeline"))).alias("_v"))
+    return joined.select(*REPLICA_KEY, jvm_call(
+        partition_history.sparkSession, REPLICA_VERSIONS, F.col("_versions"), F.col("_timeline")).alias("_versions"))
+
+
+def replica_rows(versions: DataFrame) -> DataFrame:
+    """``replica_history``'s rows from each replica's versions (``replica_versions``)."""
+    cut = versions.select(*REPLICA_KEY, F.explode("_versions").alias("_v"))
     return cut.select(*REPLICA_KEY, *[F.col(f"_v.{name}").alias(name) for name in REPLICA_VALUES],
                       *[F.col(f"_v.{name}").alias(name) for name, _ in INTERVAL])
+
+
+def replica_history(partition_history: DataFrame, broker_history: DataFrame) -> DataFrame:
+    """Every replica version: its partition's versions cut at its broker's state changes (``replica_versions``)."""
+    return replica_rows(replica_versions(partition_history, broker_history))

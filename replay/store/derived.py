@@ -1,9 +1,9 @@
 """Tables derived from the replayed history: the controller state machines and the election audit.
 
 They are functions of ``partition_history``, ``replica_history`` and ``broker_history`` alone, one partition
-at a time (the brokers are the only input shared by partitions). A full replay of a small log computes them from
-the history tables it writes, while it writes them (``replay.store.runs``); of a large one, from the tables it has
-written. An incremental replay recomputes only the partitions the new records can
+at a time (the brokers are the only input shared by partitions). A full replay computes them from its fold, not
+from the tables it writes (``folded_input``): a small log's while it writes them, a large one's after
+(``replay.store.runs``). An incremental replay recomputes only the partitions the new records can
 change (``affected_partitions``) and replaces only the files of rows that may still change (``mutable`` in
 ``replay.store.layout``): every derived row is causal, a row about offsets up to the checkpoint C depends only on
 the history up to C, except the rows kept apart as mutable (open versions, an election's lost leader not yet
@@ -12,7 +12,8 @@ explained), so the rows of other files are the same whether computed before or a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial, reduce
 from operator import or_
 
@@ -41,19 +42,40 @@ from replay.audit.elections import (
 from replay.audit.state_machines import (
     DELETION_INELIGIBLE,
     PARTITION_KEY,
+    grouped_state_inputs,
     partition_state_history,
     replica_state_history,
+    state_inputs,
 )
 from replay.core.safe_points import SAFE_POINT, SafePoints
 from replay.store.layout import mutable
 
 
-def distributed_versions(partition_history: DataFrame, replica_history: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The versions as the derived tables read them. Every derived table is a set of windows and aggregates per
-    partition (or per replica of a partition) in offset order: the partition versions, read by most of them, are
-    distributed and sorted so once (a checkpoint: ``distributed_partitions``), and none of them shuffles or sorts
-    them again; the replica versions, read once (the replica states), are distributed by partition."""
-    return distributed_partitions(partition_history), distributed_replicas(replica_history)
+@dataclass(frozen=True)
+class DerivationInput:
+    """What the derived tables read. Every derived table is a set of windows and aggregates per partition (or per
+    replica of a partition) in offset order: the partition versions, read by most of them, come distributed by
+    partition and sorted by offset in each, so none of them shuffles or sorts them again; each replica's versions
+    come grouped, distributed by partition (``replay.audit.state_machines.state_inputs``)."""
+    partitions: DataFrame
+    replicas: DataFrame
+    brokers: DataFrame  # the whole broker_history
+
+
+def written_input(history: Mapping[str, DataFrame]) -> DerivationInput:
+    """The derivation's input from the history tables as written (``history``: at least partition_history,
+    replica_history and broker_history), distributed and sorted here (the partitions: a checkpoint, a job)."""
+    return DerivationInput(distributed_partitions(history[PARTITION_HISTORY]),
+                           grouped_state_inputs(distributed_replicas(history[REPLICA_HISTORY])),
+                           history[BROKER_HISTORY])
+
+
+def folded_input(partition_history: DataFrame, replica_versions: DataFrame, broker_history: DataFrame
+                 ) -> DerivationInput:
+    """The derivation's input from a full replay's fold, not from the tables it writes: its ``partition_history``
+    (distributed by partition and sorted by offset, ``replay.fold.engine``), its replicas' versions
+    (``replay.fold.replicas.replica_versions``, grouped from those without a shuffle)."""
+    return DerivationInput(partition_history, state_inputs(replica_versions), broker_history)
 
 
 def distributed_partitions(partition_history: DataFrame) -> DataFrame:
@@ -66,14 +88,13 @@ def distributed_replicas(replica_history: DataFrame) -> DataFrame:
     return replica_history.repartition(*PARTITION_KEY)
 
 
-def derived_tables(history: dict[str, DataFrame], configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
-    """``history``: at least partition_history, replica_history and broker_history; ``configs``: what the
-    election audit judges elections by (``replay.audit.election_configs``)."""
-    partitions, replicas = distributed_versions(history[PARTITION_HISTORY], history[REPLICA_HISTORY])
-    brokers = history[BROKER_HISTORY]
+def derived_tables(versions: DerivationInput, configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
+    """The derived tables of ``versions``; ``configs``: what the election audit judges elections by
+    (``replay.audit.election_configs``)."""
+    partitions, brokers = versions.partitions, versions.brokers
     tables = run_concurrently(partitions.sparkSession, {  # independent, each a few jobs of mostly fixed latency
         ELECTIONS: lambda: elections(partitions, brokers, configs=configs),
-        REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, partitions, brokers),
+        REPLICA_STATE_HISTORY: lambda: replica_state_history(versions.replicas, partitions, brokers),
         PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions)})
     return {**tables, LEADERLESS_PERIODS: leaderless_periods(partitions, tables[ELECTIONS])}
 
@@ -145,7 +166,7 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
                 .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
                 .drop(SAFE_POINT))
 
-    replicas = distributed_replicas(after_c(live[REPLICA_HISTORY]))
+    replicas = grouped_state_inputs(distributed_replicas(after_c(live[REPLICA_HISTORY])))
     # the state at C, the partition versions and the brokers' status, keyed by the table each comes from
     steps: dict[str, Callable[[], DataFrame]] = {
         name: partial(_opened, df, keys, checkpoints, name) for name, df in stored.items()}

@@ -30,6 +30,7 @@ from lakehouse.spark_settings import (
     constraints_not_propagated,
     file_statistics,
     interpreted,
+    kept_checkpoint,
     planned_ahead,
     spark_conf,
 )
@@ -48,19 +49,23 @@ from lakehouse.tables import (
     SNAPSHOTS,
     spark_schema,
 )
-from replay.audit.effective_configs import ConfigsInForce, configs_in_force
+from replay.audit.effective_configs import configs_in_force
 from replay.core.coverage import ClusterCoverage, SnapshotId
 from replay.core.safe_points import SafePoints
 from replay.core.shapes import RecordShapes, lake_shapes
 from replay.fold.engine import replay
 from replay.fold.incremental import incremental_replay, safe_offsets
+from replay.fold.replicas import replica_rows, replica_versions
 from replay.store.coverage_table import coverage_notes, write_coverage
 from replay.store.derived import (
     GROWING_HISTORY,
+    DerivationInput,
     affected_partitions,
     derived_tables,
+    folded_input,
     refreshed_rows,
     resumed_partitions,
+    written_input,
 )
 from replay.store.increment_plan import IncrementPlan, incremental_plan, lake_coverages
 from replay.store.layout import OPEN, topic_ranges
@@ -100,8 +105,6 @@ DERIVING = "deriving the state machines and the election audit"  # the stage bef
 # the two concurrent jobs of a small full replay and of every increment: the history tables' writes, and the
 # derived tables' derivation and writes
 HISTORY, DERIVED = "history", "derived"
-# the history tables the derived tables are computed from (``replay.store.derived``, the configs in force)
-DERIVED_FROM = (PARTITION_HISTORY, REPLICA_HISTORY, BROKER_HISTORY, CONFIG_HISTORY)
 CHECKPOINT_SCHEMA = spark_schema(CHECKPOINTS)  # declared in the registry (lakehouse.tables)
 
 
@@ -222,6 +225,10 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             shapes = lake_shapes(spark, lake)
             result = replay(replay_input.log, replay_input.base, shapes)
             history = {name: with_snapshot_causes(df, covered) for name, df in result.tables.items()}
+            # each replica's versions, cut from the partitions' and brokers' as they are written (with their snapshot
+            # causes): the replica_history rows, and what the replica states read (checkpointed: cut once for both)
+            replicas = kept_checkpoint(replica_versions(history[PARTITION_HISTORY], history[BROKER_HISTORY]))
+            history[REPLICA_HISTORY] = replica_rows(replicas)
             checks = _checked(log, snapshots, history, {c: coverage.checks for c, coverage in covered.items()},
                               shapes, tell)
             tables = {**history, ANOMALIES: result.anomalies.unionByName(checks.anomalies)}
@@ -229,19 +236,22 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
                 tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
             at_once = cluster_id is None and records <= RECORDS_WRITTEN_AT_ONCE
             if at_once:
-                # a small replay derives from the tables it writes, not read back, while it writes them; what the
-                # derivation reads is computed once, for both
-                tables |= run_concurrently(spark, {name: partial(tables[name].localCheckpoint, eager=True)
-                                                   for name in DERIVED_FROM})
+                # a small replay derives while it writes; what both read is computed once (the partitions and
+                # brokers are the fold's checkpoints)
+                tables[CONFIG_HISTORY] = tables[CONFIG_HISTORY].localCheckpoint(eager=True)
+                derivation = folded_input(tables[PARTITION_HISTORY], replicas, tables[BROKER_HISTORY])
                 versions = _beside(spark, tell, list(tables),
                                    partial(write_tables, spark, lake, tables, _untold, records),
-                                   partial(_write_derived, spark, lake, tables, records))
+                                   partial(_write_derived, spark, lake, derivation, tables[CONFIG_HISTORY], records))
             else:
                 versions = write_tables(spark, lake, tables, tell, records)
         versions[COVERAGE] = write_coverage(lake, covered, checks.counts)
         notes.extend(coverage_notes(covered, checks.counts))
         if not at_once:
-            versions |= _write_derived(spark, lake, _written(spark, lake, versions), records, cluster_id, tell=tell)
+            # derived from the fold, as the small replay does, not from the tables just written
+            versions |= _write_derived(spark, lake, folded_input(history[PARTITION_HISTORY], replicas,
+                                                                 history[BROKER_HISTORY]),
+                                       history[CONFIG_HISTORY], records, cluster_id, tell=tell)
     return _finish(lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
                    [*tables, *DERIVED_TABLES, COVERAGE], notes, started)
 
@@ -265,18 +275,14 @@ def _written(spark: SparkSession, lake: Lake, versions: Mapping[str, int]) -> di
     return {name: lake.read_as_files(spark, name, versions[name]) for name in HISTORY_TABLES}
 
 
-def _write_derived(spark: SparkSession, lake: Lake, history: Mapping[str, DataFrame], records: int,
-                   cluster_id: str | None = None, *, tell: Callable[[str], None] = _untold) -> dict[str, int]:
-    """Compute and write the state machines and the election audit from the ``history`` a replay of ``records``
-    wrote (``DERIVED_FROM`` at least); name → version written."""
+def _write_derived(spark: SparkSession, lake: Lake, derivation: DerivationInput, config_history: DataFrame,
+                   records: int, cluster_id: str | None = None, *, tell: Callable[[str], None] = _untold
+                   ) -> dict[str, int]:
+    """Compute and write the state machines and the election audit of a replay of ``records`` from ``derivation``
+    and ``config_history`` (of ``cluster_id`` only, when given: the other clusters' rows are kept); name → version
+    written."""
     tell(DERIVING)
-    history = dict(history)
-    if cluster_id is not None:
-        history = {name: df.where(F.col("cluster_id") == cluster_id) for name, df in history.items()}
-    configs = configs_in_force(spark, lake, history.get(CONFIG_HISTORY))
-    if configs is not None and cluster_id is not None:
-        configs = ConfigsInForce(configs.history.where(F.col("cluster_id") == cluster_id), configs.controllers)
-    tables = derived_tables(history, configs)
+    tables = derived_tables(derivation, configs_in_force(spark, lake, config_history))
     if cluster_id is not None:
         tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
     tell(WRITING + TABLES_APART.join(tables))
@@ -364,8 +370,9 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
         else:
             versions.update(write_tables(spark, lake, written, tell, plan.new_records, replaced))
             notes.append("the derived tables are not the ones the last checkpoint wrote: rebuilt whole")
-            versions |= _write_derived(spark, lake, _written(spark, lake, versions), records_covered(plan.covered),
-                                       tell=tell)
+            written = _written(spark, lake, versions)
+            versions |= _write_derived(spark, lake, written_input(written), written[CONFIG_HISTORY],
+                                       records_covered(plan.covered), tell=tell)
     else:
         notes.append("no new records after the checkpoints: tables unchanged")
         versions.update({n: int(lake.delta_table(n).version()) for n in DERIVED_TABLES if lake.table_exists(n)})
