@@ -66,7 +66,7 @@ def written_input(history: Mapping[str, DataFrame]) -> DerivationInput:
     """The derivation's input from the history tables as written (``history``: at least partition_history,
     replica_history and broker_history), distributed and sorted here (the partitions: a checkpoint, a job)."""
     return DerivationInput(distributed_partitions(history[PARTITION_HISTORY]),
-                           grouped_state_inputs(distributed_replicas(history[REPLICA_HISTORY])),
+                           distributed_replicas(history[REPLICA_HISTORY]),
                            history[BROKER_HISTORY])
 
 
@@ -84,8 +84,9 @@ def distributed_partitions(partition_history: DataFrame) -> DataFrame:
 
 
 def distributed_replicas(replica_history: DataFrame) -> DataFrame:
-    """The replica versions distributed by partition (no job)."""
-    return replica_history.repartition(*PARTITION_KEY)
+    """Rows of ``replica_history`` distributed by partition and grouped per replica as the replica states read them
+    (``grouped_state_inputs``; no job)."""
+    return grouped_state_inputs(replica_history.repartition(*PARTITION_KEY))
 
 
 def derived_tables(versions: DerivationInput, configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
@@ -166,7 +167,7 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
                 .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
                 .drop(SAFE_POINT))
 
-    replicas = grouped_state_inputs(distributed_replicas(after_c(live[REPLICA_HISTORY])))
+    replicas = distributed_replicas(after_c(live[REPLICA_HISTORY]))
     # the state at C, the partition versions and the brokers' status, keyed by the table each comes from
     steps: dict[str, Callable[[], DataFrame]] = {
         name: partial(_opened, df, keys, checkpoints, name) for name, df in stored.items()}
