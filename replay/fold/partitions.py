@@ -2,12 +2,12 @@
 
 Each partition's events (PartitionRecord = create, PartitionChangeRecord = change, the partitions
 of a RemoveTopicRecord = delete, the partitions a ClearElrRecord names = clear) are ordered as Kafka
-applies them. A *generation* starts at every create or delete; which topic events, creations and changes apply is
-decided set-based (joins and windows), and each partition's applicable events are then folded in one pass by a
-JVM function (``replay/jvm``: ``kraftreplay.fold.PartitionFold``), which merges each record into the registration
-before it: every field is the last value a record set (``null`` arrays, leader ``-2`` and recovery state ``-1`` set
-nothing), the leader epoch moves on with every record that names a leader, the partition epoch with every merge
-(a clear merges only where it empties an ELR).
+applies them. Which topic events and creations apply is decided set-based (joins and windows); each partition's
+events are then folded in one pass by a JVM function (``replay/jvm``: ``kraftreplay.fold.PartitionFold``), which
+applies a change or clear only to a live partition (created and not deleted since) and merges each record into the
+registration before it: every field is the last value a record set (``null`` arrays, leader ``-2`` and recovery
+state ``-1`` set nothing), the leader epoch moves on with every record that names a leader, the partition epoch
+with every merge (a clear merges only where it empties an ELR).
 Changes Kafka would refuse (unknown partition, removed topic, directories that do not match the replicas, a
 clear of an unknown topic name) and PartitionRecords of unknown topics are not applied and come out as
 anomalies.
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.window import WindowSpec
 
 from records.kafka_constants import (
     MIGRATING_DIR,
@@ -28,7 +27,7 @@ from records.kafka_constants import (
     RECOVERY_STATES,
 )
 from records.vocabulary import column_name, default
-from replay.core.events import kafka_columns, kafka_default, kafka_field, ordered, parsed, running
+from replay.core.events import kafka_columns, kafka_default, kafka_field, ordered, parsed
 from replay.core.history import as_versions
 from replay.core.jvm_functions import JvmFunction, array_of_structs, jvm_call, typed_fields
 from replay.core.refusal_columns import reason_column
@@ -52,7 +51,6 @@ EVENT_COLUMNS = ("cluster_id", "offset", "visible_offset", "visible_time_ms", "r
 CLEAR_ELR = "ClearElrRecord"
 TOPIC, REMOVE_TOPIC = "TopicRecord", "RemoveTopicRecord"
 PARTITION, CHANGE = "PartitionRecord", "PartitionChangeRecord"
-CHANGES = ("change", "clear")  # the event kinds that merge into a live partition (PartitionRegistration.merge)
 PARTITION_VALUES = ("leader", "leader_epoch", "partition_epoch", *ARRAYS, "leader_recovery_state", "directories")
 # The JVM fold of one partition's events (replay/jvm: kraftreplay.fold.PartitionFold): the struct it reads for each
 # event, fields in its order and types (the apply order first: sorting the structs sorts the events), and the
@@ -60,8 +58,8 @@ PARTITION_VALUES = ("leader", "leader_epoch", "partition_epoch", *ARRAYS, "leade
 FOLD_EVENT = (("visible_offset", "bigint"), ("offset", "bigint"), ("seq", "bigint"), ("kind", "string"),
               *((name, "array<int>") for name in ARRAYS), ("leader", "int"), ("base_leader_epoch", "int"),
               ("base_partition_epoch", "int"), ("leader_recovery_state", "int"), ("record_dirs", "array<string>"),
-              ("visible_time_ms", "bigint"))
-FOLD_CARRIED = ("record_type", "generation")  # after the fields it reads, for the rows it gives
+              ("visible_time_ms", "bigint"), ("malformed", "boolean"))
+FOLD_CARRIED = ("record_type",)  # after the fields it reads, for the rows it gives
 OUTCOME = "outcome"
 IS_VERSION = "is_version"  # the registration after the last applied event at its visible offset
 FOLD_RESULT = ((OUTCOME, "string"), *((name, "array<int>") for name in ARRAYS), ("leader", "int"),
@@ -69,8 +67,12 @@ FOLD_RESULT = ((OUTCOME, "string"), *((name, "array<int>") for name in ARRAYS), 
                ("directories", "array<string>"), ("valid_to_offset", "bigint"), ("valid_to_time_ms", "bigint"),
                (IS_VERSION, "boolean"))
 # its outcomes, as PartitionFold names them: the event made (or deleted) the registration; its directories do not
-# match its replicas (refused); a clear with no ELR to clear (not merged)
+# match its replicas (refused); a clear with no ELR to clear (not merged); a change Kafka refuses as a record (its
+# own directories or recovery state); a change or clear with no live partition (not applied)
 APPLIED, DIRECTORIES_REFUSED, NOTHING_TO_CLEAR = "applied", "directories refused", "nothing to clear"
+MALFORMED, NO_PARTITION = "malformed", "no partition"
+# what the refusal of a change reads of its record (the registration's values are null for it), under these names
+REFUSED_RECORD = {"replicas": "record_replicas", "leader_recovery_state": "record_recovery_state"}
 PARTITION_FOLD = JvmFunction("kraft_partition_fold", "kraftreplay.fold.PartitionFold", array_of_structs(FOLD_RESULT))
 
 
@@ -224,8 +226,8 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
 
     # checkDirectories refuses a change whose own replicas and directories differ in length, and
     # LeaderRecoveryState.changeTo a recovery state Kafka does not know. Malformed changes stay in the stream
-    # (flagged; a change never starts a generation) so the log's largest record type is parsed once: the
-    # refusals below read the checkpointed stream.
+    # (flagged; the fold never applies one) so the log's largest record type is parsed once: their refusals, and
+    # those of changes with no live partition, come out of the fold with its outcomes.
     changed = changed.withColumn("malformed", _mismatched_directories() | _invalid_recovery_state())
     stream = (creates.withColumn("malformed", F.lit(False)).unionByName(changed)
               .unionByName(deletes, allowMissingColumns=True))
@@ -233,29 +235,24 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
         stream = stream.unionByName(cleared.clears, allowMissingColumns=True)
     stream = stream.withColumn("malformed", F.coalesce("malformed", F.lit(False)))
     keyed = ("cluster_id", *KEY)
-    # Both windows in one spec: Spark sorts the events once. A generation's kind is the last create or delete so far
-    # (none before the first).
-    stream = stream.select(
-        "*", F.sum(F.when(_starts_generation(), 1).otherwise(0)).over(running(*keyed)).alias("generation"),
-        _in_generation_start("kind", running(*keyed)).alias("generation_kind"))
-    stream = stream.localCheckpoint(eager=True)  # read by the states, the tombstones and the refusals
-    applied = ~F.col("malformed") & ((F.col("kind") == "create") | (
-        F.col("kind").isin(*CHANGES) & F.coalesce(F.col("generation_kind") == "create", F.lit(False))))
-    # Both refusals of a change in one scan of the stream: malformed, or no live partition to apply it to.
-    lengths_refused = _partition_reason(PARTITION_CHANGE_DIRECTORIES_MISMATCH)
-    refused_changes = stream.where((F.col("kind") == "change") & ~applied).select(
-        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        F.when(F.col("malformed") & _mismatched_directories(), lengths_refused)
-        .when(F.col("malformed"), _invalid_recovery_state_reason())
-        .otherwise(_partition_reason(UNKNOWN_PARTITION_CHANGE)).alias("reason"))
+    outcomes = _registrations(stream, keyed)
     # The deletions ride along the applied events (they start no version): the JVM fold ends a partition's last
     # version at its deletion.
-    live_events = stream.where(applied | (F.col("kind") == "delete"))
-    states, refused_by_state = _registrations(live_events, keyed)
+    states = outcomes.where(F.col(OUTCOME) == APPLIED)
     state = states.where(F.col("kind") != "delete")
-    refused_changes = refused_changes.unionByName(refused_by_state.select(
+    # Every refusal of a change in one scan of the outcomes: malformed, no live partition to apply it to, or
+    # directories that do not match the merged replicas.
+    lengths_refused = _partition_reason(PARTITION_CHANGE_DIRECTORIES_MISMATCH)
+    refused = outcomes.where(F.col(OUTCOME).isin(MALFORMED, DIRECTORIES_REFUSED) | (
+        (F.col("kind") == "change") & (F.col(OUTCOME) == NO_PARTITION))).select(
+        *keyed, "offset", "record_type", OUTCOME, "record_dirs",
+        *[F.col(renamed).alias(name) for name, renamed in REFUSED_RECORD.items()])
+    refused_changes = refused.select(
         "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
-        lengths_refused.alias("reason")))
+        F.when(F.col(OUTCOME) == DIRECTORIES_REFUSED, lengths_refused)
+        .when((F.col(OUTCOME) == MALFORMED) & _mismatched_directories(), lengths_refused)
+        .when(F.col(OUTCOME) == MALFORMED, _invalid_recovery_state_reason())
+        .otherwise(_partition_reason(UNKNOWN_PARTITION_CHANGE)).alias("reason"))
     # Both invariant checks in one scan of the states: each version gives zero, one or two reasons.
     replicas = F.array_join("replicas", LIST_SEPARATOR)
     leader_outside = F.when((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader")), _partition_reason(
@@ -294,37 +291,28 @@ def _invalid_recovery_state_reason() -> Column:
     return reason_column(INVALID_LEADER_RECOVERY_STATE, state="leader_recovery_state")
 
 
-def _starts_generation() -> Column:
-    """A create or a delete: every other event kind merges into the live partition."""
-    return ~F.col("kind").isin(*CHANGES)
-
-
-def _in_generation_start(column: str, window: WindowSpec) -> Column:
-    """``column`` at the row's generation start (its last create or delete; null before the first)."""
-    return F.last(F.when(_starts_generation(), F.col(column)), ignorenulls=True).over(window)
-
-
-def _registrations(live_events: DataFrame, keyed: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
-    """The partition after every applied event, and the changes refused for their directories: each partition's
-    events folded in apply order by the JVM fold ``PARTITION_FOLD`` (``kraftreplay.fold.PartitionFold``), which
-    sees the registration before each event. ``PartitionRegistration.merge`` keeps the old directories when a
-    change has none, and ``defaultToMigrating`` turns a list that is all MIGRATING (or empty) into MIGRATING for
-    every replica of the new assignment; a merge whose directories then differ from its replicas in length is
-    refused by the registration's constructor and changes nothing. A clear merges only where the ELR or the
-    last known ELR is not empty (only there does it move the partition epoch on and make a version)."""
-    spark = live_events.sparkSession
+def _registrations(stream: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
+    """Every event's outcome and the partition after it (null but where applied): each partition's events folded in
+    apply order by the JVM fold ``PARTITION_FOLD`` (``kraftreplay.fold.PartitionFold``), which sees the registration
+    before each event. A change or clear applies only to a live partition, a malformed change never.
+    ``PartitionRegistration.merge`` keeps the old directories when a change has none, and ``defaultToMigrating``
+    turns a list that is all MIGRATING (or empty) into MIGRATING for every replica of the new assignment; a merge
+    whose directories then differ from its replicas in length is refused by the registration's constructor and
+    changes nothing. A clear merges only where the ELR or the last known ELR is not empty (only there does it move
+    the partition epoch on and make a version). A refused change keeps what its refusal reads of its record
+    (``REFUSED_RECORD``, ``record_dirs``)."""
+    spark = stream.sparkSession
     event = F.struct(*typed_fields(FOLD_EVENT), *FOLD_CARRIED)
     # the structs sort by their first fields, the apply order (visible offset, offset, seq: unique per partition)
-    grouped = live_events.groupBy(*keyed).agg(F.array_sort(F.collect_list(event)).alias("_events"))
+    grouped = stream.groupBy(*keyed).agg(F.array_sort(F.collect_list(event)).alias("_events"))
     folded = grouped.select(*keyed, "_events", jvm_call(
         spark, PARTITION_FOLD, F.col("_events"), F.lit(MIGRATING_DIR)).alias("_results"))
+    refused = F.col(f"_step._results.{OUTCOME}") != APPLIED
     outcomes = folded.select(*keyed, F.explode(F.arrays_zip("_events", "_results")).alias("_step")).select(
-        *keyed, *[F.col(f"_step._events.{name}").alias(name) for name in (*EVENT_COLUMNS, "kind", "generation")
+        *keyed, *[F.col(f"_step._events.{name}").alias(name) for name in (*EVENT_COLUMNS, "kind")
                   if name not in keyed],
-        *[F.col(f"_step._results.{name}").alias(name) for name, _ in FOLD_RESULT])
-    # The states feed the history and the invariant checks: checkpointed, so the anomalies do not fold again.
-    outcomes = outcomes.localCheckpoint(eager=True)
-    states = outcomes.where(F.col(OUTCOME) == APPLIED).drop(OUTCOME)
-    refused = outcomes.where(F.col(OUTCOME) == DIRECTORIES_REFUSED).select(
-        *keyed, "generation", "visible_offset", "offset", "seq", "record_type")
-    return states, refused
+        *[F.col(f"_step._results.{name}").alias(name) for name, _ in FOLD_RESULT],
+        *[F.when(refused, F.col(f"_step._events.{name}")).alias(renamed)
+          for name, renamed in (*REFUSED_RECORD.items(), ("record_dirs", "record_dirs"))])
+    # The states feed the history, the invariant checks and the refusals: checkpointed, so they do not fold again.
+    return outcomes.localCheckpoint(eager=True)

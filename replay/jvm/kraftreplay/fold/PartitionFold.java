@@ -12,12 +12,14 @@ import scala.collection.Seq;
  * One partition's events folded in the order Kafka applies them, as Kafka's {@code TopicsDelta} and
  * {@code PartitionRegistration.merge} apply them: the registration after each event.
  *
- * <p>The events (one partition key, sorted by visible offset, offset, seq) are the ones the set-based steps
- * around it found applicable: creates (PartitionRecord of a live topic), deletes (the topic's removal or
- * replacement), changes (PartitionChangeRecord in a created generation) and ELR clears. What is decided here
- * needs the registration before the event: a clear merges only where the ELR or the last known ELR is not
- * empty; a merge whose directories do not match its replicas ({@code PartitionRegistration}'s constructor,
- * after {@code defaultToMigrating}) is refused and changes nothing.
+ * <p>The events (one partition key, sorted by visible offset, offset, seq) are every one the set-based steps
+ * around it gave the key: creates (PartitionRecord of a live topic, well formed), deletes (the topic's removal or
+ * replacement), changes (PartitionChangeRecord, flagged {@code malformed} where Kafka refuses the record itself)
+ * and ELR clears. What is decided here needs the events before it: a change or clear applies only to a live
+ * partition (created, not deleted since: {@code TopicsDelta} finds none otherwise), a malformed change never; a
+ * clear merges only where the ELR or the last known ELR is not empty; a merge whose directories do not match its
+ * replicas ({@code PartitionRegistration}'s constructor, after {@code defaultToMigrating}) is refused and changes
+ * nothing.
  *
  * <p>The registrations become versions as {@code replay.core.history.to_intervals} makes them: the registration
  * after the last applied event at a visible offset is a version (the records of a transaction become visible
@@ -37,6 +39,10 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
     public static final String NOTHING_TO_CLEAR = "nothing to clear";
     /** A merge whose directories do not match its replicas: refused, the registration stays. */
     public static final String DIRECTORIES_REFUSED = "directories refused";
+    /** A change Kafka refuses as a record (its own directories or recovery state): never merged. */
+    public static final String MALFORMED = "malformed";
+    /** A change or clear with no live partition to merge into: not applied. */
+    public static final String NO_PARTITION = "no partition";
 
     private static final int KIND = 3;
     private static final int ARRAYS = 4;  // the six int arrays, FOLD_EVENT[4..9]
@@ -49,6 +55,7 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
     private static final int LEADER_RECOVERY_STATE = 13;
     private static final int RECORD_DIRS = 14;
     private static final int VISIBLE_TIME_MS = 15;
+    private static final int IS_MALFORMED = 16;
     private static final int VISIBLE_OFFSET = 0;
     // the result's fields: the outcome, the registration (11 values), then its version's end and whether it is one
     private static final int VALID_TO_OFFSET = 12;
@@ -194,9 +201,13 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
                     applied.add(i);
                 }
                 case "change", "clear" -> {
+                    if (!event.isNullAt(IS_MALFORMED) && event.getBoolean(IS_MALFORMED)) {
+                        results.add(outcomeOnly(MALFORMED));
+                        continue;
+                    }
                     if (live == null) {
-                        throw new IllegalArgumentException("a " + kind + " at offset " + event.getLong(1)
-                            + " without a live partition: the caller passes only applicable events");
+                        results.add(outcomeOnly(NO_PARTITION));
+                        continue;
                     }
                     if (kind.equals("clear") && !live.hasElr()) {
                         results.add(outcomeOnly(NOTHING_TO_CLEAR));
