@@ -25,7 +25,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from lakehouse.parquet_files import add_actions, delete_directory, spark_columns, write_arrow_files
+from lakehouse.parquet_files import (
+    add_actions,
+    delete_directory,
+    spark_columns,
+    spark_writer_options,
+    write_arrow_files,
+)
 
 # Commit-info key naming the staging directory: finds our commit's version and where its files came from.
 STAGING_KEY = "kraftReplay.staging"
@@ -125,7 +131,7 @@ def _staged(rows: Rows, root: str, staging_prefix: str, split_by: str | None, co
             columns = spark_columns(rows, split_by)
         write_arrow_files(rows, f"{root}/{staging}", columns, split_by, rows_per_file)
         return staging, columns, add_actions(columns, root, staging)[1]
-    writer = rows.write.mode("error")
+    writer = rows.write.mode("error").options(**spark_writer_options())
     if split_by is not None:
         writer = writer.partitionBy(split_by)
     writer.parquet(f"{root}/{staging}")

@@ -41,6 +41,12 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MIN_MAX_TYPES = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType, DateType)
 # Hadoop's S3 connector (what Spark uses) names S3 `s3a://`; delta-rs takes both; pyarrow knows only `s3://`.
 _ARROW_SCHEMES = {"s3a": "s3"}
+# Columns whose values are (nearly) all distinct: the log's offsets, the versions' bounds and causes. Parquet's writer
+# builds a dictionary for each column chunk until it outgrows its page, then writes the chunk plain all the same: for
+# these columns that work is wasted, so Spark's writer skips it (the large replay tables written faster, their files
+# no larger: BENCHMARKS.md, issue 42).
+DISTINCT_COLUMNS = ("offset", "valid_from_offset", "valid_to_offset", "valid_from_time_ms", "valid_to_time_ms",
+                    "cause_offset")
 
 
 def arrow_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -95,6 +101,12 @@ def spark_columns(rows: pa.Table, split_by: str | None = None) -> StructType:
     written = (rows.schema.metadata or {}).get(SPARK_ROW_METADATA)
     columns = StructType.fromJson(json.loads(written)) if written else from_arrow_schema(rows.schema)
     return StructType([column for column in columns.fields if column.name != split_by])
+
+
+def spark_writer_options() -> dict[str, str]:
+    """The options of Spark's Parquet writer for every table: no dictionary for ``DISTINCT_COLUMNS`` (parquet-mr's
+    per-column setting; a table without such a column is written as before)."""
+    return {f"parquet.enable.dictionary#{column}": "false" for column in DISTINCT_COLUMNS}
 
 
 def write_arrow_files(rows: pa.Table, directory: str, columns: StructType, split_by: str | None = None,
@@ -243,5 +255,6 @@ def _prune(stats: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in stats.items() if value != {}}
 
 
-__all__ = ["SPARK_ROW_METADATA", "add_actions", "arrow_filesystem", "delete_directory", "parquet_files",
-           "spark_columns", "spark_rows", "with_spark_schema", "write_arrow_files"]
+__all__ = ["DISTINCT_COLUMNS", "SPARK_ROW_METADATA", "add_actions", "arrow_filesystem", "delete_directory",
+           "parquet_files", "spark_columns", "spark_rows", "spark_writer_options", "with_spark_schema",
+           "write_arrow_files"]

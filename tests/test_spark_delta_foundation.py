@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from lakehouse.delta_commit import STAGING_KEY, commit_parquet, read_delta
 from lakehouse.jars import installed
-from lakehouse.parquet_files import add_actions, spark_columns, with_spark_schema
+from lakehouse.parquet_files import DISTINCT_COLUMNS, add_actions, spark_columns, with_spark_schema
 from lakehouse.spark import (
     DEFAULT_DRIVER_MEMORY,
     DELTA_EXTENSION,
@@ -90,6 +90,24 @@ def test_spark_writes_parquet_and_delta_rs_commits_it(spark: SparkSession, tmp_p
 
     spark_rows = [row.asDict() for row in read_delta(spark, str(root)).orderBy("offset").collect()]
     assert spark_rows == arrow_rows
+
+
+def test_spark_writes_distinct_columns_without_a_dictionary(spark: SparkSession, tmp_path: Path) -> None:
+    """A version's start time repeats a few times (records of one millisecond): Parquet would keep a dictionary for
+    it, and build it until it outgrows its page on a large table; it is written plain. A leader id keeps one."""
+    root = tmp_path / "versions"
+    rows = spark.range(10_000).select(
+        F.col("id").alias("valid_from_offset"), (F.col("id") / 10).cast("long").alias("valid_from_time_ms"),
+        (F.col("id") % 3).cast("int").alias("leader"))
+    commit_parquet(rows.coalesce(1), str(root), mode="append")
+
+    (uri,) = DeltaTable(str(root)).file_uris()
+    row_group = pq.ParquetFile(uri.removeprefix("file://")).metadata.row_group(0)
+    chunks = {row_group.column(i).path_in_schema: row_group.column(i) for i in range(row_group.num_columns)}
+    assert {"valid_from_offset", "valid_from_time_ms"} <= set(DISTINCT_COLUMNS)
+    assert not chunks["valid_from_time_ms"].has_dictionary_page
+    assert not chunks["valid_from_offset"].has_dictionary_page
+    assert chunks["leader"].has_dictionary_page
 
 
 def test_append_overwrite_and_time_travel(spark: SparkSession, tmp_path: Path) -> None:
