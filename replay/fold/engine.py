@@ -35,7 +35,13 @@ from replay.fold.brokers import BROKER_VALUES, broker_states, controller_states,
 from replay.fold.client_quotas import quota_states
 from replay.fold.configurations import config_states
 from replay.fold.delegation_tokens import TokensResult, token_states
-from replay.fold.partitions import PartitionsResult, partition_states, topic_events
+from replay.fold.partitions import (
+    PartitionsResult,
+    partition_anomalies,
+    partition_states,
+    partition_versions,
+    topic_events,
+)
 from replay.fold.producer_ids import producer_id_states
 from replay.fold.replicas import replica_history
 from replay.fold.scram import scram_states
@@ -151,11 +157,13 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         BROKER_HISTORY: lambda: _broker_history(brokers.states)})
     partitions = cast(PartitionsResult, folded[PARTITION_HISTORY])
     topic_history, broker_history = cast(DataFrame, folded[TOPIC_HISTORY]), cast(DataFrame, folded[BROKER_HISTORY])
-    # distributed by partition as the fold grouped them (``replay.fold.partitions``) and sorted by offset in each: the
-    # replicas' versions are grouped from it without a shuffle, and a full replay derives its state machines and
-    # election audit from it as it is (``replay.store.derived.folded_input``)
-    partition_history = kept_checkpoint(_with_topic_names(partitions.versions, topic_history).sortWithinPartitions(
+    # The fold's rows (the versions, and the events its anomalies read), checkpointed once: distributed by partition
+    # as the fold grouped them (``replay.fold.partitions``) and sorted by offset in each, so the versions filtered from
+    # them are too: the replicas' versions are grouped from them without a shuffle, and a full replay derives its
+    # state machines and election audit from them as they are (``replay.store.derived.folded_input``).
+    fold_rows = kept_checkpoint(_with_topic_names(partitions.folded, topic_history).sortWithinPartitions(
         *HISTORY_KEYS[PARTITION_HISTORY], "valid_from_offset"))
+    partition_history = partition_versions(fold_rows)
     zk_migration = zk_migration_states(others, shapes)
     feature_history = _versions(feature_states(others, shapes).unionByName(zk_migration.states),
                                 IMAGE_PARTS["features"])
@@ -171,7 +179,8 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
     tables[REPLICA_HISTORY] = replica_history(partition_history, broker_history)
     parts = image_parts(others, shapes, topics.topic_events, parts_wanted)
     tables.update(parts.tables)
-    anomalies = (transaction_anomalies(log).unionByName(topics.anomalies).unionByName(partitions.anomalies)
+    anomalies = (transaction_anomalies(log).unionByName(topics.anomalies)
+                 .unionByName(partition_anomalies(fold_rows, partitions))
                  .unionByName(brokers.anomalies).unionByName(zk_migration.anomalies))
     if parts.anomalies is not None:
         anomalies = anomalies.unionByName(parts.anomalies)

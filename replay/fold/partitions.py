@@ -65,7 +65,7 @@ IS_VERSION = "is_version"  # the registration after the last applied event at it
 FOLD_RESULT = ((OUTCOME, "string"), *((name, "array<int>") for name in ARRAYS), ("leader", "int"),
                ("leader_epoch", "bigint"), ("partition_epoch", "bigint"), ("leader_recovery_state", "int"),
                ("directories", "array<string>"), ("valid_to_offset", "bigint"), ("valid_to_time_ms", "bigint"),
-               (IS_VERSION, "boolean"))
+               (IS_VERSION, "boolean"), ("leader_outside_replicas", "boolean"), ("isr_outside_replicas", "boolean"))
 # its outcomes, as PartitionFold names them: the event made (or deleted) the registration; its directories do not
 # match its replicas (refused); a clear with no ELR to clear (not merged); a change Kafka refuses as a record (its
 # own directories or recovery state); a change or clear with no live partition (not applied)
@@ -73,6 +73,10 @@ APPLIED, DIRECTORIES_REFUSED, NOTHING_TO_CLEAR = "applied", "directories refused
 MALFORMED, NO_PARTITION = "malformed", "no partition"
 # what the refusal of a change reads of its record (the registration's values are null for it), under these names
 REFUSED_RECORD = {"replicas": "record_replicas", "leader_recovery_state": "record_recovery_state"}
+# the registration's invariants the fold checks (Kafka's controller keeps them; a log may break them)
+LEADER_OUTSIDE, ISR_OUTSIDE = "leader_outside_replicas", "isr_outside_replicas"
+# the columns the fold's rows carry beside a version's: what its anomalies read
+FOLD_COLUMNS = (IS_VERSION, OUTCOME, "kind", "record_dirs", *REFUSED_RECORD.values(), LEADER_OUTSIDE, ISR_OUTSIDE)
 PARTITION_FOLD = JvmFunction("kraft_partition_fold", "kraftreplay.fold.PartitionFold", array_of_structs(FOLD_RESULT))
 
 
@@ -163,15 +167,19 @@ def elr_clears(records: DataFrame, live: DataFrame, keys: DataFrame) -> ClearsRe
 
 @dataclass(frozen=True)
 class PartitionsResult:
-    versions: DataFrame  # the partitions' versions, as partition_history holds them but for the topic's name
-    anomalies: DataFrame
+    # the fold's rows: every version (``IS_VERSION``) and every event it refused or found breaking an invariant, in
+    # partition_history's columns but the topic's name, with ``FOLD_COLUMNS`` (``partition_versions``,
+    # ``partition_anomalies``); not run yet
+    folded: DataFrame
+    refused: DataFrame  # the anomalies found before the fold: creations Kafka refuses, clears of unknown topics
 
 
 def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
                      others: DataFrame | None = None) -> PartitionsResult:
-    """The partition registration after every applied Partition/PartitionChange record and ELR clear.
-    ``others``: the events without Partition(Change)Records, where ClearElrRecords are looked for (default
-    ``events``); a log without one runs the plan it always ran."""
+    """The partition registration after every applied Partition/PartitionChange record and ELR clear, as the fold's
+    rows (``PartitionsResult``: the versions, and the events an anomaly reads). ``others``: the events without
+    Partition(Change)Records, where ClearElrRecords are looked for (default ``events``); a log without one runs the
+    plan it always ran."""
     created = parsed(events, PARTITION, shapes).select(
         *EVENT_COLUMNS, *kafka_columns(PARTITION, "topicId", "partitionId"), F.lit("create").alias("kind"),
         *kafka_columns(PARTITION, "replicas", "isr"),
@@ -236,37 +244,50 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     stream = stream.withColumn("malformed", F.coalesce("malformed", F.lit(False)))
     keyed = ("cluster_id", *KEY)
     outcomes = _registrations(stream, keyed)
-    # The deletions ride along the applied events (they start no version): the JVM fold ends a partition's last
-    # version at its deletion.
-    states = outcomes.where(F.col(OUTCOME) == APPLIED)
-    state = states.where(F.col("kind") != "delete")
-    # Every refusal of a change in one scan of the outcomes: malformed, no live partition to apply it to, or
-    # directories that do not match the merged replicas.
+    # the versions, and the events an anomaly reads: the changes refused and the registrations breaking an invariant
+    kept = F.col(IS_VERSION) | _refused_change() | F.col(LEADER_OUTSIDE) | F.col(ISR_OUTSIDE)
+    folded = as_versions(outcomes.where(kept), keyed, (*PARTITION_VALUES, *FOLD_COLUMNS))
+    before = refused_creates if not clearing else refused_creates.unionByName(cleared.anomalies)
+    return PartitionsResult(folded, before)
+
+
+def partition_versions(folded: DataFrame) -> DataFrame:
+    """The partitions' versions from the fold's rows (``PartitionsResult.folded``, with or without the topic's name),
+    in partition_history's columns; a filter and projection of them (their partitioning and order kept)."""
+    return folded.where(F.col(IS_VERSION)).drop(*FOLD_COLUMNS)
+
+
+def partition_anomalies(folded: DataFrame, result: PartitionsResult) -> DataFrame:
+    """The partitions' anomalies: ``result.refused`` and, from the fold's rows (``result.folded`` as it is or
+    checkpointed: ``folded``), the changes refused (malformed, no live partition to apply it to, or directories that
+    do not match the merged replicas) and the registrations that break an invariant (zero, one or two reasons)."""
     lengths_refused = _partition_reason(PARTITION_CHANGE_DIRECTORIES_MISMATCH)
-    refused = outcomes.where(F.col(OUTCOME).isin(MALFORMED, DIRECTORIES_REFUSED) | (
-        (F.col("kind") == "change") & (F.col(OUTCOME) == NO_PARTITION))).select(
-        *keyed, "offset", "record_type", OUTCOME, "record_dirs",
+    refused = folded.where(_refused_change()).select(
+        "cluster_id", "topic_id", "partition_id", "cause_offset", "cause_type", OUTCOME, "record_dirs",
         *[F.col(renamed).alias(name) for name, renamed in REFUSED_RECORD.items()])
     refused_changes = refused.select(
-        "cluster_id", "offset", "record_type", F.lit("refused").alias("kind"),
+        F.col("cluster_id"), F.col("cause_offset").alias("offset"), F.col("cause_type").alias("record_type"),
+        F.lit("refused").alias("kind"),
         F.when(F.col(OUTCOME) == DIRECTORIES_REFUSED, lengths_refused)
         .when((F.col(OUTCOME) == MALFORMED) & _mismatched_directories(), lengths_refused)
         .when(F.col(OUTCOME) == MALFORMED, _invalid_recovery_state_reason())
         .otherwise(_partition_reason(UNKNOWN_PARTITION_CHANGE)).alias("reason"))
-    # Both invariant checks in one scan of the states: each version gives zero, one or two reasons.
     replicas = F.array_join("replicas", LIST_SEPARATOR)
-    leader_outside = F.when((F.col("leader") >= 0) & ~F.array_contains("replicas", F.col("leader")), _partition_reason(
+    leader_outside = F.when(F.col(LEADER_OUTSIDE), _partition_reason(
         LEADER_NOT_IN_REPLICAS, skip_nulls=True, leader="leader", replicas=replicas))
-    isr_outside = F.when(F.size(F.array_except("isr", "replicas")) > 0, _partition_reason(
+    isr_outside = F.when(F.col(ISR_OUTSIDE), _partition_reason(
         ISR_NOT_WITHIN_REPLICAS, skip_nulls=True, isr=F.array_join("isr", LIST_SEPARATOR), replicas=replicas))
-    invariants = state.select(
-        "cluster_id", "offset", "record_type", F.lit("invariant").alias("kind"),
+    invariants = folded.where(F.col(LEADER_OUTSIDE) | F.col(ISR_OUTSIDE)).select(
+        F.col("cluster_id"), F.col("cause_offset").alias("offset"), F.col("cause_type").alias("record_type"),
+        F.lit("invariant").alias("kind"),
         F.explode(F.filter(F.array(leader_outside, isr_outside), lambda reason: reason.isNotNull())).alias("reason"))
-    anomalies = refused_creates.unionByName(refused_changes).unionByName(invariants)
-    if clearing:
-        anomalies = anomalies.unionByName(cleared.anomalies)
-    versions = as_versions(states.where(F.col(IS_VERSION)), keyed, PARTITION_VALUES)
-    return PartitionsResult(versions, anomalies)
+    return result.refused.unionByName(refused_changes).unionByName(invariants)
+
+
+def _refused_change() -> Column:
+    """A fold's row of a change it refused (a clear with no partition is not refused: it names no partition)."""
+    return F.col(OUTCOME).isin(MALFORMED, DIRECTORIES_REFUSED) | (
+        (F.col("kind") == "change") & (F.col(OUTCOME) == NO_PARTITION))
 
 
 def _mismatched_directories() -> Column:
@@ -314,5 +335,4 @@ def _registrations(stream: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
         *[F.col(f"_step._results.{name}").alias(name) for name, _ in FOLD_RESULT],
         *[F.when(refused, F.col(f"_step._events.{name}")).alias(renamed)
           for name, renamed in (*REFUSED_RECORD.items(), ("record_dirs", "record_dirs"))])
-    # The states feed the history, the invariant checks and the refusals: checkpointed, so they do not fold again.
-    return outcomes.localCheckpoint(eager=True)
+    return outcomes

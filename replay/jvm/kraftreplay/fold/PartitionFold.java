@@ -28,7 +28,8 @@ import scala.collection.Seq;
  * <p>Input: an array of the event structs {@code replay.fold.partitions.FOLD_EVENT} declares (fields in that
  * order; more may follow, unread), and {@code DirectoryId.MIGRATING} as Kafka's text. Output: an array of the
  * same length, each element the struct {@code replay.fold.partitions.FOLD_RESULT} declares: the event's outcome,
- * the registration after it (null values after a delete and for an event not applied) and its version's end.
+ * the registration after it (null values after a delete and for an event not applied), its version's end and which
+ * of the registration's invariants it breaks.
  */
 public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
     private static final long serialVersionUID = 1L;
@@ -61,7 +62,10 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
     private static final int VALID_TO_OFFSET = 12;
     private static final int VALID_TO_TIME_MS = 13;
     private static final int IS_VERSION = 14;
-    private static final int RESULT_WIDTH = 15;
+    // the registration's invariants Kafka's controller keeps and a log may break: checked, not enforced
+    private static final int LEADER_OUTSIDE_REPLICAS = 15;
+    private static final int ISR_OUTSIDE_REPLICAS = 16;
+    private static final int RESULT_WIDTH = 17;
 
     /** A live registration: the values the last records set, and the directories they last gave. */
     private static final class Registration {
@@ -128,7 +132,40 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
 
         Object[] values(String outcome) {
             return new Object[] {outcome, arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5],
-                leader, leaderEpoch, partitionEpoch, leaderRecoveryState, directories(), null, null, false};
+                leader, leaderEpoch, partitionEpoch, leaderRecoveryState, directories(), null, null, false,
+                leaderOutsideReplicas(), isrOutsideReplicas()};
+        }
+
+        /** A leader (not none) that is not one of the replicas; unknown (false) where either is null. */
+        boolean leaderOutsideReplicas() {
+            Seq<?> replicas = (Seq<?>) arrays[0];
+            if (leader == null || leader < 0 || replicas == null) {
+                return false;
+            }
+            boolean unknown = false;
+            for (int i = 0; i < replicas.length(); i++) {
+                Object replica = replicas.apply(i);
+                if (leader.equals(replica)) {
+                    return false;
+                }
+                unknown |= replica == null;
+            }
+            return !unknown;
+        }
+
+        /** An ISR member that is not one of the replicas; false where either list is null. */
+        boolean isrOutsideReplicas() {
+            Seq<?> replicas = (Seq<?>) arrays[0];
+            Seq<?> isr = (Seq<?>) arrays[1];
+            if (replicas == null || isr == null) {
+                return false;
+            }
+            for (int i = 0; i < isr.length(); i++) {
+                if (!replicas.contains(isr.apply(i))) {
+                    return true;
+                }
+            }
+            return false;
         }
     }
 
@@ -140,6 +177,8 @@ public final class PartitionFold implements UDF2<Seq<Row>, String, List<Row>> {
         Object[] values = new Object[RESULT_WIDTH];
         values[0] = outcome;
         values[IS_VERSION] = false;
+        values[LEADER_OUTSIDE_REPLICAS] = false;
+        values[ISR_OUTSIDE_REPLICAS] = false;
         return values;
     }
 
