@@ -228,7 +228,7 @@ def partition_states(events: DataFrame, topics: DataFrame, shapes: RecordShapes,
     deletes = removes.join(keys, ["cluster_id", "topic_id"]).select(
         *EVENT_COLUMNS, "topic_id", "partition_id", F.lit("delete").alias("kind"))
     clear_records = parsed(events if others is None else others, CLEAR_ELR, shapes).localCheckpoint(eager=True)
-    clearing = not clear_records.isEmpty()  # rare records: without them, no clear events and no extra window
+    clearing = not clear_records.isEmpty()  # rare records: without them, no clear events and no join
     if clearing:
         cleared = elr_clears(clear_records, live, keys)
 
