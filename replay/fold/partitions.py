@@ -72,11 +72,12 @@ FOLD_RESULT = ((OUTCOME, "string"), *((name, "array<int>") for name in ARRAYS), 
 APPLIED, DIRECTORIES_REFUSED, NOTHING_TO_CLEAR = "applied", "directories refused", "nothing to clear"
 MALFORMED, NO_PARTITION = "malformed", "no partition"
 # what the refusal of a change reads of its record (the registration's values are null for it), under these names
-REFUSED_RECORD = {"replicas": "record_replicas", "leader_recovery_state": "record_recovery_state"}
+REFUSED_RECORD = {"replicas": "record_replicas", "leader_recovery_state": "record_recovery_state",
+                  "record_dirs": "record_dirs"}
 # the registration's invariants the fold checks (Kafka's controller keeps them; a log may break them)
 LEADER_OUTSIDE, ISR_OUTSIDE = "leader_outside_replicas", "isr_outside_replicas"
 # the columns the fold's rows carry beside a version's: what its anomalies read
-FOLD_COLUMNS = (IS_VERSION, OUTCOME, "kind", "record_dirs", *REFUSED_RECORD.values(), LEADER_OUTSIDE, ISR_OUTSIDE)
+FOLD_COLUMNS = (IS_VERSION, OUTCOME, "kind", *REFUSED_RECORD.values(), LEADER_OUTSIDE, ISR_OUTSIDE)
 PARTITION_FOLD = JvmFunction("kraft_partition_fold", "kraftreplay.fold.PartitionFold", array_of_structs(FOLD_RESULT))
 
 
@@ -263,7 +264,7 @@ def partition_anomalies(folded: DataFrame, result: PartitionsResult) -> DataFram
     do not match the merged replicas) and the registrations that break an invariant (zero, one or two reasons)."""
     lengths_refused = _partition_reason(PARTITION_CHANGE_DIRECTORIES_MISMATCH)
     refused = folded.where(_refused_change()).select(
-        "cluster_id", "topic_id", "partition_id", "cause_offset", "cause_type", OUTCOME, "record_dirs",
+        "cluster_id", "topic_id", "partition_id", "cause_offset", "cause_type", OUTCOME,
         *[F.col(renamed).alias(name) for name, renamed in REFUSED_RECORD.items()])
     refused_changes = refused.select(
         F.col("cluster_id"), F.col("cause_offset").alias("offset"), F.col("cause_type").alias("record_type"),
@@ -321,7 +322,7 @@ def _registrations(stream: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
     whose directories then differ from its replicas in length is refused by the registration's constructor and
     changes nothing. A clear merges only where the ELR or the last known ELR is not empty (only there does it move
     the partition epoch on and make a version). A refused change keeps what its refusal reads of its record
-    (``REFUSED_RECORD``, ``record_dirs``)."""
+    (``REFUSED_RECORD``)."""
     spark = stream.sparkSession
     event = F.struct(*typed_fields(FOLD_EVENT), *FOLD_CARRIED)
     # the structs sort by their first fields, the apply order (visible offset, offset, seq: unique per partition)
@@ -334,5 +335,5 @@ def _registrations(stream: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
                   if name not in keyed],
         *[F.col(f"_step._results.{name}").alias(name) for name, _ in FOLD_RESULT],
         *[F.when(refused, F.col(f"_step._events.{name}")).alias(renamed)
-          for name, renamed in (*REFUSED_RECORD.items(), ("record_dirs", "record_dirs"))])
+          for name, renamed in REFUSED_RECORD.items()])
     return outcomes
