@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.concurrent_jobs import run_concurrently
-from lakehouse.spark_settings import few_partitions, kept_checkpoint
+from lakehouse.spark_settings import few_partitions, kept_checkpoint, sort_aggregated
 from lakehouse.tables import (
     BROKER_HISTORY,
     CONTROLLER_HISTORY,
@@ -58,12 +58,16 @@ class ReplayResult:
 
 
 def _with_topic_names(partitions: DataFrame, topics: DataFrame) -> DataFrame:
-    """The topic's name when each partition version starts (a TopicRecord can rename a live id)."""
-    valid = ((F.col("p.cluster_id") == F.col("t.cluster_id")) & (F.col("p.topic_id") == F.col("t.topic_id"))
-             & (F.col("t.valid_from_offset") <= F.col("p.valid_from_offset"))
-             & (F.col("t.valid_to_offset").isNull() | (F.col("t.valid_to_offset") > F.col("p.valid_from_offset"))))
-    return partitions.alias("p").join(F.broadcast(topics.alias("t")), valid, "left").select(
-        "p.*", F.col("t.name").alias("topic_name"))
+    """The topic's name when each partition version starts (a TopicRecord can rename a live id). The partitions' columns
+    stay as they are, unqualified (no ``alias``): a checkpoint of them keeps its partitioning where Spark renames its
+    columns, in a join with another checkpoint of the same rows (``lakehouse.spark_settings.kept_checkpoint``)."""
+    names = topics.select(F.col("cluster_id").alias("_t_cluster_id"), F.col("topic_id").alias("_t_topic_id"),
+                          F.col("valid_from_offset").alias("_t_from"), F.col("valid_to_offset").alias("_t_to"),
+                          F.col("name").alias("topic_name"))
+    valid = ((F.col("cluster_id") == F.col("_t_cluster_id")) & (F.col("topic_id") == F.col("_t_topic_id"))
+             & (F.col("_t_from") <= F.col("valid_from_offset"))
+             & (F.col("_t_to").isNull() | (F.col("_t_to") > F.col("valid_from_offset"))))
+    return partitions.join(F.broadcast(names), valid, "left").drop("_t_cluster_id", "_t_topic_id", "_t_from", "_t_to")
 
 
 def _versions(states: DataFrame, part: ImagePart) -> DataFrame:
@@ -161,8 +165,9 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
     # as the fold grouped them (``replay.fold.partitions``) and sorted by offset in each, so the versions filtered from
     # them are too: the replicas' versions are grouped from them without a shuffle, and a full replay derives its
     # state machines and election audit from them as they are (``replay.store.derived.folded_input``).
-    fold_rows = kept_checkpoint(_with_topic_names(partitions.folded, topic_history).sortWithinPartitions(
-        *HISTORY_KEYS[PARTITION_HISTORY], "valid_from_offset"))
+    with sort_aggregated(log.sparkSession):  # each partition's events grouped as they come, sorted
+        fold_rows = kept_checkpoint(_with_topic_names(partitions.folded, topic_history).sortWithinPartitions(
+            *HISTORY_KEYS[PARTITION_HISTORY], "valid_from_offset"))
     partition_history = partition_versions(fold_rows)
     zk_migration = zk_migration_states(others, shapes)
     feature_history = _versions(feature_states(others, shapes).unionByName(zk_migration.states),

@@ -59,6 +59,7 @@ FOLD_EVENT = (("visible_offset", "bigint"), ("offset", "bigint"), ("seq", "bigin
               *((name, "array<int>") for name in ARRAYS), ("leader", "int"), ("base_leader_epoch", "int"),
               ("base_partition_epoch", "int"), ("leader_recovery_state", "int"), ("record_dirs", "array<string>"),
               ("visible_time_ms", "bigint"), ("malformed", "boolean"))
+APPLY_ORDER = tuple(name for name, _ in FOLD_EVENT[:3])  # the order Kafka applies a partition's events in
 FOLD_CARRIED = ("record_type",)  # after the fields it reads, for the rows it gives
 OUTCOME = "outcome"
 IS_VERSION = "is_version"  # the registration after the last applied event at its visible offset
@@ -325,8 +326,11 @@ def _registrations(stream: DataFrame, keyed: tuple[str, ...]) -> DataFrame:
     (``REFUSED_RECORD``)."""
     spark = stream.sparkSession
     event = F.struct(*typed_fields(FOLD_EVENT), *FOLD_CARRIED)
-    # the structs sort by their first fields, the apply order (visible offset, offset, seq: unique per partition)
-    grouped = stream.groupBy(*keyed).agg(F.array_sort(F.collect_list(event)).alias("_events"))
+    # the structs sort by their first fields, the apply order (visible offset, offset, seq: unique per partition); the
+    # events come sorted by partition and in that order, aggregated as they come where the plan is made
+    # ``sort_aggregated`` (``replay.fold.engine``)
+    ordered = stream.repartition(*keyed).sortWithinPartitions(*keyed, *APPLY_ORDER)
+    grouped = ordered.groupBy(*keyed).agg(F.array_sort(F.collect_list(event)).alias("_events"))
     folded = grouped.select(*keyed, "_events", jvm_call(
         spark, PARTITION_FOLD, F.col("_events"), F.lit(MIGRATING_DIR)).alias("_results"))
     refused = F.col(f"_step._results.{OUTCOME}") != APPLIED
