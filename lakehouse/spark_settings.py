@@ -91,7 +91,7 @@ def constraints_not_propagated(spark: SparkSession) -> contextlib.AbstractContex
 # Spark aggregates a ``collect_list`` by hashing (ObjectHashAggregate) and, past a few groups in a task
 # (``spark.sql.objectHashAggregate.sortBased.fallbackThreshold``: 128), sorts the task's rows anyway. Rows already
 # distributed and sorted by their group's key are aggregated as they come, a group at a time, by a sort aggregate: off
-# around the plans of such aggregates (the partition fold's, 1 M records: its grouping 6.8 -> 5.7 s, issue 42).
+# around the plans of such aggregates (the partition fold's: issue 42, BENCHMARKS.md).
 OBJECT_HASH_AGGREGATE = "spark.sql.execution.useObjectHashAggregateExec"
 
 
