@@ -22,6 +22,7 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
+from lakehouse import class_archive
 from lakehouse.jars import DELTA_VERSION, installed, jars_dir, missing_reason
 from lakehouse.light_reader import AUTO as AUTO
 from lakehouse.light_reader import DELTA_RS as DELTA_RS
@@ -202,7 +203,9 @@ def session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             # broadcasts are written with Kryo, not Java serialization (issue 20: the 10 M derivation 385 -> 362 s).
             "spark.serializer": KRYO_SERIALIZER,
             # Spark's warnings without its start-up notices (hostname, native Hadoop, plan truncation).
-            DRIVER_JAVA_OPTIONS: f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
+            # Spark's classes mapped from the class archive when there is one (lakehouse.class_archive).
+            DRIVER_JAVA_OPTIONS: " ".join((f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
+                                           *class_archive.java_options())),
         } | delta_conf()
         jars = [jar for jar in (conf.get(SPARK_JARS_CONF), replay_jar()) if jar]
         if jars:

@@ -90,4 +90,7 @@ while IFS= read -r line; do say "$line"; done < <(.venv/bin/python -m lakehouse.
   || echo "jars: lakehouse.jars failed; the lake engine will be delta-rs and the Kafka-referee tests will skip")
 # The replay's own JVM functions (replay/jvm), compiled against the Spark pyspark ships into the jar cache.
 say "replay jar: $(.venv/bin/python -m lakehouse.replay_jar)"
+# Spark's classes archived once for every command's driver JVM (lakehouse.class_archive): built the first time (about
+# a minute), cached beside the jars; without it commands start as before, so this never fails setup.
+say "$(.venv/bin/python -m lakehouse.class_archive_build || echo "class archive: lakehouse.class_archive_build failed; commands start without one")"
 say "ready"
