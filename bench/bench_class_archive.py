@@ -3,11 +3,11 @@ the fixed cost of every command).
 
     nice -n 19 .venv/bin/python -m bench.bench_class_archive --reuse-logs --out /tmp/kraft-bench-first-answer
 
-The first-answer bench's data directory (``bench.logs.real_like_log``: 30,000 records of 3 brokers, then 100 more),
-then, ``--runs`` times, each command as a fresh process with the archive and without it (``KRAFT_REPLAY_CLASS_ARCHIVE
-=off``), one after the other (A B A B: the ratio is taken pair by pair, so a machine whose speed drifts moves both):
-``run DIR --no-report`` on a new lake, ``ingest`` of the 100 more records into the replayed lake, and
-``replay`` of them. One table of medians for BENCHMARKS.md.
+The first-answer bench's data directory and arguments (``bench.bench_first_answer.first_answer_log``: 30,000 records
+of 3 brokers, then 100 more), then, ``--runs`` times, each command as a fresh process with the archive and without it
+(``KRAFT_REPLAY_CLASS_ARCHIVE=off``), one after the other (A B A B: the ratio is taken pair by pair, so a machine
+whose speed drifts moves both): ``run DIR --no-report`` on a new lake, ``ingest`` of the 100 more records into the
+replayed lake, and ``replay`` of them. One table of medians for BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.bench_first_answer import command
+from bench.bench_first_answer import add_log_arguments, command, first_answer_log
 from bench.bench_replay import checkout_commit
-from bench.logs import SEED, real_like_log
-from lakehouse.class_archive import ARCHIVE_ENV, OFF, archive_path
+from lakehouse.class_archive import ARCHIVE_ENV, OFF, java_options
 from lakehouse.class_archive_build import build
 
 WITH, WITHOUT = "with the archive", "without"
@@ -31,18 +30,11 @@ WITH, WITHOUT = "with the archive", "without"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=30_000)
-    parser.add_argument("--more", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-first-answer"))
-    parser.add_argument("--reuse-logs", action="store_true")
+    add_log_arguments(parser, runs=5)
     args = parser.parse_args()
-    sizes = {"records": args.records, "more": args.more, "brokers": 3, "topics": 20, "partitions_per_topic": 10,
-             "seed": SEED}
-    count, more = real_like_log(args.out, sizes, reuse=args.reuse_logs)
+    count, more = first_answer_log(args)
     print(build())
-    path = archive_path()
-    if path is None or not path.is_file():
+    if not java_options():  # what a driver maps: none, so nothing to compare
         raise SystemExit(f"no class archive to compare with ({ARCHIVE_ENV} or the build above)")
     print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {checkout_commit()}, {platform.node()}, "
           f"python {platform.python_version()}; {count:,} records + {more} more; {args.runs} runs of each, "

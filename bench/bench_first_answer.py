@@ -34,18 +34,9 @@ SHELL_PATH = "/image/cluster/brokers"  # what Kafka's shell is asked: empty unti
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=30_000)
-    parser.add_argument("--more", type=int, default=100)
-    parser.add_argument("--brokers", type=int, default=3)
-    parser.add_argument("--topics", type=int, default=20)
-    parser.add_argument("--partitions-per-topic", type=int, default=10)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-first-answer"))
-    parser.add_argument("--reuse-logs", action="store_true")
+    add_log_arguments(parser, runs=3)
     args = parser.parse_args()
-    sizes = {"records": args.records, "more": args.more, "brokers": args.brokers, "topics": args.topics,
-             "partitions_per_topic": args.partitions_per_topic, "seed": SEED}
-    count, more = real_like_log(args.out, sizes, reuse=args.reuse_logs)
+    count, more = first_answer_log(args)
     segment = min((args.out / "log" / "__cluster_metadata-0").glob("*.log"))
     print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {checkout_commit()}, {platform.node()}, "
           f"python {platform.python_version()}; {count:,} records ({args.brokers} brokers, {args.topics} topics x "
@@ -73,6 +64,27 @@ def main() -> None:
         print(f"| {count:,} | {spark} | {shell_s:.2f} | {run_s:.1f} ({run_s / shell_s:.1f}x; target <= "
               f"{FIRST_ANSWER_TARGET}x) | {ingest_s:.1f} | {increment_s:.1f} ({increment_s / shell_s:.1f}x; target "
               f"<= {INCREMENT_TARGET}x) |")
+
+
+def add_log_arguments(parser: argparse.ArgumentParser, runs: int) -> None:
+    """The data directory's sizes and place, and how many runs of each command (this bench's and
+    ``bench.bench_class_archive``'s)."""
+    parser.add_argument("--records", type=int, default=30_000)
+    parser.add_argument("--more", type=int, default=100)
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--partitions-per-topic", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=runs)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/kraft-bench-first-answer"))
+    parser.add_argument("--reuse-logs", action="store_true")
+
+
+def first_answer_log(args: argparse.Namespace) -> tuple[int, int]:
+    """The data directory of ``add_log_arguments``'s sizes (``bench.logs.real_like_log``): (its records, the more
+    records after them)."""
+    sizes = {"records": args.records, "more": args.more, "brokers": args.brokers, "topics": args.topics,
+             "partitions_per_topic": args.partitions_per_topic, "seed": SEED}
+    return real_like_log(args.out, sizes, reuse=args.reuse_logs)
 
 
 def shell_brokers(classpath: str, segment: Path, expected: list[str] | None = None) -> tuple[list[str], float]:
