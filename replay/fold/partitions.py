@@ -262,28 +262,32 @@ def partition_versions(folded: DataFrame) -> DataFrame:
 def partition_anomalies(folded: DataFrame, result: PartitionsResult) -> DataFrame:
     """The partitions' anomalies: ``result.refused`` and, from the fold's rows (``result.folded`` as it is or
     checkpointed: ``folded``), the changes refused (malformed, no live partition to apply it to, or directories that
-    do not match the merged replicas) and the registrations that break an invariant (zero, one or two reasons)."""
+    do not match the merged replicas) and the registrations that break an invariant (zero, one or two reasons). The
+    fold's rows are read once: each row's anomalies are an array of (kind, reason), exploded."""
     lengths_refused = _partition_reason(PARTITION_CHANGE_DIRECTORIES_MISMATCH)
-    refused = folded.where(_refused_change()).select(
-        "cluster_id", "topic_id", "partition_id", "cause_offset", "cause_type", OUTCOME,
-        *[F.col(renamed).alias(name) for name, renamed in REFUSED_RECORD.items()])
-    refused_changes = refused.select(
-        F.col("cluster_id"), F.col("cause_offset").alias("offset"), F.col("cause_type").alias("record_type"),
-        F.lit("refused").alias("kind"),
-        F.when(F.col(OUTCOME) == DIRECTORIES_REFUSED, lengths_refused)
-        .when((F.col(OUTCOME) == MALFORMED) & _mismatched_directories(), lengths_refused)
-        .when(F.col(OUTCOME) == MALFORMED, _invalid_recovery_state_reason())
-        .otherwise(_partition_reason(UNKNOWN_PARTITION_CHANGE)).alias("reason"))
+    # a refusal reads its record's values (``REFUSED_RECORD``), not the registration's
+    record_replicas, record_state = REFUSED_RECORD["replicas"], REFUSED_RECORD["leader_recovery_state"]
+    refusal = (F.when(F.col(OUTCOME) == DIRECTORIES_REFUSED, lengths_refused)
+               .when((F.col(OUTCOME) == MALFORMED) & _mismatched_directories(record_replicas), lengths_refused)
+               .when(F.col(OUTCOME) == MALFORMED, _invalid_recovery_state_reason(record_state))
+               .otherwise(_partition_reason(UNKNOWN_PARTITION_CHANGE)))
     replicas = F.array_join("replicas", LIST_SEPARATOR)
-    leader_outside = F.when(F.col(LEADER_OUTSIDE), _partition_reason(
-        LEADER_NOT_IN_REPLICAS, skip_nulls=True, leader="leader", replicas=replicas))
-    isr_outside = F.when(F.col(ISR_OUTSIDE), _partition_reason(
-        ISR_NOT_WITHIN_REPLICAS, skip_nulls=True, isr=F.array_join("isr", LIST_SEPARATOR), replicas=replicas))
-    invariants = folded.where(F.col(LEADER_OUTSIDE) | F.col(ISR_OUTSIDE)).select(
+    leader_outside = _partition_reason(LEADER_NOT_IN_REPLICAS, skip_nulls=True, leader="leader", replicas=replicas)
+    isr_outside = _partition_reason(ISR_NOT_WITHIN_REPLICAS, skip_nulls=True,
+                                    isr=F.array_join("isr", LIST_SEPARATOR), replicas=replicas)
+
+    def anomaly(found: Column, kind: str, reason: Column) -> Column:
+        return F.when(found, F.struct(F.lit(kind).alias("kind"), reason.alias("reason")))
+
+    found = F.array(anomaly(_refused_change(), "refused", refusal),
+                    anomaly(F.col(LEADER_OUTSIDE), "invariant", leader_outside),
+                    anomaly(F.col(ISR_OUTSIDE), "invariant", isr_outside))
+    flagged = folded.where(_refused_change() | F.col(LEADER_OUTSIDE) | F.col(ISR_OUTSIDE)).select(
         F.col("cluster_id"), F.col("cause_offset").alias("offset"), F.col("cause_type").alias("record_type"),
-        F.lit("invariant").alias("kind"),
-        F.explode(F.filter(F.array(leader_outside, isr_outside), lambda reason: reason.isNotNull())).alias("reason"))
-    return result.refused.unionByName(refused_changes).unionByName(invariants)
+        F.explode(F.filter(found, lambda row: row.isNotNull())).alias("_anomaly"))
+    return result.refused.unionByName(flagged.select(
+        "cluster_id", "offset", "record_type", F.col("_anomaly.kind").alias("kind"),
+        F.col("_anomaly.reason").alias("reason")))
 
 
 def _refused_change() -> Column:
@@ -292,10 +296,11 @@ def _refused_change() -> Column:
         (F.col("kind") == "change") & (F.col(OUTCOME) == NO_PARTITION))
 
 
-def _mismatched_directories() -> Column:
-    """``checkDirectories``: a record that sets replicas and a non-empty directory list of another length."""
-    return (F.col("replicas").isNotNull() & F.col("record_dirs").isNotNull() & (F.size("record_dirs") > 0)
-            & (F.size("record_dirs") != F.size("replicas")))
+def _mismatched_directories(replicas: str = "replicas") -> Column:
+    """``checkDirectories``: a record that sets replicas (column ``replicas``) and a non-empty directory list of
+    another length."""
+    return (F.col(replicas).isNotNull() & F.col("record_dirs").isNotNull() & (F.size("record_dirs") > 0)
+            & (F.size("record_dirs") != F.size(replicas)))
 
 
 def _invalid_recovery_state() -> Column:
@@ -309,9 +314,10 @@ def _partition_reason(template: str, *, skip_nulls: bool = False, **values: Colu
     return reason_column(template, skip_nulls=skip_nulls, topic_id="topic_id", partition_id="partition_id", **values)
 
 
-def _invalid_recovery_state_reason() -> Column:
-    """The refusal's reason, in the words of Kafka's ``LeaderRecoveryState.of``."""
-    return reason_column(INVALID_LEADER_RECOVERY_STATE, state="leader_recovery_state")
+def _invalid_recovery_state_reason(state: str = "leader_recovery_state") -> Column:
+    """The refusal's reason (the record's state in column ``state``), in the words of Kafka's
+    ``LeaderRecoveryState.of``."""
+    return reason_column(INVALID_LEADER_RECOVERY_STATE, state=state)
 
 
 def _registrations(stream: DataFrame, keyed: tuple[str, ...]) -> DataFrame:

@@ -32,6 +32,7 @@ from lakehouse.spark_settings import (
     interpreted,
     kept_checkpoint,
     planned_ahead,
+    sort_aggregated,
     spark_conf,
 )
 from lakehouse.tables import (
@@ -226,8 +227,10 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             result = replay(replay_input.log, replay_input.base, shapes)
             history = {name: with_snapshot_causes(df, covered) for name, df in result.tables.items()}
             # each replica's versions, cut from the partitions' and brokers' as they are written (with their snapshot
-            # causes): the replica_history rows, and what the replica states read (checkpointed: cut once for both)
-            replicas = kept_checkpoint(replica_versions(history[PARTITION_HISTORY], history[BROKER_HISTORY]))
+            # causes): the replica_history rows, and what the replica states read (checkpointed: cut once for both).
+            # Grouped from rows sorted by replica: a hash of a large replay's groups spills them (BENCHMARKS.md)
+            with sort_aggregated(spark):
+                replicas = kept_checkpoint(replica_versions(history[PARTITION_HISTORY], history[BROKER_HISTORY]))
             history[REPLICA_HISTORY] = replica_rows(replicas)
             checks = _checked(log, snapshots, history, {c: coverage.checks for c, coverage in covered.items()},
                               shapes, tell)
@@ -282,12 +285,15 @@ def _write_derived(spark: SparkSession, lake: Lake, derivation: DerivationInput,
     and ``config_history`` (of ``cluster_id`` only, when given: the other clusters' rows are kept); name → version
     written."""
     tell(DERIVING)
-    tables = derived_tables(derivation, configs_in_force(spark, lake, config_history))
-    if cluster_id is not None:
-        tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
-    tell(WRITING + TABLES_APART.join(tables))
-    return run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name], records)
-                                    for name, df in tables.items()})
+    # each partition's and replica's rows grouped as sorted rows (the partitions' come sorted): planned as the tables
+    # are written
+    with sort_aggregated(spark):
+        tables = derived_tables(derivation, configs_in_force(spark, lake, config_history))
+        if cluster_id is not None:
+            tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
+        tell(WRITING + TABLES_APART.join(tables))
+        return run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name], records)
+                                        for name, df in tables.items()})
 
 
 def _refresh_derived(spark: SparkSession, lake: Lake, changed: Mapping[str, DataFrame],
