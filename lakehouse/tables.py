@@ -128,8 +128,9 @@ SORT_COLUMNS: dict[str, tuple[str, ...]] = {
 
 # --- the replay's tables -------------------------------------------------------------------------------------
 
-_PARTITION = ("cluster_id", "topic_id", "partition_id")
-_REPLICA = (*_PARTITION, "broker_id")
+# a topic partition of a cluster: the key of the partition-keyed tables, and the rows of each partition's derivation
+PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
+_REPLICA = (*PARTITION_KEY, "broker_id")
 
 # The image parts issue 19 adds (Kafka's ConfigurationsImage, ClientQuotasImage, AclsImage, ScramImage,
 # DelegationTokenImage, ProducerIdsImage), keyed like the others: part of HISTORY_KEYS and REPLAY_SCHEMAS.
@@ -145,7 +146,7 @@ IMAGE_HISTORY_KEYS: dict[str, tuple[str, ...]] = {
 
 # history table → the key of its entity: one version per key and [valid_from_offset, valid_to_offset)
 HISTORY_KEYS: dict[str, tuple[str, ...]] = {
-    PARTITION_HISTORY: _PARTITION,
+    PARTITION_HISTORY: PARTITION_KEY,
     BROKER_HISTORY: ("cluster_id", "broker_id"),
     TOPIC_HISTORY: ("cluster_id", "topic_id"),
     FEATURE_HISTORY: ("cluster_id", "feature"),
@@ -158,9 +159,9 @@ HISTORY_TABLES: tuple[str, ...] = tuple(HISTORY_KEYS)
 # derived table → the sort order it is written in (a unique key, so the layout is deterministic)
 DERIVED_ORDER: dict[str, tuple[str, ...]] = {
     REPLICA_STATE_HISTORY: (*_REPLICA, "valid_from_offset", "step"),
-    PARTITION_STATE_HISTORY: (*_PARTITION, "valid_from_offset", "step"),
-    ELECTIONS: (*_PARTITION, "offset"),
-    LEADERLESS_PERIODS: (*_PARTITION, "valid_from_offset"),
+    PARTITION_STATE_HISTORY: (*PARTITION_KEY, "valid_from_offset", "step"),
+    ELECTIONS: (*PARTITION_KEY, "offset"),
+    LEADERLESS_PERIODS: (*PARTITION_KEY, "valid_from_offset"),
 }
 DERIVED_TABLES: tuple[str, ...] = tuple(DERIVED_ORDER)
 

@@ -40,6 +40,7 @@ from records.kafka_topic_configs import (
     UNCLEAN_LEADER_ELECTION_ENABLE,
 )
 from replay.core.broker_timeline import open_end
+from replay.core.history import holds_at
 
 CLUSTER_DEFAULT = ""  # ConfigurationControlManager.DEFAULT_NODE: BROKER with an empty name
 SOURCE_SUFFIX = "_source"
@@ -128,8 +129,7 @@ def with_effective_configs(rows: DataFrame, configs: DataFrame | None, controlle
     if controllers is not None:
         running = F.broadcast(controllers.select(*CONTROLLER_COLUMNS)).alias("_running")
         asked = rows.alias("_rows").join(running, (F.col("_rows.cluster_id") == F.col("_running.cluster_id"))
-                                         & (F.col("_running.valid_from_offset") <= F.col(f"_rows.{offset}"))
-                                         & (open_end("_running.valid_to_offset") > F.col(f"_rows.{offset}")),
+                                         & holds_at(F.col(f"_rows.{offset}"), "_running"),
                                          "left").select("_rows.*", F.col("_running.controller_id").cast("string")
                                                         .alias("_node"))
     else:

@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakehouse.spark_settings import co_partitioned_by_some_keys, kept_checkpoint
+from lakehouse.tables import PARTITION_KEY
 from records.kafka_constants import NO_LEADER
 from replay.audit.effective_configs import ConfigsInForce
 from replay.audit.election_configs import CONFIG_COLUMNS, judged_by_configs
@@ -33,11 +34,10 @@ from replay.audit.election_rule import (
     is_valid_new_leader,
     was_unclean,
 )
-from replay.core.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, broker_timeline, is_active, open_end
-from replay.core.history import collapse
+from replay.core.broker_timeline import ACTIVE, CONTROLLED_SHUTDOWN, broker_timeline, is_active
+from replay.core.history import collapse, holds_at
 from replay.core.safe_points import SAFE_POINT, SafePoints
 
-PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
 ELECTION_COLUMNS = (
     *PARTITION_KEY, "topic_name", "offset", "time_ms", "cause_offset", "cause_type", "election_type",
     "previous_leader", "leader", "leader_epoch", "previous_isr", "isr", "replicas", "leader_recovery_state",
@@ -62,8 +62,7 @@ def _at(left: DataFrame, status: DataFrame, broker: str, offset: str, how: str =
     ``offset``."""
     states = F.broadcast(status).alias("s")  # a few intervals per broker: small next to the rows asking
     on = ((F.col("l.cluster_id") == F.col("s.cluster_id")) & (F.col(f"l.{broker}") == F.col("s.broker_id"))
-          & (F.col("s.valid_from_offset") <= F.col(f"l.{offset}"))
-          & (open_end("s.valid_to_offset") > F.col(f"l.{offset}")))
+          & holds_at(F.col(f"l.{offset}"), "s"))
     return left.alias("l").join(states, on, how)
 
 

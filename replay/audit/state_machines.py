@@ -27,7 +27,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse.tables import HISTORY_KEYS, REPLICA_HISTORY
+from lakehouse.tables import HISTORY_KEYS, PARTITION_KEY, REPLICA_HISTORY
 from replay.core.broker_timeline import broker_timeline, is_unfenced
 from replay.core.history import collapse, touches_before
 from replay.core.jvm_functions import INTERVAL, JvmFunction, array_of_structs, jvm_call, sorted_structs, typed_fields
@@ -64,7 +64,6 @@ PARTITION_VALID_PREVIOUS: dict[str, tuple[str, ...]] = {
 }
 
 REPLICA_KEY = HISTORY_KEYS[REPLICA_HISTORY]
-PARTITION_KEY = ("cluster_id", "topic_id", "partition_id")
 STATE_COLUMNS = ("state", "previous_state", "step", "valid_from_offset", "valid_to_offset", "valid_from_time_ms",
                  "valid_to_time_ms", "cause_offset", "cause_type", "reason", "valid_transition")
 # ``step`` values (given by the JVM passes): ordinary versions 0; at the end of a membership the deletion steps 1-4;

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse.tables import PARTITION_KEY
 from records.kafka_topic_configs import MIN_IN_SYNC_REPLICAS, TOPIC_CONFIG_DEFAULTS
 from replay.audit.election_configs import MIN_ISR_COLUMN, UNCLEAN_COLUMN
 from replay.audit.election_rule import elect_any_leader, first_candidate, is_acceptable_leader, is_valid_new_leader
@@ -31,7 +32,6 @@ UNAFFECTED = "unaffected"  # the outcome of a partition the failure leaves as it
 OUTCOMES = (UNAFFECTED, "isr-shrink", "leader-moved", "unclean-election", "offline", "still-offline")
 SUMMARY_KEYS = ("partitions", "affected", "leaders_lost", "clean_elections", "unclean_elections",
                 "offline_before", "offline_after", "under_replicated_before", "under_replicated_after")
-KEY = ("cluster_id", "topic_id", "partition_id")
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclea
                else default_min_isr)
     states = brokers.select("cluster_id", F.col("broker_id").alias("candidate"),
                             broker_state(F.col("fenced"), F.col("in_controlled_shutdown")).alias("state"))
-    base = partitions.select(*KEY, "topic_name", "leader", "isr", "replicas",
+    base = partitions.select(*PARTITION_KEY, "topic_name", "leader", "isr", "replicas",
                              F.coalesce("eligible_leader_replicas", no_replicas).alias("elr"),
                              allowed.alias("unclean_allowed"), min_isr.alias("min_insync_replicas"),
                              F.filter("isr", lambda r: ~F.array_contains(gone, r)).alias("target_isr"))
@@ -70,18 +70,18 @@ def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclea
     target_elr = (F.when(F.size("target_isr") >= F.col("min_insync_replicas"), no_replicas).otherwise(
         F.array_sort(F.array_except(F.array_union("elr", "isr"), "target_isr"))) if elr_enabled else F.col("elr"))
     base = base.withColumn("target_elr", target_elr)
-    candidates = (base.select(*KEY, "leader", "target_isr", "target_elr",
+    candidates = (base.select(*PARTITION_KEY, "leader", "target_isr", "target_elr",
                               F.posexplode("replicas").alias("pos", "candidate"))
                   .join(F.broadcast(states), ["cluster_id", "candidate"], "left")
                   .withColumn("acceptable", is_acceptable_leader(F.col("state"),
                                                                  F.array_contains(gone, F.col("candidate")))))
     acceptable = F.col("acceptable")
     valid = is_valid_new_leader(F.col("candidate"), F.col("target_isr"), F.col("target_elr"), acceptable)
-    choice = candidates.groupBy(*KEY).agg(
+    choice = candidates.groupBy(*PARTITION_KEY).agg(
         first_candidate(valid).alias("clean_choice"),
         first_candidate(acceptable).alias("unclean_choice"),
         (F.count(F.when((F.col("candidate") == F.col("leader")) & valid, 1)) > 0).alias("leader_valid"))
-    joined = base.join(choice, list(KEY), "left").withColumn(
+    joined = base.join(choice, list(PARTITION_KEY), "left").withColumn(
         "leader_valid", F.coalesce("leader_valid", F.lit(False)))
     leader_after, elected_unclean = elect_any_leader(F.col("leader"), F.col("leader_valid"), F.col("clean_choice"),
                                                      F.col("unclean_choice"), F.col("unclean_allowed"))
@@ -106,7 +106,7 @@ def what_if(partitions: DataFrame, brokers: DataFrame, failed: list[int], unclea
               .withColumn("elr_after", elr_after).withColumn("outcome", outcome)
               .withColumn("under_replicated_before", under_replicated_condition())
               .withColumn("under_replicated_after", under_replicated_condition("leader_after", "isr_after"))
-              .select(*KEY, "topic_name", "replicas", "leader", "isr", "leader_after", "isr_after", "outcome",
+              .select(*PARTITION_KEY, "topic_name", "replicas", "leader", "isr", "leader_after", "isr_after", "outcome",
                       "under_replicated_before", "under_replicated_after",
                       F.col("elr").alias("eligible_leader_replicas"), "elr_after", "unclean_allowed",
                       "min_insync_replicas")

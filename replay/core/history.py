@@ -13,6 +13,19 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
 
+def lives_after(offset: Column, interval: str = "") -> Column:
+    """The version (of alias ``interval`` when given) is still valid after ``offset``: not closed, or closed later."""
+    valid_to = F.col(f"{interval}.valid_to_offset" if interval else "valid_to_offset")
+    return valid_to.isNull() | (valid_to > offset)
+
+
+def holds_at(offset: Column, interval: str = "") -> Column:
+    """The version (of alias ``interval`` when given) is the one valid at ``offset``: the model's as-of rule
+    (``replay.query.rules.as_of_sql`` as SQL text) as a Column."""
+    valid_from = F.col(f"{interval}.valid_from_offset" if interval else "valid_from_offset")
+    return (valid_from <= offset) & lives_after(offset, interval)
+
+
 def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
                  tombstone: str = "is_tombstone") -> DataFrame:
     """``states``: one row per applied event (``visible_offset``, ``visible_time_ms``, ``offset``,

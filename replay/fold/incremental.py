@@ -49,6 +49,7 @@ from lakehouse.tables import (
     CONTROLLER_HISTORY,
     FEATURE_HISTORY,
     PARTITION_HISTORY,
+    PARTITION_KEY,
     REPLAY_ANOMALIES,
     REPLICA_HISTORY,
     SECRET_FINGERPRINT,
@@ -57,6 +58,7 @@ from lakehouse.tables import (
 from records.kafka_constants import BEGIN, ZK_MIGRATION_STATE_FEATURE
 from records.vocabulary import field
 from replay.core.events import BASE_COLUMNS, kafka_struct, transaction_markers
+from replay.core.history import lives_after
 from replay.core.image_parts import FOLDED_FROM as PARTS_FOLDED_FROM
 from replay.core.image_parts import IMAGE_PARTS, WHOLE_PARTS
 from replay.core.safe_points import SAFE_POINT, SafePoints
@@ -258,7 +260,7 @@ def _merge(stored: DataFrame, result: DataFrame, checkpoints: SafePoints, key: t
 def _live_from(history: DataFrame, checkpoints: SafePoints) -> DataFrame:
     """Versions live at or after the cluster's C, clipped to start no earlier than C."""
     live = checkpoints.join(history)
-    live = live.where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
+    live = live.where(lives_after(F.col(SAFE_POINT)))
     clipped = F.col("valid_from_offset") < F.col(SAFE_POINT)
     return (live.withColumn("valid_from_time_ms", F.when(clipped, F.lit(None).cast("long"))
                          .otherwise(F.col("valid_from_time_ms")))
@@ -268,13 +270,12 @@ def _live_from(history: DataFrame, checkpoints: SafePoints) -> DataFrame:
 def _replicas(stored: DataFrame, partitions: DataFrame, brokers: DataFrame, result_partitions: DataFrame,
               checkpoints: SafePoints, entities: Touched) -> DataFrame:
     """``replica_history`` with the pairs of touched partitions and touched brokers recomputed from C on."""
-    pkey = ("cluster_id", "topic_id", "partition_id")
     p_live = _live_from(partitions, checkpoints)
-    on_touched_broker = (p_live.select(*pkey, F.explode("replicas").alias("broker_id"))
-                         .join(entities.brokers, ["cluster_id", "broker_id"]).select(*pkey))
-    affected = result_partitions.select(*pkey).unionByName(on_touched_broker).distinct()
+    on_touched_broker = (p_live.select(*PARTITION_KEY, F.explode("replicas").alias("broker_id"))
+                         .join(entities.brokers, ["cluster_id", "broker_id"]).select(*PARTITION_KEY))
+    affected = result_partitions.select(*PARTITION_KEY).unionByName(on_touched_broker).distinct()
     # The partitions' versions are read twice (for themselves and for the brokers they name): cut once.
-    p_in = p_live.join(affected, list(pkey)).drop(SAFE_POINT).localCheckpoint(eager=True)
+    p_in = p_live.join(affected, list(PARTITION_KEY)).drop(SAFE_POINT).localCheckpoint(eager=True)
     b_in = (_live_from(brokers, checkpoints).drop(SAFE_POINT)
             .join(p_in.select("cluster_id", F.explode("replicas").alias("broker_id")).distinct(),
                   ["cluster_id", "broker_id"]))

@@ -27,6 +27,7 @@ from lakehouse.tables import (
     ELECTIONS,
     LEADERLESS_PERIODS,
     PARTITION_HISTORY,
+    PARTITION_KEY,
     PARTITION_STATE_HISTORY,
     REPLICA_HISTORY,
     REPLICA_STATE_HISTORY,
@@ -41,12 +42,12 @@ from replay.audit.elections import (
 )
 from replay.audit.state_machines import (
     DELETION_INELIGIBLE,
-    PARTITION_KEY,
     grouped_state_inputs,
     partition_state_history,
     replica_state_history,
     state_inputs,
 )
+from replay.core.history import lives_after
 from replay.core.safe_points import SAFE_POINT, SafePoints
 from replay.store.layout import mutable
 
@@ -164,7 +165,7 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
 
     def after_c(df: DataFrame) -> DataFrame:
         return (checkpoints.join(df.join(keys, list(PARTITION_KEY), "left_semi"))
-                .where(F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col(SAFE_POINT)))
+                .where(lives_after(F.col(SAFE_POINT)))
                 .drop(SAFE_POINT))
 
     replicas = distributed_replicas(after_c(live[REPLICA_HISTORY]))

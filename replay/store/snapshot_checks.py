@@ -32,6 +32,7 @@ from lakehouse.tables import (
     spark_schema,
 )
 from replay.core.coverage import SnapshotId
+from replay.core.history import holds_at
 from replay.core.shapes import RecordShapes
 from replay.fold.engine import replay
 from replay.reference.fold import VERSION_COLUMNS
@@ -99,8 +100,7 @@ def snapshot_checks(log: DataFrame, snapshots: DataFrame | None, tables: Mapping
     images = replay(log.where(F.lit(False)), events, shapes).tables
     at = spark.createDataFrame([(c, s.image_offset, s.stem) for c, s in pairs],
                                f"cluster_id STRING, _at BIGINT, {_SNAPSHOT} STRING")
-    valid = (F.col("valid_from_offset") <= F.col("_at")) & (
-        F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > F.col("_at")))
+    valid = holds_at(F.col("_at"))
     differences: DataFrame | None = None
     for table in CHECKED_TABLES:
         keys = [name for name in HISTORY_KEYS[table] if name != "cluster_id"]
