@@ -88,6 +88,34 @@ def test_large_tables_are_cut_into_topic_ranges_and_open_versions(spark: SparkSe
     _assert_file_orders(lake)
 
 
+def test_an_increment_of_a_table_cut_into_ranges_finds_its_open_versions_by_their_nulls(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """partition_history cut into topic ranges keeps its open versions apart by writing task, in files without a split
+    directory: an increment finds them by their null ``valid_to_offset``, replaces only those and keeps every file of
+    settled versions; its rows are a full replay's."""
+    monkeypatch.setattr(layout, "RECORDS_PER_TOPIC_RANGE", 1)
+    run = run_scenario("random", ScenarioOptions(seed=5, topics=24, partitions_per_topic=3, events=150))
+    entries = list(run.entries())
+    lake, full = Lake(tmp_path / "lake"), Lake(tmp_path / "full")
+    lake.write(entries_frame(spark, entries[:len(entries) // 2], "layout"), "metadata_log", "overwrite")
+    run_replay(spark, lake)
+    files = pa.table(lake.delta_table("partition_history").get_add_actions(flatten=True)).to_pylist()
+    assert not any("/open=" in f"/{f['path']}" for f in files)
+    opened = {f["path"] for f in files if f["null_count.valid_to_offset"] == f["num_records"]}
+    assert set(lake.files_with_nulls("partition_history", "valid_to_offset")) == opened
+    settled = {f["path"] for f in files} - opened
+    assert opened and settled
+    lake.write(entries_frame(spark, entries[len(entries) // 2:], "layout"), "metadata_log", "append")
+    assert run_replay(spark, lake).mode == "incremental"
+    after = set(lake.file_paths("partition_history"))
+    assert settled <= after and not opened & after
+    full.write(entries_frame(spark, entries, "layout"), "metadata_log", "overwrite")
+    run_replay(spark, full)
+    for name in (*AS_OF_SORTED, REPLICA_HISTORY):
+        assert sorted(map(str, lake.read(spark, name).collect())) == sorted(map(str, full.read(spark, name).collect()))
+    _assert_file_orders(lake)
+
+
 def _assert_file_orders(lake: Lake) -> None:
     """In each file of partition_history (AS_OF_SORTED) the settled versions run by length class (the bit length
     of valid_to - valid_from), then valid_from_offset; the open ones by valid_from_offset; replica_history's rows

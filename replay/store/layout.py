@@ -17,11 +17,12 @@ which writing task and where a file ends depend only on the rows:
   (``lasted``), then by ``valid_from_offset`` (its open ones by ``valid_from_offset``): the versions of one
   class that hold an offset N began within twice that class's length before N, so they sit in a few pages of
   each file, and Parquet's page statistics (Spark's column index, DataFusion's page index) let the reader skip
-  the rest;
+  the rest. Cut into topic ranges, its sort's first key is that order as one long (``as_of_prefix``);
 - the rows a later replay may still change (``mutable``: a history table's open versions, ``valid_to_offset``
-  null; an election whose lost leader is not explained yet) go to files of their own (split column ``open``),
-  so an incremental replay replaces only those files and adds the rows it settled: the other files never
-  change again.
+  null; an election whose lost leader is not explained yet) go to files of their own (split column ``open``: a
+  directory ``open=true`` or ``open=false``), so an incremental replay replaces only those files and adds the rows
+  it settled: the other files never change again. ``partition_history`` cut into topic ranges keeps them apart by
+  writing task alone (its open versions are found by their null ``valid_to_offset``, ``Lake.files_with_nulls``).
 
 No global ``orderBy``: its range partitioning samples the input first, which runs the whole (not
 checkpointed) plan twice.
@@ -60,6 +61,10 @@ _ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 # whole-cluster as-of read 0.29 s instead of 0.53 s in Spark, 0.17 s instead of 1.2 s in DataFusion; one
 # partition's history 0.33 s instead of 0.28 s; the files 15 % larger).
 AS_OF_SORTED = (PARTITION_HISTORY,)
+
+# ``as_of_prefix``: the bits of ``valid_from_offset`` below the length class (an offset from 2**40 on shares the largest
+# prefix: such rows are ordered by the sort's later keys)
+PREFIX_OFFSET_BITS = 40
 
 # Spark's ``hash`` of a column: Murmur3_x86_32 of the value with this seed (``Murmur3Hash``), of an int its four
 # little-endian bytes.
@@ -125,6 +130,18 @@ def lasted() -> Column:
     return F.length(F.bin(F.col("valid_to_offset") - F.col("valid_from_offset")))
 
 
+def as_of_prefix() -> Column:
+    """``AS_OF_SORTED``'s order (``lasted``, nulls first, then ``valid_from_offset``) as one long, for a sort's first
+    key. Spark compares two rows by their first key's prefix before it compares the rows: with this key nearly every
+    comparison of a large sort is one of two longs, where by ``lasted`` (a few dozen values) nearly every one read
+    both rows (BENCHMARKS.md, issue 42). Equal prefixes (offsets from ``2**PREFIX_OFFSET_BITS`` on) are ordered by
+    the keys after it."""
+    offset = F.least(F.col("valid_from_offset"), F.lit((1 << PREFIX_OFFSET_BITS) - 1))
+    length_class = lasted()
+    return F.when(length_class.isNull(), offset).otherwise(
+        F.shiftleft(length_class.cast("long") + 1, PREFIX_OFFSET_BITS) + offset)
+
+
 def mutable(name: str, columns: list[str] | None = None) -> Column | None:
     """``mutable_where`` as a Column."""
     where = mutable_where(name, columns)
@@ -152,4 +169,10 @@ def sorted_layout(df: DataFrame, name: str, order: tuple[str, ...], records: int
     if split is not None:
         index = index + F.when(F.col(OPEN), F.lit(ranges)).otherwise(F.lit(0))
     keys = F.array(*[F.lit(key) for key in task_keys(tasks)])
-    return df.repartition(tasks, F.element_at(keys, index + 1)).sortWithinPartitions(*sort), split
+    distributed = df.repartition(tasks, F.element_at(keys, index + 1))
+    if name in AS_OF_SORTED and ranges > 1:
+        # Each task's rows are all open or all settled (its index), so its files are too, without a split directory:
+        # a split write sorts each task's rows by the split column first, which would leave the sort a prefix of
+        # one bit. Written by Spark's executors only (a table cut into topic ranges is never written by the driver).
+        return distributed.sortWithinPartitions(as_of_prefix(), *columns).drop(OPEN), None
+    return distributed.sortWithinPartitions(*sort), split
