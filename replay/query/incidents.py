@@ -25,6 +25,7 @@ from records.kafka_constants import ELIGIBLE_LEADER_REPLICAS_VERSION, ELRV_1
 from replay.audit.effective_configs import ConfigsInForce, configs_in_force
 from replay.audit.election_configs import CONFIG_COLUMNS, with_configs_in_force
 from replay.audit.whatif import WhatIf, what_if
+from replay.core.history import lives_after
 from replay.query.state import QueryError, as_of, history_table, resolve_cluster, resolve_offset
 
 _MAX = 1 << 62
@@ -56,8 +57,7 @@ def _within(column: str, lo: int, hi: int) -> Column:
 def offline_periods(spark: SparkSession, lake: Lake, cluster: str, lo: int = 0, hi: int = _MAX) -> DataFrame:
     """The leaderless periods (the election audit's) overlapping offsets ``lo..hi``, in log order."""
     return (_audit_table(spark, lake, LEADERLESS_PERIODS, cluster)
-            .where((F.col("valid_from_offset") <= hi)
-                   & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo)))
+            .where((F.col("valid_from_offset") <= hi) & lives_after(F.lit(lo)))
             .orderBy("valid_from_offset", "topic_name", "partition_id", "topic_id"))
 
 
