@@ -228,7 +228,8 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             history = {name: with_snapshot_causes(df, covered) for name, df in result.tables.items()}
             # each replica's versions, cut from the partitions' and brokers' as they are written (with their snapshot
             # causes): the replica_history rows, and what the replica states read (checkpointed: cut once for both).
-            # Grouped from rows sorted by replica: a hash of a large replay's groups spills them (BENCHMARKS.md)
+            # Grouped from the fold's rows sorted by partition: a hash of a large replay's groups spills them
+            # (BENCHMARKS.md)
             with sort_aggregated(spark):
                 replicas = kept_checkpoint(replica_versions(history[PARTITION_HISTORY], history[BROKER_HISTORY]))
             history[REPLICA_HISTORY] = replica_rows(replicas)
