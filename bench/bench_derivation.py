@@ -59,7 +59,7 @@ def main() -> None:
     audit = piece("the election audit (checkpoint)",
                   lambda: elections(partitions, brokers, configs=configs))
     # the state machines are one JVM pass each (``replay.audit.state_machines``): computed whole, nothing checkpointed
-    piece("replica_state_history, computed", lambda: _computed(replica_state_history(replicas, partitions, brokers)))
+    piece("replica_state_history, computed", lambda: _computed(replica_state_history(replicas, brokers)))
     piece("partition_state_history, computed", lambda: _computed(partition_state_history(partitions)))
     piece("leaderless_periods, computed", lambda: _computed(leaderless_periods(partitions, audit)))
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {checkout_commit()}; lake {args.lake}; "

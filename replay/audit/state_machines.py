@@ -24,13 +24,14 @@ kept and marked ``valid_transition = false`` (Kafka's controller logs it and goe
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.tables import HISTORY_KEYS, PARTITION_KEY, REPLICA_HISTORY
 from replay.core.broker_timeline import broker_timeline, is_unfenced
-from replay.core.history import collapse, touches_before
+from replay.core.history import collapse
 from replay.core.jvm_functions import INTERVAL, JvmFunction, array_of_structs, jvm_call, sorted_structs, typed_fields
+from replay.core.partition_edges import SPANS, partition_edges
 from replay.core.safe_points import SAFE_POINT
 
 NEW_REPLICA = "NewReplica"
@@ -96,9 +97,9 @@ def _alive_periods(broker_history: DataFrame) -> DataFrame:
 
 
 # The structs the state machines' JVM passes read (``kraftreplay.audit.ReplicaStates``, ``PartitionStates``), fields
-# in their order and types: a replica or partition version (the values its state is read from), a partition version
-# where a replica's life can start or end (``_partition_edges``), a broker's unfenced periods, the stored open rows a
-# resumed derivation goes on from; and the rows they give.
+# in their order and types: a replica or partition version (the values its state is read from), a broker's unfenced
+# periods, the stored open rows a resumed derivation goes on from; and the rows they give. (A replica's pass reads its
+# partition's edges too: ``replay.core.partition_edges.PARTITION_EDGE``.)
 REPLICA_STATE_INPUT = (*INTERVAL, ("topic_name", "string"), ("in_isr", "boolean"), ("adding", "boolean"),
                        ("broker_fenced", "boolean"))
 UNFENCED_PERIOD = (("up_from", "bigint"), ("up_to", "bigint"), ("up_from_time", "bigint"),
@@ -106,7 +107,6 @@ UNFENCED_PERIOD = (("up_from", "bigint"), ("up_to", "bigint"), ("up_from_time", 
 OPENED_STATE = ((SAFE_POINT, "bigint"), ("state", "string"), ("previous_state", "string"), ("step", "int"),
                 ("valid_from_offset", "bigint"), ("valid_from_time_ms", "bigint"), ("cause_offset", "bigint"),
                 ("cause_type", "string"), ("reason", "string"), ("topic_name", "string"))
-PARTITION_EDGE = (*INTERVAL, ("starts_life", "boolean"))
 PARTITION_STATE_INPUT = (*INTERVAL, ("topic_name", "string"), ("leader", "int"), ("isr", "array<int>"))
 STATE_RESULT = (("topic_name", "string"), ("state", "string"), ("previous_state", "string"), ("step", "int"),
                 *INTERVAL, ("reason", "string"))
@@ -128,28 +128,30 @@ def _judged(states: Column, rows: DataFrame, key: tuple[str, ...], table: dict[s
         "valid_transition", _valid(table)).select(*key, "topic_name", *STATE_COLUMNS)
 
 
-def grouped_state_inputs(replica_history: DataFrame) -> DataFrame:
-    """Each replica's versions as its state pass reads them (``REPLICA_KEY``, ``_versions``), from rows of
-    ``replica_history``."""
-    return replica_history.groupBy(*REPLICA_KEY).agg(sorted_structs(REPLICA_STATE_INPUT).alias("_versions"))
+def grouped_state_inputs(replica_history: DataFrame, partition_history: DataFrame) -> DataFrame:
+    """Each replica's versions as its state pass reads them (``REPLICA_KEY``, ``_versions``, ``_spans``), from rows of
+    ``replica_history`` and their partitions' rows of ``partition_history`` (their edges)."""
+    versions = replica_history.groupBy(*REPLICA_KEY).agg(sorted_structs(REPLICA_STATE_INPUT).alias("_versions"))
+    return versions.join(partition_edges(partition_history), list(PARTITION_KEY), "left")
 
 
 def state_inputs(replica_versions: DataFrame) -> DataFrame:
-    """Each replica's versions as its state pass reads them (``REPLICA_KEY``, ``_versions``), from the fold's groups
-    (``replay.fold.replicas.replica_versions``: the same versions in the same order, more fields): the replica
-    versions are not grouped again."""
+    """Each replica's versions as its state pass reads them (``REPLICA_KEY``, ``_versions``, ``_spans``), from the
+    fold's groups (``replay.fold.replicas.replica_versions``: the same versions in the same order, more fields, and
+    their partition's edges): the replica versions are not grouped again."""
     def projected(version: Column) -> Column:
         return F.struct(*[version[name].alias(name) for name, _ in REPLICA_STATE_INPUT])
 
-    return replica_versions.select(*REPLICA_KEY, F.transform("_versions", projected).alias("_versions"))
+    return replica_versions.select(*REPLICA_KEY, F.transform("_versions", projected).alias("_versions"), SPANS)
 
 
-def replica_state_history(replica_versions: DataFrame, partition_history: DataFrame, broker_history: DataFrame,
+def replica_state_history(replica_versions: DataFrame, broker_history: DataFrame,
                           opened: DataFrame | None = None) -> DataFrame:
     """Every replica state and transition (see the module docstring), keyed like ``replica_history``: each replica's
     versions (``replica_versions``: ``grouped_state_inputs`` or ``state_inputs``) in one pass in the JVM
-    (``replay/jvm``: ``kraftreplay.audit.ReplicaStates``), its partition's edges (``_partition_edges``: where a life
-    of the partition starts, which record a membership's end is) and its broker's unfenced periods beside them.
+    (``replay/jvm``: ``kraftreplay.audit.ReplicaStates``), its partition's edges (``replay.core.partition_edges``:
+    where a life of the partition starts, which record a membership's end is) and its broker's unfenced periods
+    beside them.
 
     Resumed from a checkpoint C (``opened`` given): the histories hold only the versions live after C, and
     ``opened`` the stored open rows of their replicas with ``_c`` (the state at C: a membership's state, or a
@@ -163,29 +165,13 @@ def replica_state_history(replica_versions: DataFrame, partition_history: DataFr
     else:
         # a replica whose deletion waits may have no version after C: every replica of either side
         versions = versions.join(_stored(opened, REPLICA_KEY), list(REPLICA_KEY), "full")
-    spans = _partition_edges(partition_history).groupBy(*PARTITION_KEY).agg(
-        sorted_structs(PARTITION_EDGE).alias("_spans"))
     # the brokers' periods are few next to the replicas: one row per broker, broadcast to its replicas
     periods = _alive_periods(broker_history).groupBy("cluster_id", "broker_id").agg(
         sorted_structs(UNFENCED_PERIOD).alias("_periods"))
-    rows = versions.join(spans, list(PARTITION_KEY), "left").join(
-        F.broadcast(periods), ["cluster_id", "broker_id"], "left")
-    states = jvm_call(spark, REPLICA_STATES, F.col("broker_id"), F.col("_versions"), F.col("_spans"),
+    rows = versions.join(F.broadcast(periods), ["cluster_id", "broker_id"], "left")
+    states = jvm_call(spark, REPLICA_STATES, F.col("broker_id"), F.col("_versions"), F.col(SPANS),
                       F.col("_periods"), F.col("_opened"))
     return _judged(states, rows, REPLICA_KEY, REPLICA_VALID_PREVIOUS)
-
-
-def _partition_edges(partition_history: DataFrame) -> DataFrame:
-    """The partition versions a replica's pass reads: those starting a life of the partition (``starts_life``: no
-    version touches them before), where a replica's life can start as the partition's, and those whose replica set
-    differs from the version before, where a membership can end (the record that ended it). Few next to all the
-    versions, which every replica of the partition would read."""
-    by_partition = Window.partitionBy(*PARTITION_KEY).orderBy("valid_from_offset")
-    same_replicas = F.coalesce(F.lag("replicas").over(by_partition) == F.col("replicas"), F.lit(False))
-    edges = partition_history.select(
-        *PARTITION_KEY, *[name for name, _ in INTERVAL], (~touches_before(by_partition)).alias("starts_life"),
-        same_replicas.alias("_same_replicas"))
-    return edges.where(F.col("starts_life") | ~F.col("_same_replicas"))
 
 
 # --- partitions ----------------------------------------------------------------------------------

@@ -66,8 +66,8 @@ class DerivationInput:
 def written_input(history: Mapping[str, DataFrame]) -> DerivationInput:
     """The derivation's input from the history tables as written (``history``: at least partition_history,
     replica_history and broker_history), distributed and sorted here (the partitions: a checkpoint, a job)."""
-    return DerivationInput(distributed_partitions(history[PARTITION_HISTORY]),
-                           distributed_replicas(history[REPLICA_HISTORY]),
+    partitions = distributed_partitions(history[PARTITION_HISTORY])
+    return DerivationInput(partitions, distributed_replicas(history[REPLICA_HISTORY], partitions),
                            history[BROKER_HISTORY])
 
 
@@ -84,10 +84,10 @@ def distributed_partitions(partition_history: DataFrame) -> DataFrame:
     return keyed_checkpoint(partition_history, PARTITION_KEY, ("valid_from_offset",))
 
 
-def distributed_replicas(replica_history: DataFrame) -> DataFrame:
-    """Rows of ``replica_history`` distributed by partition and grouped per replica as the replica states read them
-    (``grouped_state_inputs``; no job)."""
-    return grouped_state_inputs(replica_history.repartition(*PARTITION_KEY))
+def distributed_replicas(replica_history: DataFrame, partitions: DataFrame) -> DataFrame:
+    """Rows of ``replica_history`` distributed by partition and grouped per replica as the replica states read them,
+    with the edges of their ``partitions`` (``distributed_partitions``: ``grouped_state_inputs``; no job)."""
+    return grouped_state_inputs(replica_history.repartition(*PARTITION_KEY), partitions)
 
 
 def derived_tables(versions: DerivationInput, configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
@@ -96,7 +96,7 @@ def derived_tables(versions: DerivationInput, configs: ConfigsInForce | None = N
     partitions, brokers = versions.partitions, versions.brokers
     tables = run_concurrently(partitions.sparkSession, {  # independent, each a few jobs of mostly fixed latency
         ELECTIONS: lambda: elections(partitions, brokers, configs=configs),
-        REPLICA_STATE_HISTORY: lambda: replica_state_history(versions.replicas, partitions, brokers),
+        REPLICA_STATE_HISTORY: lambda: replica_state_history(versions.replicas, brokers),
         PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions)})
     return {**tables, LEADERLESS_PERIODS: leaderless_periods(partitions, tables[ELECTIONS])}
 
@@ -168,7 +168,6 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
                 .where(lives_after(F.col(SAFE_POINT)))
                 .drop(SAFE_POINT))
 
-    replicas = distributed_replicas(after_c(live[REPLICA_HISTORY]))
     # the state at C, the partition versions and the brokers' status, keyed by the table each comes from
     steps: dict[str, Callable[[], DataFrame]] = {
         name: partial(_opened, df, keys, checkpoints, name) for name, df in stored.items()}
@@ -176,12 +175,12 @@ def resumed_partitions(live: dict[str, DataFrame], brokers: DataFrame, stored: d
     steps[BROKER_HISTORY] = lambda: broker_status(brokers).localCheckpoint(eager=True)
     cut = run_concurrently(affected.sparkSession, steps)
     partitions, status = cut[PARTITION_HISTORY], cut[BROKER_HISTORY]
+    replicas = distributed_replicas(after_c(live[REPLICA_HISTORY]), partitions)
     tables = run_concurrently(affected.sparkSession, {
         # the stored unexplained rows are few: explained again by each reader of the union (no job of its own)
         ELECTIONS: lambda: elections(partitions, brokers, status, configs).unionByName(
             explained_losses(cut[ELECTIONS].drop(SAFE_POINT), status)),
-        REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, partitions, brokers,
-                                                             cut[REPLICA_STATE_HISTORY]),
+        REPLICA_STATE_HISTORY: lambda: replica_state_history(replicas, brokers, cut[REPLICA_STATE_HISTORY]),
         PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions, cut[PARTITION_STATE_HISTORY])})
     return {**tables, LEADERLESS_PERIODS: resumed_leaderless_periods(
         partitions, tables[ELECTIONS], cut[LEADERLESS_PERIODS], checkpoints)}

@@ -1,13 +1,13 @@
 package kraftreplay.fold;
 
-import static kraftreplay.core.Interval.FROM;
 import static kraftreplay.core.Interval.WIDTH;
 
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import kraftreplay.core.Interval;
+import kraftreplay.core.PartitionEdges;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF1;
@@ -23,9 +23,13 @@ import scala.collection.Seq;
  * <p>The partition's versions come sorted by offset and grouped by partition, so no row is sorted by replica: a
  * replica's versions come out in offset order.
  *
- * <p>Input: the partition's versions, structs of {@code replay.fold.replicas.PARTITION_VERSION} sorted by their start.
- * Output: its replicas in broker order, structs of {@code broker_id} and {@code _versions} (structs of
- * {@code replay.fold.replicas.REPLICA_VERSION}).
+ * <p>The partition's edges ({@link PartitionEdges}: where a replica's life can start or end) come with each replica, so
+ * the replica states read them without reading the partition's versions again.
+ *
+ * <p>Input: the partition's versions, structs of {@code replay.fold.replicas.PARTITION_VERSION}, in offset order as
+ * collected from the fold's rows (else sorted here). Output: its replicas in broker order, structs of
+ * {@code broker_id}, {@code _versions} (structs of {@code replay.fold.replicas.REPLICA_VERSION}) and {@code _spans}
+ * (the partition's edges, structs of {@code replay.core.partition_edges.PARTITION_EDGE}).
  */
 public final class PartitionReplicas implements UDF1<Seq<Row>, List<Row>> {
     private static final long serialVersionUID = 1L;
@@ -83,29 +87,11 @@ public final class PartitionReplicas implements UDF1<Seq<Row>, List<Row>> {
         return RowFactory.create(values);
     }
 
-    private static long start(Row version) {
-        return version.isNullAt(FROM) ? Long.MIN_VALUE : version.getLong(FROM);
-    }
-
-    /** The versions in offset order: as they come when collected from rows sorted by offset, else sorted here. */
-    private static List<Row> inOffsetOrder(Seq<Row> collected) {
-        List<Row> versions = new ArrayList<>(collected.length());
-        boolean sorted = true;
-        for (int v = 0; v < collected.length(); v++) {
-            Row version = collected.apply(v);
-            sorted &= versions.isEmpty() || start(versions.get(versions.size() - 1)) <= start(version);
-            versions.add(version);
-        }
-        if (!sorted) {
-            versions.sort(Comparator.comparingLong(PartitionReplicas::start));
-        }
-        return versions;
-    }
-
     @Override
     public List<Row> call(Seq<Row> collected) {
+        List<Row> versions = Interval.inOffsetOrder(collected);
         Map<Integer, List<Row>> replicas = new TreeMap<>();
-        for (Row version : inOffsetOrder(collected)) {
+        for (Row version : versions) {
             if (version.isNullAt(REPLICAS)) {
                 continue;
             }
@@ -119,9 +105,10 @@ public final class PartitionReplicas implements UDF1<Seq<Row>, List<Row>> {
                 replicas.computeIfAbsent(broker, b -> new ArrayList<>()).add(replicaVersion(version, broker, position));
             }
         }
+        List<Row> edges = PartitionEdges.of(versions, REPLICAS);
         List<Row> rows = new ArrayList<>(replicas.size());
         for (Map.Entry<Integer, List<Row>> replica : replicas.entrySet()) {
-            rows.add(RowFactory.create(replica.getKey(), replica.getValue()));
+            rows.add(RowFactory.create(replica.getKey(), replica.getValue(), edges));
         }
         return rows;
     }
