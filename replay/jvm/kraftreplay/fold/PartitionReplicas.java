@@ -15,9 +15,9 @@ import scala.collection.Seq;
 
 /**
  * A partition's versions split into its replicas' versions, in one pass over them in offset order: each broker
- * listed in a version's replicas gets that version with its role in it, as the SQL functions Kafka's fields are read
- * with would give it ({@code leader = broker}, {@code array_contains}, {@code element_at}: null where a field is
- * null). A broker listed twice in one version is one replica, at its first position (as
+ * listed in a version's replicas gets that version with its role in it, as Spark's {@code leader = broker} and
+ * {@code array_contains} would give it (null where the field is null), and the directory at its position (null where
+ * there is none). A broker listed twice in one version is one replica, at its first position (as
  * {@code PartitionRegistration.directory} reads it).
  *
  * <p>The partition's versions come sorted by offset and grouped by partition, so no row is sorted by replica: a
@@ -62,7 +62,7 @@ public final class PartitionReplicas implements UDF1<Seq<Row>, List<Row>> {
         return nulls ? null : false;
     }
 
-    /** {@code element_at(directories, position + 1)}: null for a null list or a position past its end. */
+    /** The directory at the replica's position: null for a null list or a position past its end. */
     private static Object directory(Row version, int position) {
         if (version.isNullAt(DIRECTORIES)) {
             return null;
