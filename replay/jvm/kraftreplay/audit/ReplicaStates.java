@@ -44,9 +44,10 @@ import scala.collection.Seq;
  * <p>Input: the replica's broker id; its versions, its partition's edges (the versions starting a life of the
  * partition or changing its replica set: where a membership can start as the partition's, or end) and its broker's
  * unfenced periods, arrays of the structs {@code replay.audit.state_machines} declares ({@code REPLICA_STATE_INPUT},
- * {@code UNFENCED_PERIOD}) and {@code replay.core.partition_edges} ({@code PARTITION_EDGE}), each sorted by its start; the opened rows ({@code OPENED_STATE}) or
- * null. Output: its rows, structs of {@code REPLICA_STATE_RESULT} (whether each transition is valid is judged
- * after, by the controller's table in {@code replay.audit.state_machines}).
+ * {@code UNFENCED_PERIOD}) and {@code replay.core.partition_edges} ({@code PARTITION_EDGE}), each sorted by its
+ * start; the opened rows ({@code OPENED_STATE}) or null. Output: its rows, structs of {@code REPLICA_STATE_RESULT}
+ * (whether each transition is valid is judged after, by the controller's table in
+ * {@code replay.audit.state_machines}).
  */
 public final class ReplicaStates implements UDF5<Integer, Seq<Row>, Seq<Row>, Seq<Row>, Seq<Row>, List<Row>> {
     private static final long serialVersionUID = 1L;

@@ -30,7 +30,7 @@ public final class PartitionEdges implements UDF1<Seq<Row>, List<Row>> {
     // EDGE_INPUT: the interval and its cause, then the partition's replicas
     private static final int REPLICAS = WIDTH;
 
-    /** The edges of a partition's ``versions`` (in offset order), whose replica lists are field ``replicas``. */
+    /** The edges of a partition's {@code versions} (in offset order), whose replicas are field {@code replicas}. */
     public static List<Row> of(List<Row> versions, int replicas) {
         List<Row> edges = new ArrayList<>();
         Row before = null;
