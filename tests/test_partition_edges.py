@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from replay.core.partition_edges import partition_edges
 from replay.fold.replicas import replica_versions
-from tests.test_replicas import BROKERS_SCHEMA, PARTITIONS_SCHEMA
+from tests.replica_inputs_support import BROKERS_SCHEMA, PARTITIONS_SCHEMA
 
 pytestmark = pytest.mark.spark
 

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from lakehouse.log_rows import entries_frame
 from replay.fold.engine import replay
 from replay.fold.replicas import replica_history
+from tests.replica_inputs_support import BROKERS_SCHEMA, PARTITIONS_SCHEMA
 from tests.table_rows import sorted_rows
 
 pytestmark = pytest.mark.spark
@@ -23,16 +24,6 @@ def test_a_repeated_replica_id_is_one_replica(repeated: dict[str, Any]) -> None:
     from tests import bad_inputs_support as bad
 
     assert bad.replica_versions(repeated["spark"]["replica_history"]) == bad.REPEATED_REPLICAS
-
-
-PARTITIONS_SCHEMA = ("cluster_id STRING, topic_id STRING, topic_name STRING, partition_id INT, replicas ARRAY<INT>, "
-                     "leader INT, isr ARRAY<INT>, eligible_leader_replicas ARRAY<INT>, adding_replicas ARRAY<INT>, "
-                     "removing_replicas ARRAY<INT>, directories ARRAY<STRING>, valid_from_offset BIGINT, "
-                     "valid_to_offset BIGINT, valid_from_time_ms BIGINT, valid_to_time_ms BIGINT, cause_offset BIGINT, "
-                     "cause_type STRING")
-BROKERS_SCHEMA = ("cluster_id STRING, broker_id INT, fenced BOOLEAN, in_controlled_shutdown BOOLEAN, "
-                  "valid_from_offset BIGINT, valid_to_offset BIGINT, valid_from_time_ms BIGINT, "
-                  "valid_to_time_ms BIGINT, cause_offset BIGINT, cause_type STRING")
 
 
 def test_a_replica_is_cut_where_its_broker_changes_and_merged_where_nothing_does(spark: SparkSession) -> None:
