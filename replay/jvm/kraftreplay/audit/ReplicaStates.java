@@ -45,7 +45,7 @@ import scala.collection.Seq;
  * partition or changing its replica set: where a membership can start as the partition's, or end) and its broker's
  * unfenced periods, arrays of the structs {@code replay.audit.state_machines} declares ({@code REPLICA_STATE_INPUT},
  * {@code UNFENCED_PERIOD}) and {@code replay.core.partition_edges} ({@code PARTITION_EDGE}), each sorted by its
- * start; the opened rows ({@code OPENED_STATE}) or null. Output: its rows, structs of {@code REPLICA_STATE_RESULT}
+ * start; the opened rows ({@code OPENED_STATE}) or null. Output: its rows, structs of {@code STATE_RESULT}
  * (whether each transition is valid is judged after, by the controller's table in
  * {@code replay.audit.state_machines}).
  */
