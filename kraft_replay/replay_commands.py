@@ -53,6 +53,9 @@ def replay(
     lake: LakeOption = None,
     full: Annotated[bool, typer.Option("--full", help="Rebuild every history table from the start of the log "
                                        "instead of folding in only the offsets after the last checkpoint")] = False,
+    incremental: Annotated[bool, typer.Option(
+        "--incremental", help="Fold in only the offsets after the last checkpoint even when the log is small enough "
+        "that replaying it whole costs less (which the default then does, saying so)")] = False,
     cluster_id: Annotated[str | None, typer.Option(
         "--cluster-id", help="Replay only this cluster (the other clusters' rows are kept as they are)")] = None,
     master: MasterOption = None,
@@ -63,8 +66,11 @@ def replay(
     from lakehouse.lake import Lake
     from replay.store.runs import run_replay
 
+    if full and incremental:
+        raise typer.BadParameter("--full rebuilds from the start of the log, --incremental from the last checkpoint: "
+                                 "give one of them")
     with spark_with_progress(quiet, master, remote) as (stages, spark):
-        summary = run_replay(spark, Lake(lake), cluster_id, full=full, progress=stages)
+        summary = run_replay(spark, Lake(lake), cluster_id, full=full, progress=stages, incremental=incremental)
     echo_lines(format_replay_summary(summary))
 
 

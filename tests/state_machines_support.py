@@ -257,7 +257,7 @@ def increments(spark: SparkSession, stories: dict[str, Story], tmp_path_factory:
             high = cuts[cluster][step] if step < 2 else story.entries[-1].offset
             frames.append(entries_frame(spark, [e for e in story.entries if low < e.offset <= high], cluster))
         lake.write(functools.reduce(DataFrame.unionByName, frames), "metadata_log", "append")
-        seen["summaries"].append(run_replay(spark, lake))
+        seen["summaries"].append(run_replay(spark, lake, incremental=True))
         seen["elections"].append(_table(spark, lake, "elections", "rf1").collect())
         seen["replicas"].append(_table(spark, lake, "replica_state_history", "deleted").collect())
         seen["catching_up"].append(_table(spark, lake, "replica_state_history", "catch-up").where(

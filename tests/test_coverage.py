@@ -248,7 +248,7 @@ def test_an_increment_checks_a_new_snapshot_and_a_gap_rebases(spark: SparkSessio
     second = lay_out(tmp_path / "second", [e for e in simulated if middle <= e.offset < rebase - 20],
                      {later: image_records(simulated, later)})
     ingest(spark, lake, second, IngestOptions(cluster_id=CLUSTER))
-    increment = run_replay(spark, lake)
+    increment = run_replay(spark, lake, incremental=True)
     assert increment.mode == "incremental", increment.notes
     row = coverage_row(spark, lake)
     assert (row["first_offset"], row["snapshots_checked"], row["snapshots_differing"]) == (start - 1, 1, 0)

@@ -67,7 +67,7 @@ def test_either_engine_continues_what_the_other_wrote(spark: SparkSession, tmp_p
     after = Lake(tmp_path / "lake", engine=then)
     added = ingest(spark, after, whole, IngestOptions(cluster_id=CLUSTER))
     assert added.records_added == len(entries) - 160  # the first engine's rows deduplicate the second's
-    summary = run_replay(spark, after)
+    summary = run_replay(spark, after, incremental=True)
     assert summary.mode == "incremental" and summary.last_offset == entries[-1].offset
     after.optimize(spark)
     incremental = _rows(spark, after)
@@ -113,7 +113,7 @@ def test_a_delta_spark_lake_is_committed_by_delta_rs_and_keeps_a_change_data_fee
     ingest(spark, lake, write_jsonl_file(tmp_path / "a.jsonl", entries[:160]), IngestOptions(cluster_id=CLUSTER))
     run_replay(spark, lake)
     ingest(spark, lake, write_jsonl_file(tmp_path / "b.jsonl", entries), IngestOptions(cluster_id=CLUSTER))
-    run_replay(spark, lake)
+    run_replay(spark, lake, incremental=True)
     for name in (METADATA_LOG, "partition_history", "elections"):  # Spark's files, delta-rs's commits
         commits = [a["commitInfo"] for a in _log_actions(lake, name) if "commitInfo" in a]
         assert commits and all(c["engineInfo"].startswith(DELTA_RS_ENGINE) for c in commits), name

@@ -106,7 +106,7 @@ def test_an_increment_of_a_table_cut_into_ranges_finds_its_open_versions_by_thei
     settled = {f["path"] for f in files} - opened
     assert opened and settled
     lake.write(entries_frame(spark, entries[len(entries) // 2:], "layout"), "metadata_log", "append")
-    assert run_replay(spark, lake).mode == "incremental"
+    assert run_replay(spark, lake, incremental=True).mode == "incremental"
     after = set(lake.file_paths("partition_history"))
     assert settled <= after and not opened & after
     full.write(entries_frame(spark, entries, "layout"), "metadata_log", "overwrite")

@@ -24,6 +24,7 @@ from replay.fold.incremental import FOLDED_FROM
 from replay.reference.fold import reference_histories
 from replay.store import runs as store
 from replay.store.derived import GROWING_HISTORY
+from replay.store.increment_plan import WHOLE_UP_TO
 from replay.store.runs import ANOMALIES, CHECKPOINTS, run_replay
 from simulator import ScenarioOptions, run_scenario
 from tests.replay_tables_support import (
@@ -79,7 +80,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
         with pytest.MonkeyPatch.context() as patch:
             if step == ADAPTIVE_STEP:  # as an increment of a larger log runs: adaptive execution on
                 patch.setattr(store, "PLANNED_AHEAD_UP_TO", 0)
-            summaries.append(run_replay(spark, lake, progress=lambda _: (
+            summaries.append(run_replay(spark, lake, incremental=True, progress=lambda _: (
                 partitions[-1].add(spark.conf.get(SHUFFLE_PARTITIONS)),
                 adaptive[-1].add(spark.conf.get(ADAPTIVE_EXECUTION)))))
         layouts.append({name: _files(lake, name) for name in GROWING_HISTORY})
@@ -198,20 +199,34 @@ def _cli_replay(lake: Lake, *extra: str) -> str:
     return result.stdout
 
 
-def test_cli_replay_is_incremental_unless_full(spark: SparkSession, tmp_path: Path,
-                                               incremental: dict[str, Any]) -> None:
-    """`kraft-replay replay` folds in only the new offsets (`--full` rebuilds: the fixture's last replay); the
-    tables equal the full replay of the same cluster's log."""
+def test_cli_replay_of_a_small_log_is_whole_unless_incremental(spark: SparkSession, tmp_path: Path,
+                                                                incremental: dict[str, Any]) -> None:
+    """`kraft-replay replay --incremental` folds in only the new offsets; without it, new records of a log of at most
+    ``WHOLE_UP_TO`` records are replayed whole, the output saying why (`--full` rebuilds: the fixture's last
+    replay; with `--incremental` it is refused). The tables equal the full replay of the same cluster's log."""
     cluster = "inc-recreate"
     entries = incremental["logs"][cluster]
+    last = entries[-1].offset
+    middle = max(e.offset for e in entries if e.offset <= (111 + last) // 2)
     lake = Lake(tmp_path / "cli-lake")
     lake.write(entries_frame(spark, [e for e in entries if e.offset <= 111], cluster), "metadata_log", "append")
     assert "(offsets 0..111) from metadata_log v0 (full)" in _cli_replay(lake)
-    lake.write(entries_frame(spark, [e for e in entries if e.offset > 111], cluster), "metadata_log", "append")
-    last = entries[-1].offset
-    assert f"(offsets 0..{last}) from metadata_log v1 (incremental)" in _cli_replay(lake)
+    lake.write(entries_frame(spark, [e for e in entries if 111 < e.offset <= middle], cluster), "metadata_log",
+               "append")
+    assert f"(offsets 0..{middle}) from metadata_log v1 (incremental)" in _cli_replay(lake, "--incremental")
+    lake.write(entries_frame(spark, [e for e in entries if e.offset > middle], cluster), "metadata_log", "append")
+    printed = _cli_replay(lake).splitlines()
+    assert f"(offsets 0..{last}) from metadata_log v2 (full)" in printed[0]
+    assert (f"  note: {len(entries):,} records in metadata_log: replayed whole, which costs less than an increment "
+            f"up to {WHOLE_UP_TO:,} records (`replay --incremental` extends the history instead)") in printed
     tables = _lake_tables(spark, lake)
-    _assert_same(tables, _by_cluster(incremental["full"], cluster), "CLI incremental vs full", names=WITH_DERIVED)
+    _assert_same(tables, _by_cluster(incremental["full"], cluster), "CLI replays vs full", names=WITH_DERIVED)
+    from typer.testing import CliRunner
+
+    from kraft_replay.replay_commands import standalone_app
+
+    both = CliRunner().invoke(standalone_app(), ["replay", "--lake", str(lake.root), "--full", "--incremental"])
+    assert both.exit_code == 2 and "give one of them" in both.output, both.output
     # the topic deleted at 111 and re-created after it: two topic ids under one name, one of them closed
     topics = sorted((r["name"], r["valid_from_offset"], r["valid_to_offset"]) for r in tables["topic_history"])
     assert [t for t in topics if t[2] == 111] and [t for t in topics if t[1] > 111 and t[2] is None]

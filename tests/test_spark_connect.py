@@ -144,7 +144,7 @@ def test_ingest_replay_incremental_state_and_report_through_spark_connect(connec
     more = _cli("ingest", str(whole), "--lake", lake, "--cluster-id", CLUSTER_ID, *remote, cwd=tmp_path)
     assert more.returncode == 0, more.stderr
     assert "  records added:             73" in more.stdout.splitlines()
-    again = _cli("replay", "--lake", lake, *remote, cwd=tmp_path)
+    again = _cli("replay", "--lake", lake, "--incremental", *remote, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith(f"replayed {CLUSTER_ID} (offsets 0..173) from metadata_log v2 (incremental)")
     rows = _rows(again.stdout)

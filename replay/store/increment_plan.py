@@ -70,6 +70,13 @@ def _same_coverage(spark: SparkSession, lake: Lake, log_version: int, scope: lis
     return now, checked
 
 
+# A log of up to this many records is replayed whole even where an increment of it is possible: the increment's
+# reads of the stored open versions, its seeds, merges and file replacements are some 40 small queries, more than a
+# small log's whole fold costs (a 100-record increment of a 34,343-record log 6.2 s, its full replay 4.4 s; even at
+# 60,000 records; BENCHMARKS.md, issue 42).
+WHOLE_UP_TO = 50_000
+
+
 @dataclass(frozen=True)
 class IncrementPlan:
     checkpoints: dict[str, int]  # cluster → safe offset C of its last checkpoint (clusters in scope)
@@ -144,4 +151,15 @@ def incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_
     return IncrementPlan(checkpoints, derived, new_log, new_bounds, covered, checked)
 
 
-__all__ = ["IncrementPlan", "incremental_plan", "lake_coverages"]
+def cheaper_whole(plan: IncrementPlan, log_records: int, notes: list[str]) -> bool:
+    """Whether the log of ``log_records`` records is replayed whole rather than by the increment ``plan`` (it has new
+    records and the log is at most ``WHOLE_UP_TO``), saying so in ``notes``; the plan's new records are released."""
+    if not plan.new_bounds or log_records > WHOLE_UP_TO:
+        return False
+    notes.append(f"{log_records:,} records in metadata_log: replayed whole, which costs less than an increment up to "
+                 f"{WHOLE_UP_TO:,} records (`replay --incremental` extends the history instead)")
+    plan.new_log.unpersist()
+    return True
+
+
+__all__ = ["WHOLE_UP_TO", "IncrementPlan", "cheaper_whole", "incremental_plan", "lake_coverages"]

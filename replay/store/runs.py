@@ -68,7 +68,7 @@ from replay.store.derived import (
     resumed_partitions,
     written_input,
 )
-from replay.store.increment_plan import IncrementPlan, incremental_plan, lake_coverages
+from replay.store.increment_plan import IncrementPlan, cheaper_whole, incremental_plan, lake_coverages
 from replay.store.layout import OPEN, topic_ranges
 from replay.store.snapshot_checks import SnapshotChecks, snapshot_checks
 from replay.store.snapshots import snapshot_input, with_snapshot_causes
@@ -172,11 +172,13 @@ def _checked(log: DataFrame, snapshots: DataFrame | None, history: dict[str, Dat
 
 
 def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, full: bool = False,
-               progress: Callable[[str], None] | None = None) -> ReplaySummary:
+               progress: Callable[[str], None] | None = None, incremental: bool = False) -> ReplaySummary:
     """Replay ``metadata_log`` (every cluster, or only ``cluster_id``) into the lake's history tables.
 
     Incremental (``replay.fold.incremental``) when a checkpoint exists, the history tables are the ones it wrote
-    and ``metadata_log`` grew since; a full rebuild otherwise or with ``full=True``. A cluster whose stored
+    and ``metadata_log`` grew since, unless the log is small enough that a full replay costs less
+    (``replay.store.increment_plan.WHOLE_UP_TO``; ``incremental=True`` extends it all the same); a full rebuild
+    otherwise or with ``full=True``. A cluster whose stored
     log no longer starts at offset 0 is replayed from the snapshot it starts at (``replay.core.coverage``). ``progress``
     is told each stage (a terminal shows it). A small log is replayed ``interpreted`` and ``planned_ahead`` (its
     increments too), and without Delta's data skipping where its tables were written one topic range each
@@ -189,17 +191,17 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     with (interpreted(spark, log_records <= INTERPRETED_UP_TO),
           planned_ahead(spark) if log_records <= PLANNED_AHEAD_UP_TO else contextlib.nullcontext(),
           file_statistics(spark, many_files=topic_ranges(log_records) > 1), constraints_not_propagated(spark)):
-        return _run_replay(spark, lake, cluster_id, full, progress or (lambda _stage: None))
+        return _run_replay(spark, lake, cluster_id, full, incremental, log_records, progress or (lambda _stage: None))
 
 
-def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: bool, tell: Callable[[str], None]
-                ) -> ReplaySummary:
+def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: bool, incremental: bool,
+                log_records: int, tell: Callable[[str], None]) -> ReplaySummary:
     started = time.monotonic()
     log_version = int(lake.delta_table(METADATA_LOG).version())
     notes: list[str] = []
     if not full:
         plan = incremental_plan(spark, lake, log_version, cluster_id, notes)
-        if plan is not None:
+        if plan is not None and (incremental or not cheaper_whole(plan, log_records, notes)):
             with shuffle_partitions_held(spark, plan.new_records):
                 tell("replaying the offsets after the last checkpoint (incremental)")
                 return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
