@@ -188,15 +188,16 @@ def test_checkpoints_are_safe_points(incremental: dict[str, Any]) -> None:
     assert by_step["inc-min-isr"] == [100, 200, 273]
 
 
-def _cli_replay(lake: Lake, *extra: str) -> str:
-    """`kraft-replay replay --lake LAKE EXTRA…` in this process (the test session's Spark); what it printed."""
+def _cli_replay(lake: Lake, *extra: str, exit_code: int = 0) -> str:
+    """`kraft-replay replay --lake LAKE EXTRA…` in this process (the test session's Spark), exiting ``exit_code``;
+    what it printed (its errors too, for a command that is to fail)."""
     from typer.testing import CliRunner
 
     from kraft_replay.replay_commands import standalone_app
 
     result = CliRunner().invoke(standalone_app(), ["replay", "--lake", str(lake.root), *extra])
-    assert result.exit_code == 0, result.output
-    return result.stdout
+    assert result.exit_code == exit_code, result.output
+    return result.stdout if exit_code == 0 else result.output
 
 
 def test_cli_replay_of_a_small_log_is_whole_unless_incremental(spark: SparkSession, tmp_path: Path,
@@ -221,12 +222,7 @@ def test_cli_replay_of_a_small_log_is_whole_unless_incremental(spark: SparkSessi
             f"up to {WHOLE_UP_TO:,} records (`replay --incremental` extends the history instead)") in printed
     tables = _lake_tables(spark, lake)
     _assert_same(tables, _by_cluster(incremental["full"], cluster), "CLI replays vs full", names=WITH_DERIVED)
-    from typer.testing import CliRunner
-
-    from kraft_replay.replay_commands import standalone_app
-
-    both = CliRunner().invoke(standalone_app(), ["replay", "--lake", str(lake.root), "--full", "--incremental"])
-    assert both.exit_code == 2 and "give one of them" in both.output, both.output
+    assert "give one of them" in _cli_replay(lake, "--full", "--incremental", exit_code=2)
     # the topic deleted at 111 and re-created after it: two topic ids under one name, one of them closed
     topics = sorted((r["name"], r["valid_from_offset"], r["valid_to_offset"]) for r in tables["topic_history"])
     assert [t for t in topics if t[2] == 111] and [t for t in topics if t[1] > 111 and t[2] is None]
