@@ -6,6 +6,11 @@ helpers are in ``kraft_replay.plumbing``. No module imports this one.
 
 from __future__ import annotations
 
+import functools
+
+import typer.main
+from typer.core import TyperGroup
+
 from kraft_replay.config_commands import CONFIG_COMMANDS
 from kraft_replay.incident_commands import INCIDENT_COMMANDS
 from kraft_replay.lake_commands import INGEST_EPILOG, ingest, lake_app
@@ -33,8 +38,18 @@ for _command, _epilog in [*REPLAY_COMMANDS, *RUN_COMMANDS, *INCIDENT_COMMANDS, *
     app.command(epilog=_epilog)(_command)
 
 
+@functools.cache
+def click_command() -> TyperGroup:
+    """The command group typer builds from ``app`` on every call of ``app()``: built once, so that the resident
+    command runner builds it before it forks (``kraft_replay.command_runner``) and no command pays it. Called
+    directly, it runs as ``app()`` does: ``command_group`` turned typer's pretty tracebacks off."""
+    command = typer.main.get_command(app)
+    assert isinstance(command, TyperGroup)
+    return command
+
+
 def main() -> None:
-    app()
+    click_command()()
 
 
 if __name__ == "__main__":

@@ -44,11 +44,17 @@ BACKLOG = 16
 # Spark Connect's client, which pyspark imports only when a command's first DataFrame needs it
 SPARK_CONNECT_PACKAGE = "pyspark.sql.connect"
 SKIPPED_MODULES = ("kraft_replay.command_runner", "kraft_replay.launcher")  # the runner itself, its caller
+# what the libraries import only when a command first uses them: typer's parsing of a command's options (pydantic),
+# delta-rs' writer and file systems, Spark Connect's channel; imported by the runner, so that no command pays them
+LIBRARIES_IMPORTED_LATE = ("typer._adapters", "typer._click.decorators", "pydantic.plugin._loader", "pyarrow.dataset",
+                           "pyarrow.pandas_compat", "deltalake.fs", "grpc._channel")
 EXIT_CRASHED = 1  # what a child that raised out of the command exits with
 
 
 def preload() -> list[str]:
-    """Import every module of the product's packages and of Spark Connect's client; the names that failed."""
+    """Import every module of the product's packages and of Spark Connect's client, and what the libraries import
+    late (``LIBRARIES_IMPORTED_LATE``), and build the command line (``kraft_replay.cli.click_command``); the names
+    that failed to import."""
     failed: list[str] = []
     packages = [*PACKAGES, SPARK_CONNECT_PACKAGE]
     for package in packages:
@@ -60,6 +66,14 @@ def preload() -> list[str]:
                 importlib.import_module(info.name)
             except Exception:  # an optional extra this installation lacks: its commands import it themselves
                 failed.append(info.name)
+    for name in LIBRARIES_IMPORTED_LATE:
+        try:
+            importlib.import_module(name)
+        except Exception:  # a library version without it: a command imports what it needs
+            failed.append(name)
+    from kraft_replay.cli import click_command
+
+    click_command()
     return failed
 
 

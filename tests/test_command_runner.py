@@ -79,6 +79,27 @@ def test_it_records_itself_after_importing_everything(runner_dir: Path) -> None:
     assert start_runner(runner_dir)["pid"] == record["pid"]  # started again: the same runner
 
 
+def test_a_command_in_the_runners_child_imports_nothing() -> None:
+    """What the runner preloads is all a command imports: the product, Spark Connect's client, what the libraries
+    import late (typer's option parsing imports pydantic) and the built command line."""
+    script = ("import json, sys\n"
+              "from kraft_replay.command_runner import preload\n"
+              "failed = preload()\n"
+              "before = set(sys.modules)\n"
+              "from kraft_replay.cli import main\n"
+              f"sys.argv = ['kraft-replay', 'dump', {str(SEGMENT)!r}, '--format', 'table']\n"
+              "try:\n"
+              "    main()\n"
+              "except SystemExit as done:\n"
+              "    code = done.code\n"
+              "print(json.dumps({'failed': failed, 'code': code, 'imported': sorted(set(sys.modules) - before)}),"
+              " file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, check=False)
+    assert "RegisterBrokerRecord" in done.stdout
+    assert json.loads(done.stderr.splitlines()[-1]) == {"failed": [], "code": 0, "imported": []}
+
+
 def test_a_command_answers_as_in_its_own_process(runner_dir: Path, tmp_path: Path) -> None:
     """The child works in the caller's directory (a relative path), writes to the caller's pipes and exits with
     the command's code."""
