@@ -1,9 +1,9 @@
 """Staging an ingest's input: each chunk decoded once into Parquet under `<lake>/_staging/<ingest id>/`, profiled.
 
 Big segment inputs are decoded on the executors (`lakehouse.spark_decode.decode_segments`) and profiled by one
-Spark aggregate over the staged files; small ones and the other formats are decoded in the driver process, streamed
-in Arrow batches, and profiled as they pass (no Spark job: a small log's first answer waits for none). Every later
-step reads the staged files.
+Spark aggregate over the staged files; small ones (one process a core: ``lakehouse.driver_decode``) and the other
+formats are decoded in the driver, streamed in Arrow batches, and profiled as they pass (no Spark job: a small log's
+first answer waits for none). Every later step reads the staged files.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse.driver_decode import BATCH_ROWS, decoded_batches
 from lakehouse.ingest_plan import IngestOptions, SegmentInput
 from lakehouse.log_rows import (
     LOG_ROW_DDL,
@@ -30,7 +32,7 @@ from lakehouse.log_rows import (
     to_record_batches,
 )
 from lakehouse.parquet_files import arrow_filesystem
-from lakehouse.spark_decode import SegmentFile, _has_context, decode_segments, decode_slice
+from lakehouse.spark_decode import SegmentFile, _has_context, decode_segments
 from records.errors import RecordsError
 from records.sources import ReadOptions, ReadReport, read_entries
 
@@ -67,10 +69,10 @@ class Staging:
                                       fingerprint_key=self.fingerprint_key)
             decoded.write.mode("error").parquet(target)
             return self._staged(target, source, None)
-        rows = (row for s in segments for row in decode_slice(
-            str(s.path), s.start, s.end if s.end is not None else s.path.stat().st_size, s.is_last,
-            cluster_id, self.options.skip_corrupt, self.fingerprint_key))
-        return self._staged(target, source, write_rows(target, rows))
+        profile = RowProfile()
+        write_batches(target, profile.counting(decoded_batches(segments, cluster_id, self.options.skip_corrupt,
+                                                               self.fingerprint_key)))
+        return self._staged(target, source, profile)
 
     def _staged(self, target: str, source: str, passed: RowProfile | None) -> Staged:
         """The staged rows, profiled as they were written when that was exact, else by one Spark aggregate."""
@@ -104,13 +106,18 @@ class Staging:
 
 def write_rows(target: str, rows: Iterable[dict[str, object]]) -> RowProfile:
     """Driver-decoded rows to one Parquet file, batch by batch (memory stays bounded), profiled as they pass."""
+    profile = RowProfile()
+    write_batches(target, to_record_batches(profile.passing(rows), BATCH_ROWS))
+    return profile
+
+
+def write_batches(target: str, batches: Iterable[pa.RecordBatch]) -> None:
+    """Driver-decoded rows, as Arrow batches, to one Parquet file in their order."""
     filesystem, path = arrow_filesystem(target)
     filesystem.create_dir(path, recursive=True)
-    profile = RowProfile()
     with pq.ParquetWriter(f"{path}/part-00000.parquet", LOG_ROW_SCHEMA, filesystem=filesystem) as writer:
-        for batch in to_record_batches(profile.passing(rows), 65536):
+        for batch in batches:
             writer.write_batch(batch)
-    return profile
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,9 @@ def profile_of(groups: Iterable[dict[str, Any]], source: str) -> StagedProfile:
     return StagedProfile(ranges, records, duplicates, issues)
 
 
+PROFILED_COLUMNS = ("row_kind", "cluster_id", "offset", "message")  # what ``RowProfile`` reads of a row
+
+
 class RowProfile:
     """The groups ``profile_of`` reads, counted from rows as the driver writes them. Exact while the records'
     offsets rise in each cluster (a log's do); after one that does not, ``groups()`` is None: the staged files are
@@ -170,6 +180,13 @@ class RowProfile:
         for row in rows:
             self._count(row)
             yield row
+
+    def counting(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """``batches`` of rows unchanged, their rows counted as they pass."""
+        for batch in batches:
+            for row in batch.select(list(PROFILED_COLUMNS)).to_pylist():
+                self._count(row)
+            yield batch
 
     def _count(self, row: dict[str, object]) -> None:
         key = (row["row_kind"], row["cluster_id"])
