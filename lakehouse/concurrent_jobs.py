@@ -11,7 +11,7 @@ actions that run at once never need different values of one setting.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from pyspark import inheritable_thread_target
@@ -34,8 +34,22 @@ def run_concurrently(spark: SparkSession, actions: Mapping[str, Callable[[], Res
     return {name: future.result() for name, future in futures.items()}
 
 
+def run_ahead(spark: SparkSession, action: Callable[[], Result]) -> Future[Result]:
+    """``action`` started now on a thread of its own (as ``run_concurrently``'s actions run), its result the future's:
+    something needed later, run while the caller does other work. It runs to its end even when the caller no longer
+    waits for it."""
+    inherit = inheritable_thread_target(spark)
+    if not callable(inherit):
+        inherit = _as_is
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-replay-ahead")
+    try:
+        return pool.submit(inherit(action))
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with the action
+
+
 def _as_is(action: Callable[[], Result]) -> Callable[[], Result]:
     return action
 
 
-__all__ = ["THREADS", "run_concurrently"]
+__all__ = ["THREADS", "run_ahead", "run_concurrently"]

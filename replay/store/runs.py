@@ -22,7 +22,7 @@ from functools import partial
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse.concurrent_jobs import run_concurrently
+from lakehouse.concurrent_jobs import run_ahead, run_concurrently
 from lakehouse.lake import Lake
 from lakehouse.parquet_files import spark_rows
 from lakehouse.spark_settings import (
@@ -52,7 +52,6 @@ from lakehouse.tables import (
 )
 from replay.audit.effective_configs import configs_in_force
 from replay.core.coverage import ClusterCoverage, SnapshotId
-from replay.core.safe_points import SafePoints
 from replay.core.shapes import RecordShapes, lake_shapes
 from replay.fold.engine import replay
 from replay.fold.incremental import incremental_replay, safe_offsets
@@ -61,22 +60,19 @@ from replay.store.coverage_table import coverage_notes, write_coverage
 from replay.store.derived import (
     GROWING_HISTORY,
     DerivationInput,
-    affected_partitions,
     derived_tables,
     folded_input,
-    refreshed_rows,
-    resumed_partitions,
     written_input,
 )
+from replay.store.derived_refresh import refresh_derived
 from replay.store.increment_plan import IncrementPlan, cheaper_whole, incremental_plan, lake_coverages
-from replay.store.layout import OPEN, topic_ranges
+from replay.store.layout import topic_ranges
 from replay.store.snapshot_checks import SnapshotChecks, snapshot_checks
 from replay.store.snapshots import snapshot_input, with_snapshot_causes
 from replay.store.table_writes import (
     RECORDS_WRITTEN_AT_ONCE,
     TABLES_APART,
     WRITING,
-    replace_open_versions,
     replaceable_rows,
     table_rows,
     write_sorted,
@@ -216,7 +212,8 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
         raise ReplayError(f"metadata_log v{log_version} at {lake.root} holds no records")
     clusters = {c: coverage.last_offset for c, coverage in covered.items()}
     replay_input = snapshot_input(log, snapshots, covered)
-    safe = safe_offsets(replay_input.log, clusters)
+    # a query of its own, needed only at the end: run while the fold's first steps run one at a time
+    safe = run_ahead(spark, partial(safe_offsets, replay_input.log, clusters))
 
     records = records_covered(covered)
     with shuffle_partitions_held(spark, records):
@@ -228,6 +225,13 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             shapes = lake_shapes(spark, lake)
             result = replay(replay_input.log, replay_input.base, shapes)
             history = {name: with_snapshot_causes(df, covered) for name, df in result.tables.items()}
+            at_once = cluster_id is None and records <= RECORDS_WRITTEN_AT_ONCE
+            # a small replay writes the tables that need nothing of the partitions while it cuts the replicas (its
+            # steps there run one at a time: a core is free); the configs' checkpoint is the derivation's too
+            early = {name: history[name] for name in history
+                     if at_once and name not in (PARTITION_HISTORY, CONFIG_HISTORY)}
+            written_early = (run_ahead(spark, partial(write_tables, spark, lake, early, _untold, records)) if early
+                             else None)
             # each replica's versions, cut from the partitions' and brokers' as they are written (with their snapshot
             # causes): the replica_history rows, and what the replica states read (checkpointed: cut once for both).
             # Grouped from the fold's rows sorted by partition: a hash of a large replay's groups spills them
@@ -240,15 +244,16 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             tables = {**history, ANOMALIES: result.anomalies.unionByName(checks.anomalies)}
             if cluster_id is not None:
                 tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
-            at_once = cluster_id is None and records <= RECORDS_WRITTEN_AT_ONCE
             if at_once:
                 # a small replay derives while it writes; what both read is computed once (the partitions and
                 # brokers are the fold's checkpoints)
                 tables[CONFIG_HISTORY] = tables[CONFIG_HISTORY].localCheckpoint(eager=True)
                 derivation = folded_input(tables[PARTITION_HISTORY], replicas, tables[BROKER_HISTORY])
-                versions = _beside(spark, tell, list(tables),
-                                   partial(write_tables, spark, lake, tables, _untold, records),
-                                   partial(_write_derived, spark, lake, derivation, tables[CONFIG_HISTORY], records))
+                versions = _beside(spark, tell, list(tables), partial(
+                    write_tables, spark, lake, {n: df for n, df in tables.items() if n not in early}, _untold, records),
+                    partial(_write_derived, spark, lake, derivation, tables[CONFIG_HISTORY], records))
+                if written_early is not None:
+                    versions |= written_early.result()
             else:
                 versions = write_tables(spark, lake, tables, tell, records)
         versions[COVERAGE] = write_coverage(lake, covered, checks.counts)
@@ -258,7 +263,7 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             versions |= _write_derived(spark, lake, folded_input(history[PARTITION_HISTORY], replicas,
                                                                  history[BROKER_HISTORY]),
                                        history[CONFIG_HISTORY], records, cluster_id, tell=tell)
-    return _finish(lake, clusters, {c: safe[c] for c in clusters}, log_version, "full", versions,
+    return _finish(lake, clusters, {c: safe.result()[c] for c in clusters}, log_version, "full", versions,
                    [*tables, *DERIVED_TABLES, COVERAGE], notes, started)
 
 
@@ -297,32 +302,6 @@ def _write_derived(spark: SparkSession, lake: Lake, derivation: DerivationInput,
         tell(WRITING + TABLES_APART.join(tables))
         return run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name], records)
                                         for name, df in tables.items()})
-
-
-def _refresh_derived(spark: SparkSession, lake: Lake, changed: Mapping[str, DataFrame],
-                     history: Mapping[str, DataFrame], checkpoints: dict[str, int], records: int) -> dict[str, int]:
-    """The derived tables after an increment of ``records`` new records: only the affected partitions recomputed
-    (``replay.store.derived``), only the files of mutable rows replaced; name → version written. ``changed``: the
-    rows the increment writes to each of ``GROWING_HISTORY`` (those of the files it replaces, with the new ones:
-    every version live after C); ``history``: every history table after the increment; ``checkpoints``: cluster →
-    C of the clusters with new records. The derived tables are the versions the last checkpoint wrote
-    (``replay.store.increment_plan.incremental_plan`` checked). It reads nothing the increment writes, so it runs
-    while the history tables are written."""
-    cps = SafePoints(checkpoints)
-    current = {name: int(lake.delta_table(name).version()) for name in DERIVED_TABLES}
-    split = {name: lake.split_files(name, OPEN, current[name]) for name in DERIVED_TABLES}
-    # a table not written split (by delta-spark, before the replay's commits went through delta-rs): every file is
-    # replaced, settled rows too
-    files = {name: lake.file_paths(name, current[name]) if paths is None else paths for name, paths in split.items()}
-    stored = {name: replaceable_rows(spark, lake, name, files[name]) for name in DERIVED_TABLES}
-    brokers = history[BROKER_HISTORY]
-    affected = affected_partitions(dict(changed), brokers, stored, cps).localCheckpoint(eager=True)
-    configs = configs_in_force(spark, lake, history[CONFIG_HISTORY])
-    recomputed = resumed_partitions(dict(changed), brokers, stored, affected, cps, configs)
-    return run_concurrently(spark, {name: partial(
-        replace_open_versions, lake, refreshed_rows(name, stored[name], recomputed[name], affected, cps,
-                                                    lake.columns(name)), name,
-        DERIVED_ORDER[name], records, files[name], current[name]) for name in DERIVED_TABLES})
 
 
 def _finish(lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int, mode: str,
@@ -375,7 +354,7 @@ def _run_incremental(spark: SparkSession, lake: Lake, log_version: int, plan: In
             versions.update(_beside(
                 spark, tell, list(written), partial(write_tables, spark, lake, written, _untold, plan.new_records,
                                                     replaced),
-                partial(_refresh_derived, spark, lake, rows, result.tables, changed, plan.new_records)))
+                partial(refresh_derived, spark, lake, rows, result.tables, changed, plan.new_records)))
         else:
             versions.update(write_tables(spark, lake, written, tell, plan.new_records, replaced))
             notes.append("the derived tables are not the ones the last checkpoint wrote: rebuilt whole")
