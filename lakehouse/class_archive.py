@@ -71,9 +71,14 @@ def stamp_path(archive: Path) -> Path:
 
 def stamp(archive: Path, installed: tuple[Path, Path]) -> str:
     """What the archive's stamp says of it: its size and modification time (ns), then the java and the Spark it
-    belongs to (``installation``: an archive whose installation is gone is removed by the next build)."""
+    belongs to (``installation``: an archive whose installation is gone is removed by the next build), then Spark's
+    jars as the JVM checks them (a digest of each one's name, size and modification time: Spark installed again at
+    the same path has other jars, and the JVM then maps no class of the archive)."""
     status = archive.stat()
-    return "\n".join((f"{status.st_size} {status.st_mtime_ns}", *map(str, installed), ""))
+    jars = sorted((installed[1] / "jars").glob("*.jar"))
+    listed = "\n".join(f"{jar.name} {jar.stat().st_size} {jar.stat().st_mtime_ns}" for jar in jars)
+    digest = hashlib.sha256(listed.encode()).hexdigest()[:16]
+    return "\n".join((f"{status.st_size} {status.st_mtime_ns}", *map(str, installed), f"jars {digest}", ""))
 
 
 def java_options() -> tuple[str, ...]:

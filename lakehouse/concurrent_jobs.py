@@ -25,9 +25,7 @@ def run_concurrently(spark: SparkSession, actions: Mapping[str, Callable[[], Res
                      ) -> dict[str, Result]:
     """Run ``actions`` (name → action) on up to ``threads`` threads; name → result. Every action runs even when
     another fails; then the first failure in ``actions``' order is raised."""
-    inherit = inheritable_thread_target(spark)  # the session itself when threads are not pinned: nothing to carry
-    if not callable(inherit):
-        inherit = _as_is
+    inherit = _inheriting(spark)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(actions))),
                             thread_name_prefix="kraft-replay-writer") as pool:
         futures = {name: pool.submit(inherit(action)) for name, action in actions.items()}
@@ -38,14 +36,17 @@ def run_ahead(spark: SparkSession, action: Callable[[], Result]) -> Future[Resul
     """``action`` started now on a thread of its own (as ``run_concurrently``'s actions run), its result the future's:
     something needed later, run while the caller does other work. It runs to its end even when the caller no longer
     waits for it."""
-    inherit = inheritable_thread_target(spark)
-    if not callable(inherit):
-        inherit = _as_is
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-replay-ahead")
     try:
-        return pool.submit(inherit(action))
+        return pool.submit(_inheriting(spark)(action))
     finally:
         pool.shutdown(wait=False)  # the thread ends with the action
+
+
+def _inheriting(spark: SparkSession) -> Callable[[Callable[[], Result]], Callable[[], Result]]:
+    """What makes an action run on another thread as on the caller's (``inheritable_thread_target``)."""
+    inherit = inheritable_thread_target(spark)  # the session itself when threads are not pinned: nothing to carry
+    return inherit if callable(inherit) else _as_is
 
 
 def _as_is(action: Callable[[], Result]) -> Callable[[], Result]:
