@@ -75,8 +75,8 @@ def stamp(archive: Path, installed: tuple[Path, Path]) -> str:
     jars as the JVM checks them (a digest of each one's name, size and modification time: Spark installed again at
     the same path has other jars, and the JVM then maps no class of the archive)."""
     status = archive.stat()
-    jars = sorted((installed[1] / "jars").glob("*.jar"))
-    listed = "\n".join(f"{jar.name} {jar.stat().st_size} {jar.stat().st_mtime_ns}" for jar in jars)
+    jars = [(jar.name, jar.stat()) for jar in sorted((installed[1] / "jars").glob("*.jar"))]
+    listed = "\n".join(f"{name} {status.st_size} {status.st_mtime_ns}" for name, status in jars)
     digest = hashlib.sha256(listed.encode()).hexdigest()[:16]
     return "\n".join((f"{status.st_size} {status.st_mtime_ns}", *map(str, installed), f"jars {digest}", ""))
 
