@@ -3,14 +3,14 @@
     nice -n 19 .venv/bin/python -m bench.bench_first_answer --out /tmp/kraft-bench-first-answer
 
 Steps: simulate a data directory the size of a real cluster's log (``bench.logs.real_like_log``: 30,000 records of 3
-brokers by default, then the next 100 in a second directory) → Kafka's shell (``bench.kafka_shell``: ``MetadataShell
---snapshot SEGMENT ls /image/cluster/brokers``, a fresh JVM per run, its answer checked) → ``kraft-replay run DIR
---no-report`` on a new lake as a fresh process, as a new user types it → ``kraft-replay ingest`` of the 100 more
-records into a copy of that lake, then ``kraft-replay replay`` (the increment) as a fresh process. ``--runs`` runs
-of each, the median; every command as its user types it (the default engine, Spark's start included). Then all of it
-again with the resident server (``kraft-replay server start``, timed once with its warm-up, stopped at the end). One
-table, ready for BENCHMARKS.md: the times and their multiples of the shell's (targets: the first answer at most 10
-times the shell's, the increment at most 5 times).
+brokers by default, the whole cluster restarted 60 % into it, then the next 100 in a second directory) → Kafka's shell
+(``bench.kafka_shell``: ``MetadataShell --snapshot SEGMENT ls /image/cluster/brokers``, a fresh JVM per run, its answer
+checked) → ``kraft-replay run DIR --no-report`` on a new lake as a fresh process, as a new user types it →
+``kraft-replay ingest`` of the 100 more records into a copy of that lake, then ``kraft-replay replay`` (the increment)
+as a fresh process. ``--runs`` runs of each, the median; every command as its user types it (the default engine, Spark's
+start included). Then all of it again with the resident server (``kraft-replay server start``, timed once with its
+warm-up, stopped at the end). One table, ready for BENCHMARKS.md: the times and their multiples of the shell's (targets:
+the first answer at most 10 times the shell's, the increment at most 5 times).
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ SEED = 11
 # delegation tokens, producer-id blocks) besides the cluster's partitions and brokers. A log an older mix wrote has
 # other sizes, so ``--reuse-logs`` does not take it for one of these.
 MIX = "every-image-part"
+# where in a real-like log (percent of its records) the whole cluster restarts (``ScenarioOptions.cluster_restart_at``)
+CLUSTER_RESTART_AT = 60
 
 
 class LogMismatchError(Exception):
@@ -72,7 +74,8 @@ def _simulate(out: Path, sizes: dict[str, Any], first: Callable[[Iterator[LogEnt
     takes of the rest in ``OUT/more``, both counts in ``OUT/sizes.json``."""
     shutil.rmtree(out, ignore_errors=True)
     options = ScenarioOptions(brokers=sizes["brokers"], topics=sizes["topics"],
-                              partitions_per_topic=sizes["partitions_per_topic"], events=10**9, seed=sizes["seed"])
+                              partitions_per_topic=sizes["partitions_per_topic"], events=10**9, seed=sizes["seed"],
+                              cluster_restart_at=sizes.get("cluster_restart_at", 0))
     run = run_scenario("random", options)
     generated = run.entries()
     count, _ = write_log(first(generated), out / "log", "segments", cluster_id=run.sim.cluster_id, node_id=3000)
@@ -89,8 +92,10 @@ def metadata_log(out: Path) -> tuple[Path, int]:
 
 def real_like_log(out: Path, sizes: dict[str, Any], *, reuse: bool) -> tuple[int, int]:
     """(records in ``OUT/log``, records in ``OUT/more``): a data directory the size of a real cluster's log (issue
-    42: a few brokers, tens of thousands of records; the random mix's restarts, fences and elections), and the
-    next ``sizes["more"]`` records, each ending between metadata transactions. Reused as :func:`simulated_log`."""
+    42: a few brokers, tens of thousands of records, the random mix with a whole-cluster restart at
+    ``CLUSTER_RESTART_AT`` % of it: its fences, leaderless partitions and elections), and the next
+    ``sizes["more"]`` records, each ending between metadata transactions. Reused as :func:`simulated_log`."""
+    sizes = {**sizes, "cluster_restart_at": sizes["records"] * CLUSTER_RESTART_AT // 100}
     earlier = _earlier(out)
     if reuse and earlier.get("sizes") == sizes:
         return earlier["count"], earlier["more"]

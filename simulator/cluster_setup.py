@@ -25,6 +25,9 @@ class ScenarioOptions:
     elr: bool = False
     racks: int = 3
     max_records_per_batch: int = 10000
+    # the random mix: the whole cluster restarts once the log reaches this offset (0: never), as a real cluster's
+    # log of a maintenance window holds it
+    cluster_restart_at: int = 0
 
     def sim_config(self) -> SimConfig:
         return SimConfig(metadata_version=self.metadata_version, seed=self.seed, unclean=self.unclean,

@@ -78,8 +78,12 @@ def random_mix(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
     def min_active() -> int:
         return options.replication_factor + 1
 
+    restart_pending = options.cluster_restart_at > 0
     for index in range(options.events):
         sim.tick(rng.randint(20, 400))
+        if restart_pending and sim.next_offset >= options.cluster_restart_at:
+            restart_pending = False
+            yield from whole_cluster_restart(sim, rng, down)
         for broker_id in sorted(broker_id for broker_id, due in down.items() if due <= index):
             del down[broker_id]
             sim.register_broker(broker_id)
@@ -183,6 +187,28 @@ def random_mix(sim: ControllerSimulator, options: ScenarioOptions) -> Steps:
                 sim.unregister_broker(broker_id)
                 del down[broker_id]
         yield
+
+
+def whole_cluster_restart(sim: ControllerSimulator, rng: random.Random, down: dict[int, int]) -> Steps:
+    """Every running broker shut down in id order (controlled: the last one's partitions are left without a leader),
+    then after the outage every registered broker back (``down``: the crashed ones, which come back with them),
+    unfenced in id order (the leaderless partitions elect it), caught up; preferred elections last."""
+    for broker_id in sorted(b for b, broker in sim.brokers.items() if not broker.fenced):
+        sim.controlled_shutdown(broker_id)
+        sim.tick(rng.randint(200, 1500))
+        yield
+    sim.tick(rng.randint(20_000, 60_000))
+    for broker_id in sorted(sim.brokers):
+        down.pop(broker_id, None)
+        sim.register_broker(broker_id)
+        sim.tick(rng.randint(200, 1000))
+        sim.unfence(broker_id)
+        yield
+    for broker_id in sorted(sim.brokers):
+        sim.catch_up(broker_id)
+        yield
+    sim.preferred_election()
+    yield
 
 
 def broker_config(sim: ControllerSimulator, rng: random.Random) -> None:

@@ -34,13 +34,19 @@ def test_a_cut_inside_a_transaction_goes_on_to_its_end() -> None:
 
 
 def test_the_real_like_log_and_its_increment_follow_each_other(tmp_path: Path) -> None:
-    sizes = {"records": 2000, "more": 100, "brokers": 3, "topics": 4, "partitions_per_topic": 2, "seed": SEED}
+    sizes = {"records": 12_000, "more": 100, "brokers": 3, "topics": 4, "partitions_per_topic": 2, "seed": SEED}
 
     count, more = real_like_log(tmp_path, sizes, reuse=False)
 
     log = [entry.offset for entry in read_entries(tmp_path / "log")]
     increment = [entry.offset for entry in read_entries(tmp_path / "more")]
-    assert count >= 2000 and more >= 100
+    assert count >= 12_000 and more >= 100
     assert log == list(range(count)) and increment == list(range(count, count + more))
-    assert json.loads((tmp_path / "sizes.json").read_text()) == {"sizes": sizes, "count": count, "more": more}
+    # the whole cluster restarted at 60 % of the log (bench.logs.CLUSTER_RESTART_AT)
+    assert json.loads((tmp_path / "sizes.json").read_text()) == {
+        "sizes": {**sizes, "cluster_restart_at": 7200}, "count": count, "more": more}
+    changes = [entry.record.data for entry in read_entries(tmp_path / "log") if entry.offset >= 7200
+               and entry.type_name == "BrokerRegistrationChangeRecord"]
+    assert [change["brokerId"] for change in changes if change["fenced"] == 1] == [1, 2, 3]  # then all back:
+    assert [change["brokerId"] for change in changes if change["fenced"] == -1] == [1, 2, 3]
     assert real_like_log(tmp_path, sizes, reuse=True) == (count, more)  # reused: not simulated again

@@ -54,3 +54,25 @@ def test_the_mix_writes_every_part_of_the_image_and_stays_dominated_by_partition
     blocks = [change.value for change in changes if change.part == "producer-ids"]
     assert blocks == [1000 * (index + 1) for index in range(len(blocks))]
     assert sim.next_producer_id == blocks[-1]
+
+
+def test_a_whole_cluster_restart_leaves_partitions_leaderless_then_brings_every_broker_back() -> None:
+    """``cluster_restart_at``: once the log reaches that offset every broker is shut down (the last one's partitions
+    left without a leader) before any comes back; then each is registered again and unfenced, in id order."""
+    options = ScenarioOptions(brokers=3, topics=2, partitions_per_topic=4, events=300, seed=4, cluster_restart_at=80)
+    sim = ControllerSimulator(options.sim_config())
+    for _ in random_mix(sim, options):
+        pass
+    facts = sim.facts
+    assert not [fence for fence in facts.fenced if fence.offset < 80]  # 3 brokers, replication 3: no crash before
+    down = [fence for fence in facts.fenced if fence.offset >= 80][:3]
+    back = [unfence for unfence in facts.unfenced if unfence.offset >= 80][:3]
+    assert [fence.broker_id for fence in down] == [1, 2, 3]
+    assert {fence.reason for fence in down} == {"controlled-shutdown"}
+    assert [unfence.broker_id for unfence in back] == [1, 2, 3]
+    assert down[-1].offset < back[0].offset  # the whole cluster was down at once
+    leaderless = [p for p in facts.leaderless if down[0].offset <= p.offset < back[0].offset]
+    assert len({(p.topic, p.partition) for p in leaderless}) == 8  # every partition, as its last replica left
+    assert run_mix(options) == run_mix(options)  # seeded as the rest of the mix
+    assert run_mix(ScenarioOptions(brokers=3, topics=2, partitions_per_topic=4, events=300, seed=4))[1][:40] == \
+        run_mix(options)[1][:40]  # the same log before the restart

@@ -77,20 +77,28 @@ def cluster_summary(spark: SparkSession, lake: Lake, cluster_id: str | None, lim
     shutdowns, fenced, offline, unclean, deviations = (
         cast(Listed, answers[name]) for name in ("shutdowns", "fences", "offline", "unclean", "deviations"))
     worst = cast("dict[str, Peak]", answers["peaks"])
-    focus, states = None, []
+    focus: tuple[str, int, int] | None = None
+    states: list[FocusState] = []
     if offline.rows:
         first = offline.rows[0]
         topic, pid, at = first["topic_name"], first["partition_id"], first["valid_from_offset"]
         focus = (topic, pid, at)
-        for label, offset in (("before", at - 1), ("during", at)):
-            if offset < 0:
-                continue
-            try:
-                rows = state_at(spark, lake, offset=offset, cluster_id=cluster).only(topic, pid).partitions.collect()
-            except OutsideHistory:  # an incident at the start of the history (its base snapshot): no "before"
-                continue
-            states.append(FocusState(label, offset, rows))
+        # the two lookups asked at once, as the lists are
+        looked_up = run_concurrently(spark, {label: partial(_focus_state, spark, lake, cluster, topic, pid, offset)
+                                             for label, offset in (("before", at - 1), ("during", at)) if offset >= 0})
+        states = [FocusState(label, offset, rows) for label, (offset, rows) in looked_up.items() if rows is not None]
     return ClusterSummary(cluster, shutdowns, fenced, offline, unclean, deviations, worst, focus, states)
+
+
+def _focus_state(spark: SparkSession, lake: Lake, cluster: str, topic: str, partition_id: int, offset: int
+                 ) -> tuple[int, list[Row] | None]:
+    """(``offset``, the partition's rows as of it), or None for the rows when the history does not hold ``offset``
+    (an incident at the start of the history, its base snapshot: no "before")."""
+    try:
+        return offset, state_at(spark, lake, offset=offset, cluster_id=cluster).only(topic, partition_id
+                                                                                      ).partitions.collect()
+    except OutsideHistory:
+        return offset, None
 
 
 __all__ = ["ClusterSummary", "FocusState", "Listed", "cluster_summary", "listed"]
