@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -73,9 +73,10 @@ def slice_runs(segments: list[SegmentInput], runs: int, from_bytes: int = PARALL
 
 def decoded_batches(segments: list[SegmentInput], cluster_id: str, skip_corrupt: bool,
                     fingerprint_key: bytes | None, runs: int | None = None, from_bytes: int = PARALLEL_FROM_BYTES
-                    ) -> Iterator[pa.RecordBatch]:
+                    ) -> Generator[pa.RecordBatch, None, None]:
     """The segments' rows (``lakehouse.spark_decode.decode_slice``: records, then each run's issues) as Arrow
-    batches in the log's order, ``runs`` runs (``slice_runs``; one a core by default) decoded at once."""
+    batches in the log's order, ``runs`` runs (``slice_runs``; one a core by default) decoded at once; closed early,
+    it stops its processes."""
     grouped = slice_runs(segments, processes() if runs is None else runs, from_bytes)
     children = [_forked(run, cluster_id, skip_corrupt, fingerprint_key) for run in grouped[1:]]
     with ThreadPoolExecutor(max_workers=max(1, len(children)), thread_name_prefix="kraft-replay-decode") as pool:

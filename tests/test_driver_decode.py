@@ -4,12 +4,15 @@ without --skip-corrupt, a follow round's byte range."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from lakehouse import driver_decode
 from lakehouse.driver_decode import decoded_batches, slice_runs
 from lakehouse.ingest_plan import SegmentInput
 from lakehouse.log_rows import LOG_ROW_SCHEMA, ROW_KIND_ERROR, ROW_KIND_ISSUE, ROW_KIND_RECORD
@@ -69,3 +72,42 @@ def test_a_follow_rounds_byte_range_stays_one_slice(real_log: Callable[[str], Pa
     runs = slice_runs(tail, 2, from_bytes=0)
     assert [[(piece.start, piece.end) for piece in run] for run in runs] == [[(cut, segment.path.stat().st_size)]]
     assert _decoded(tail, 2).equals(whole.slice(positions.index(cut)))
+
+
+def _no_child_left() -> bool:
+    """This process has no child, running or unreaped."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_a_run_whose_process_fails_is_decoded_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked process that fails (here its reads, made to fail in the children only) costs only time: this process
+    decodes its run itself, and every row comes back once, in order."""
+    paths = write_segments(list(sample_entries()), tmp_path, segment_bytes=600)
+    segments = _segments(paths)
+    alone = _decoded(segments, 1)
+    parent, decode = os.getpid(), driver_decode.decode_slice
+
+    def failing_in_children(path: str, *args: Any) -> Iterator[dict[str, object]]:
+        if os.getpid() != parent:
+            raise OSError(f"{path}: a forked process's read failed")
+        return decode(path, *args)
+
+    monkeypatch.setattr(driver_decode, "decode_slice", failing_in_children)
+    assert _decoded(segments, 3).equals(alone)
+    assert alone.column("offset").to_pylist() == list(range(31))
+    assert _no_child_left()
+
+
+def test_a_decode_stopped_early_leaves_no_process(tmp_path: Path) -> None:
+    """The reader stops after the first rows (an ingest that fails on them, or a Ctrl-C): the forked processes are
+    stopped and reaped."""
+    paths = write_segments(list(sample_entries()), tmp_path, segment_bytes=600)
+    batches = decoded_batches(_segments(paths), "c1", False, None, 3, from_bytes=0)
+    first = next(batches)
+    assert first.num_rows > 0 and first.column("offset").to_pylist()[0] == 0
+    batches.close()
+    assert _no_child_left()
