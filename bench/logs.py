@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from records.model import LogEntry
-from simulator import ScenarioOptions, run_scenario, whole_transactions, write_log
+from simulator import ScenarioOptions, restart_offset, run_scenario, whole_transactions, write_log
 
 SEED = 11
 # What the random mix writes: since issue 19 every part of the image (configs, client quotas, ACLs, SCRAM users,
 # delegation tokens, producer-id blocks) besides the cluster's partitions and brokers. A log an older mix wrote has
 # other sizes, so ``--reuse-logs`` does not take it for one of these.
 MIX = "every-image-part"
-# where in a real-like log (percent of its records) the whole cluster restarts (``ScenarioOptions.cluster_restart_at``)
-CLUSTER_RESTART_AT = 60
 
 
 class LogMismatchError(Exception):
@@ -92,10 +90,10 @@ def metadata_log(out: Path) -> tuple[Path, int]:
 
 def real_like_log(out: Path, sizes: dict[str, Any], *, reuse: bool) -> tuple[int, int]:
     """(records in ``OUT/log``, records in ``OUT/more``): a data directory the size of a real cluster's log (issue
-    42: a few brokers, tens of thousands of records, the random mix with a whole-cluster restart at
-    ``CLUSTER_RESTART_AT`` % of it: its fences, leaderless partitions and elections), and the next
+    42: a few brokers, tens of thousands of records, the random mix with a whole-cluster restart
+    (``simulator.restart_offset``): its fences, leaderless partitions and elections), and the next
     ``sizes["more"]`` records, each ending between metadata transactions. Reused as :func:`simulated_log`."""
-    sizes = {**sizes, "cluster_restart_at": sizes["records"] * CLUSTER_RESTART_AT // 100}
+    sizes = {**sizes, "cluster_restart_at": restart_offset(sizes["records"])}
     earlier = _earlier(out)
     if reuse and earlier.get("sizes") == sizes:
         return earlier["count"], earlier["more"]

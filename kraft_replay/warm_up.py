@@ -21,14 +21,14 @@ from lakehouse.ingest import ingest
 from lakehouse.lake import Lake
 from lakehouse.spark import SparkOptions, get_spark
 from replay.store.runs import ReplaySummary, run_replay
-from simulator import ScenarioOptions, run_scenario, whole_transactions, write_log
+from simulator import ScenarioOptions, restart_offset, run_scenario, whole_transactions, write_log
 
-# The simulated cluster: a few brokers, as a real cluster's log has, restarted whole once (its fences, leaderless
-# partitions and elections, 60 % into the log as the benchmark's real-like log has it); its first records and the
-# increment after them.
-WARM_UP_CLUSTER = ScenarioOptions(brokers=3, topics=10, partitions_per_topic=10, events=10**9, seed=11,
-                                  cluster_restart_at=18_000)
 WARM_UP_RECORDS = 30_000  # at least this many (the log ends between transactions)
+# The simulated cluster: a few brokers, as a real cluster's log has, restarted whole once (its fences, leaderless
+# partitions and elections, where the benchmark's real-like log has it: ``simulator.restart_offset``); its first
+# records and the increment after them.
+WARM_UP_CLUSTER = ScenarioOptions(brokers=3, topics=10, partitions_per_topic=10, events=10**9, seed=11,
+                                  cluster_restart_at=restart_offset(WARM_UP_RECORDS))
 WARM_UP_INCREMENT = 100
 WARM_UP_INCREMENTS = 3  # batches of WARM_UP_INCREMENT more records, one after the other, in every round
 WARM_UP_ROUNDS = 4  # three more rounds after the first: the JIT compiles a replay's plans only after many runs of them

@@ -1,6 +1,7 @@
 """A deterministic, seeded simulator of Kafka's KRaft controller: it writes ``__cluster_metadata`` logs
 with Kafka's records, batches and rules, plus the facts (offsets of every injected incident)."""
 
+from simulator.cluster_setup import restart_offset
 from simulator.controller import (
     ControllerSimulator,
     Election,
@@ -22,6 +23,7 @@ __all__ = [
     "ScenarioRun",
     "SimConfig",
     "SimulationError",
+    "restart_offset",
     "run_scenario",
     "whole_transactions",
     "write_log",

@@ -26,12 +26,22 @@ class ScenarioOptions:
     racks: int = 3
     max_records_per_batch: int = 10000
     # the random mix: the whole cluster restarts once the log reaches this offset (0: never), as a real cluster's
-    # log of a maintenance window holds it
+    # log of a maintenance window holds it (``restart_offset``)
     cluster_restart_at: int = 0
 
     def sim_config(self) -> SimConfig:
         return SimConfig(metadata_version=self.metadata_version, seed=self.seed, unclean=self.unclean,
                          elr=self.elr, max_records_per_batch=self.max_records_per_batch)
+
+
+# where a real-like log of a few brokers restarts the whole cluster: this percent into its records (the first-answer
+# benchmark's log and the resident server's warm-up log)
+CLUSTER_RESTART_PERCENT = 60
+
+
+def restart_offset(records: int) -> int:
+    """The ``cluster_restart_at`` of a real-like log of ``records`` records."""
+    return records * CLUSTER_RESTART_PERCENT // 100
 
 
 def rack_of(broker_id: int, racks: int) -> str:

@@ -42,7 +42,7 @@ def test_the_real_like_log_and_its_increment_follow_each_other(tmp_path: Path) -
     increment = [entry.offset for entry in read_entries(tmp_path / "more")]
     assert count >= 12_000 and more >= 100
     assert log == list(range(count)) and increment == list(range(count, count + more))
-    # the whole cluster restarted at 60 % of the log (bench.logs.CLUSTER_RESTART_AT)
+    # the whole cluster restarted at 60 % of the log (simulator.restart_offset)
     assert json.loads((tmp_path / "sizes.json").read_text()) == {
         "sizes": {**sizes, "cluster_restart_at": 7200}, "count": count, "more": more}
     changes = [entry.record.data for entry in read_entries(tmp_path / "log") if entry.offset >= 7200

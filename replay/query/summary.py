@@ -83,22 +83,22 @@ def cluster_summary(spark: SparkSession, lake: Lake, cluster_id: str | None, lim
         first = offline.rows[0]
         topic, pid, at = first["topic_name"], first["partition_id"], first["valid_from_offset"]
         focus = (topic, pid, at)
+        offsets = {label: offset for label, offset in (("before", at - 1), ("during", at)) if offset >= 0}
         # the two lookups asked at once, as the lists are
-        looked_up = run_concurrently(spark, {label: partial(_focus_state, spark, lake, cluster, topic, pid, offset)
-                                             for label, offset in (("before", at - 1), ("during", at)) if offset >= 0})
-        states = [FocusState(label, offset, rows) for label, (offset, rows) in looked_up.items() if rows is not None]
+        looked_up = run_concurrently(spark, {label: partial(_focus_rows, spark, lake, cluster, topic, pid, offset)
+                                             for label, offset in offsets.items()})
+        states = [FocusState(label, offsets[label], rows) for label, rows in looked_up.items() if rows is not None]
     return ClusterSummary(cluster, shutdowns, fenced, offline, unclean, deviations, worst, focus, states)
 
 
-def _focus_state(spark: SparkSession, lake: Lake, cluster: str, topic: str, partition_id: int, offset: int
-                 ) -> tuple[int, list[Row] | None]:
-    """(``offset``, the partition's rows as of it), or None for the rows when the history does not hold ``offset``
-    (an incident at the start of the history, its base snapshot: no "before")."""
+def _focus_rows(spark: SparkSession, lake: Lake, cluster: str, topic: str, partition_id: int, offset: int
+                ) -> list[Row] | None:
+    """The partition's rows as of ``offset``; None when the history does not hold ``offset`` (an incident at the
+    start of the history, its base snapshot: no "before")."""
     try:
-        return offset, state_at(spark, lake, offset=offset, cluster_id=cluster).only(topic, partition_id
-                                                                                      ).partitions.collect()
+        return state_at(spark, lake, offset=offset, cluster_id=cluster).only(topic, partition_id).partitions.collect()
     except OutsideHistory:
-        return offset, None
+        return None
 
 
 __all__ = ["ClusterSummary", "FocusState", "Listed", "cluster_summary", "listed"]
