@@ -1,6 +1,6 @@
 """A full replay with Spark's generated code and interpreted, at small scales, in one process and one session: the
-measurement behind ``replay.store.runs.INTERPRETED_UP_TO`` (compiling each new plan's Java costs more than it saves on
-a small log).
+measurement behind ``lakehouse.spark_settings.INTERPRETED_UP_TO`` (compiling each new plan's Java costs more than it
+saves on a small log).
 
     nice -n 19 .venv/bin/python -m bench.bench_codegen --scales 1000,100000 --out /tmp/kraft-bench-codegen
 
@@ -18,6 +18,7 @@ from functools import partial
 
 from bench.clock import timed
 from bench.logs import add_log_arguments, simulated_log, sizes_of
+from lakehouse import spark_settings
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import Lake
 from lakehouse.spark import SparkOptions, get_spark
@@ -45,7 +46,7 @@ def main() -> None:
             ingest(spark, lake, str(out / "log"), IngestOptions(cluster_id=CLUSTER))
         seconds: dict[str, float] = {}
         for mode in [*MODES, *MODES]:
-            store.INTERPRETED_UP_TO = MODES[mode]
+            spark_settings.INTERPRETED_UP_TO = MODES[mode]
             _, seconds[mode] = timed(partial(store.run_replay, spark, lake, full=True))
             print(f"{count:,} records, {mode}: {seconds[mode]:.1f} s")
         rows.append(f"| {count:,} | {seconds['generated code']:.1f} | {seconds['interpreted']:.1f} |")

@@ -104,6 +104,18 @@ class LakeReads(LakeRoot):
                     row[column] = dict(row[column])
         return rows
 
+    def file_rows(self, name: str, version: int | None = None) -> dict[str, int | None]:
+        """Each data file of table ``name`` (its current version by default) → its rows, from the Delta log's per-file
+        statistics (no Spark job; None: a file without them)."""
+        files = pa.table(self.delta_table(name, version).get_add_actions(flatten=True))
+        if files.num_rows == 0:
+            return {}
+        return dict(zip(files.column("path").to_pylist(), files.column("num_records").to_pylist(), strict=True))
+
+    def rows(self, name: str) -> int:
+        """Rows of the table's current version, from the Delta log's per-file statistics (no Spark job)."""
+        return sum(n or 0 for n in self.file_rows(name).values())
+
     def columns(self, name: str) -> list[str]:
         """The column names of a table, from its Delta log (no Spark job)."""
         return list(table_arrow_schema(self.delta_table(name)).names)

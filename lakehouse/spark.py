@@ -45,7 +45,7 @@ _JVM_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
 def local_driver_memory() -> str:
     """The local driver's heap: ``$KRAFT_REPLAY_DRIVER_MEMORY``, else 2 GiB. In ``local[*]`` the driver JVM is
     also the executor; a full replay sorts in more partitions as the log grows
-    (``replay.store.runs.shuffle_partitions_for``), so 2 GiB replays 10 M records."""
+    (``lakehouse.spark_settings.shuffle_partitions_for``), so 2 GiB replays 10 M records."""
     value = os.environ.get(DRIVER_MEMORY_ENV, "").strip()
     if not value:
         return DEFAULT_DRIVER_MEMORY

@@ -147,3 +147,46 @@ def interpreted(spark: SparkSession, small: bool) -> Iterator[None]:
         for key, value in INTERPRETED.items() if small else ():
             settings.enter_context(spark_conf(spark, key, value))
         yield
+
+
+# --- the size of a replay's input ----------------------------------------------------------------
+
+# A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
+# log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
+RECORDS_PER_SHUFFLE_PARTITION = 250_000
+# Below this many records per task, a task's fixed cost outweighs its work: a small replay or increment is planned in
+# fewer shuffle partitions than configured (issue 42: a 30,000-record log's full replay, and 100 new records'
+# increment, measured at 1 and 8 partitions in BENCHMARKS.md).
+RECORDS_PER_TASK_AT_LEAST = 50_000
+INTERPRETED_UP_TO = 100_000  # a log of up to this many records is replayed without generated code (measured)
+# A log of up to this many records is replayed planned ahead (``planned_ahead``): adaptive execution runs each shuffle
+# stage and each broadcast of a query as a Spark job of its own and re-plans the query after it, which on small inputs
+# is most of the work (a 100-record increment of a 34,343-record log: 151 jobs in 46 queries), full replay and
+# increment alike. A larger log keeps it for its increments (measured: BENCHMARKS.md).
+PLANNED_AHEAD_UP_TO = 100_000
+
+
+def shuffle_partitions_for(records: int, configured: int) -> int:
+    """The shuffle partitions of a replay of ``records`` (a full one's, or an increment's new records): the configured
+    ones, more for a large log, fewer for a small one (the tables' layout does not depend on them,
+    ``replay.store.layout``)."""
+    needed = -(-records // RECORDS_PER_SHUFFLE_PARTITION)
+    filled = -(-records // RECORDS_PER_TASK_AT_LEAST)
+    return max(needed, min(configured, filled), 1)
+
+
+def shuffle_partitions_held(spark: SparkSession, records: int) -> contextlib.AbstractContextManager[None]:
+    """The session's shuffle partitions set for a replay of ``records`` (``shuffle_partitions_for`` of the configured
+    ones) while the block runs, restored after it."""
+    configured = int(spark.conf.get(SHUFFLE_PARTITIONS) or 0)
+    return spark_conf(spark, SHUFFLE_PARTITIONS, str(shuffle_partitions_for(records, configured)))
+
+
+@contextlib.contextmanager
+def sized_for(spark: SparkSession, records: int) -> Iterator[None]:
+    """The block planned as a replay of ``records`` records is (``interpreted``, ``planned_ahead`` and its shuffle
+    partitions up to the sizes above): the queries of a replayed lake, whose tables a log of that size gives."""
+    with (interpreted(spark, records <= INTERPRETED_UP_TO),
+          planned_ahead(spark) if records <= PLANNED_AHEAD_UP_TO else contextlib.nullcontext(),
+          shuffle_partitions_held(spark, records)):
+        yield

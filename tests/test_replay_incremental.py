@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
+from lakehouse import spark_settings
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
 from lakehouse.spark import SHUFFLE_PARTITIONS
@@ -22,7 +23,6 @@ from lakehouse.spark_settings import ADAPTIVE_EXECUTION
 from records.model import MetadataRecord
 from replay.fold.incremental import FOLDED_FROM
 from replay.reference.fold import reference_histories
-from replay.store import runs as store
 from replay.store.derived import GROWING_HISTORY
 from replay.store.increment_plan import WHOLE_UP_TO
 from replay.store.runs import ANOMALIES, CHECKPOINTS, run_replay
@@ -79,7 +79,7 @@ def incremental(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
         adaptive.append(set())
         with pytest.MonkeyPatch.context() as patch:
             if step == ADAPTIVE_STEP:  # as an increment of a larger log runs: adaptive execution on
-                patch.setattr(store, "PLANNED_AHEAD_UP_TO", 0)
+                patch.setattr(spark_settings, "PLANNED_AHEAD_UP_TO", 0)
             summaries.append(run_replay(spark, lake, incremental=True, progress=lambda _: (
                 partitions[-1].add(spark.conf.get(SHUFFLE_PARTITIONS)),
                 adaptive[-1].add(spark.conf.get(ADAPTIVE_EXECUTION)))))
@@ -103,7 +103,7 @@ def test_incremental_replays_equal_a_full_replay(incremental: dict[str, Any]) ->
 
 def test_small_replays_and_increments_run_in_one_shuffle_partition(spark: SparkSession,
                                                                     incremental: dict[str, Any]) -> None:
-    """Each step replays fewer than 50,000 records (``replay.store.runs.RECORDS_PER_TASK_AT_LEAST``): its stages
+    """Each step replays fewer than 50,000 records (``lakehouse.spark_settings.RECORDS_PER_TASK_AT_LEAST``): its stages
     run at 1 shuffle partition, not the session's 4, which is back after each."""
     assert incremental["partitions"] == [{"1"}, {"1"}, {"1"}], incremental["partitions"]
     assert spark.conf.get(SHUFFLE_PARTITIONS) == "4"

@@ -26,16 +26,18 @@ from typer.testing import CliRunner
 
 from kraft_replay.formatting import format_replay_summary
 from kraft_replay.replay_commands import standalone_app
-from lakehouse import lake_read
+from lakehouse import lake_read, spark_settings
 from lakehouse.lake import Lake
 from lakehouse.log_rows import entries_frame
-from lakehouse.spark import DELTA_SPARK, DELTA_STATS_SKIPPING, lake_engine
+from lakehouse.spark import DELTA_SPARK, DELTA_STATS_SKIPPING, SHUFFLE_PARTITIONS, lake_engine
 from lakehouse.spark_settings import (
     ADAPTIVE_EXECUTION,
     CONSTRAINT_PROPAGATION,
     INTERPRETED,
     WHOLE_STAGE_CODEGEN,
     file_statistics,
+    shuffle_partitions_for,
+    spark_conf,
 )
 from lakehouse.tables import DERIVED_TABLES, ELECTIONS, METADATA_LOG, REPLAY_COVERAGE, REPLAY_SCHEMAS, spark_schema
 from records.sources import read_entries
@@ -59,10 +61,7 @@ from replay.store.runs import (
     CHECKPOINTS,
     DERIVING,
     HISTORY_TABLES,
-    SHUFFLE_PARTITIONS,
     run_replay,
-    shuffle_partitions_for,
-    spark_conf,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.real_logs]
@@ -399,9 +398,9 @@ def test_replay_is_byte_identical_whatever_the_shuffle_partitions_and_code_gener
     generates code, plans adaptively, at 7 shuffle partitions, with constraint propagation. Both without Delta's data
     skipping."""
     lake = replayed["lake"]
-    monkeypatch.setattr(store, "INTERPRETED_UP_TO", 0)
-    monkeypatch.setattr(store, "PLANNED_AHEAD_UP_TO", 0)
-    monkeypatch.setattr(store, "RECORDS_PER_TASK_AT_LEAST", 1)
+    monkeypatch.setattr(spark_settings, "INTERPRETED_UP_TO", 0)
+    monkeypatch.setattr(spark_settings, "PLANNED_AHEAD_UP_TO", 0)
+    monkeypatch.setattr(spark_settings, "RECORDS_PER_TASK_AT_LEAST", 1)
     monkeypatch.setattr(store, "constraints_not_propagated",
                         lambda session: spark_conf(session, CONSTRAINT_PROPAGATION, "true"))
     partitions: set[str | None] = set()
@@ -451,7 +450,7 @@ def test_a_full_replay_of_a_large_log_sorts_in_more_partitions_and_writes_the_sa
     """7 configured; the 4,929 records at 500 per partition (a small stand-in for 250,000) make the fold and the
     derivation run at 10, and the setting is restored after; the data files are the ones written at 1."""
     lake = replayed["lake"]
-    monkeypatch.setattr(store, "RECORDS_PER_SHUFFLE_PARTITION", 500)
+    monkeypatch.setattr(spark_settings, "RECORDS_PER_SHUFFLE_PARTITION", 500)
     seen: dict[str, tuple[str | None, ...]] = {}
     with spark_conf(spark, SHUFFLE_PARTITIONS, "7"):
         summary = run_replay(spark, lake, full=True, progress=lambda stage: seen.setdefault(

@@ -12,13 +12,16 @@ from pathlib import Path
 
 import pytest
 import typer
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from kraft_replay.cli import app
 from kraft_replay.run_commands import run_name
 from kraft_replay.sample import SAMPLE_DIR
+from lakehouse.spark import SHUFFLE_PARTITIONS
+from lakehouse.spark_settings import ADAPTIVE_EXECUTION, WHOLE_STAGE_CODEGEN
+from replay.query import summary as summary_queries
 from tests.conftest import REPO_ROOT
 
 runner = CliRunner()
@@ -40,11 +43,23 @@ LDI_SUMMARY = [
 def test_run_on_the_real_ldi_poc_log_and_again(spark: SparkSession, real_log: Callable[[str], Path],
                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Kafka 3.7: broker 1 enters controlled shutdown at 4871, its 54 partitions lose their only replica as
-    leader at 4872..4925 (all 54 leader -1 at 4925), and it is fenced at 4926."""
+    leader at 4872..4925 (all 54 leader -1 at 4925), and it is fenced at 4926. The summary's queries are planned as
+    the replay of so small a log is (``lakehouse.spark_settings.sized_for``), the session's settings back after."""
     source = real_log("ldi-poc")
     monkeypatch.chdir(tmp_path)
+    planned: list[tuple[str | None, ...]] = []
+    listed = summary_queries.listed
+
+    def planning_seen(df: DataFrame, limit: int) -> summary_queries.Listed:
+        planned.append(tuple(map(spark.conf.get, (ADAPTIVE_EXECUTION, WHOLE_STAGE_CODEGEN, SHUFFLE_PARTITIONS))))
+        return listed(df, limit)
+
+    monkeypatch.setattr(summary_queries, "listed", planning_seen)
+    before = tuple(map(spark.conf.get, (ADAPTIVE_EXECUTION, WHOLE_STAGE_CODEGEN, SHUFFLE_PARTITIONS)))
     result = runner.invoke(app, ["run", str(source)])
     assert result.exit_code == 0, result.output
+    assert planned == [("false", "false", "1")] * 5  # the five lists: no adaptive execution, no generated code
+    assert tuple(map(spark.conf.get, (ADAPTIVE_EXECUTION, WHOLE_STAGE_CODEGEN, SHUFFLE_PARTITIONS))) == before
     lines = result.stdout.splitlines()
     root = tmp_path / "kraft-run" / "ldi-poc"
     assert lines[0] == f"1/4 ingesting {source} into the Delta lake at {root / 'lake'}"

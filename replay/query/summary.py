@@ -16,7 +16,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.lake import Lake
-from lakehouse.tables import BROKER_HISTORY, PARTITION_HISTORY
+from lakehouse.spark_settings import sized_for
+from lakehouse.tables import BROKER_HISTORY, METADATA_LOG, PARTITION_HISTORY
 from replay.audit.health import Peak, health_series, peaks
 from replay.query.incidents import controlled_shutdowns, election_deviations, fences, offline_periods, unclean_elections
 from replay.query.rules import OutsideHistory
@@ -68,27 +69,39 @@ def cluster_summary(spark: SparkSession, lake: Lake, cluster_id: str | None, lim
     brokers = history_table(spark, lake, BROKER_HISTORY, cluster)
     # The election audit written by the replay (replay/audit/elections.py): periods with the broker event behind each.
     lists = {"shutdowns": controlled_shutdowns(brokers), "fences": fences(brokers),
-             "offline": offline_periods(spark, lake, cluster), "unclean": unclean_elections(spark, lake, cluster),
+             "unclean": unclean_elections(spark, lake, cluster),
              "deviations": election_deviations(spark, lake, cluster)}
-    # small independent queries, each mostly fixed latency: asked at once
-    actions: dict[str, Callable[[], object]] = {name: partial(listed, df, limit) for name, df in lists.items()}
-    actions["peaks"] = lambda: peaks(health_series(partitions, brokers))
-    answers = run_concurrently(spark, actions)
-    shutdowns, fenced, offline, unclean, deviations = (
-        cast(Listed, answers[name]) for name in ("shutdowns", "fences", "offline", "unclean", "deviations"))
+    # small independent queries, each mostly fixed latency: asked at once, the longest first (the health peaks, then
+    # the offline periods, whose first one's two lookups follow them on their thread)
+    actions: dict[str, Callable[[], object]] = {
+        "peaks": lambda: peaks(health_series(partitions, brokers)),
+        "offline": partial(_offline_and_focus, spark, lake, cluster, limit),
+        **{name: partial(listed, df, limit) for name, df in lists.items()}}
+    # planned as the replay of the log these tables come from is: a small log's tables are small inputs
+    with sized_for(spark, lake.rows(METADATA_LOG)):
+        answers = run_concurrently(spark, actions)
+    shutdowns, fenced, unclean, deviations = (
+        cast(Listed, answers[name]) for name in ("shutdowns", "fences", "unclean", "deviations"))
     worst = cast("dict[str, Peak]", answers["peaks"])
-    focus: tuple[str, int, int] | None = None
-    states: list[FocusState] = []
-    if offline.rows:
-        first = offline.rows[0]
-        topic, pid, at = first["topic_name"], first["partition_id"], first["valid_from_offset"]
-        focus = (topic, pid, at)
-        offsets = {label: offset for label, offset in (("before", at - 1), ("during", at)) if offset >= 0}
-        # the two lookups asked at once, as the lists are
-        looked_up = run_concurrently(spark, {label: partial(_focus_rows, spark, lake, cluster, topic, pid, offset)
-                                             for label, offset in offsets.items()})
-        states = [FocusState(label, offsets[label], rows) for label, rows in looked_up.items() if rows is not None]
+    offline, focus, states = cast("tuple[Listed, tuple[str, int, int] | None, list[FocusState]]", answers["offline"])
     return ClusterSummary(cluster, shutdowns, fenced, offline, unclean, deviations, worst, focus, states)
+
+
+def _offline_and_focus(spark: SparkSession, lake: Lake, cluster: str, limit: int
+                       ) -> tuple[Listed, tuple[str, int, int] | None, list[FocusState]]:
+    """The offline periods (at most ``limit``), the first one's partition and offset (the incident to look at next),
+    and that partition's rows before and during it."""
+    offline = listed(offline_periods(spark, lake, cluster), limit)
+    if not offline.rows:
+        return offline, None, []
+    first = offline.rows[0]
+    topic, pid, at = first["topic_name"], first["partition_id"], first["valid_from_offset"]
+    offsets = {label: offset for label, offset in (("before", at - 1), ("during", at)) if offset >= 0}
+    # the two lookups asked at once, as the lists are
+    looked_up = run_concurrently(spark, {label: partial(_focus_rows, spark, lake, cluster, topic, pid, offset)
+                                         for label, offset in offsets.items()})
+    states = [FocusState(label, offsets[label], rows) for label, rows in looked_up.items() if rows is not None]
+    return offline, (topic, pid, at), states
 
 
 def _focus_rows(spark: SparkSession, lake: Lake, cluster: str, topic: str, partition_id: int, offset: int

@@ -12,7 +12,6 @@ and schema is declared in the lake's registry (``lakehouse.tables``).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,12 +25,13 @@ from lakehouse.concurrent_jobs import run_ahead, run_concurrently
 from lakehouse.lake import Lake
 from lakehouse.parquet_files import spark_rows
 from lakehouse.spark_settings import (
-    SHUFFLE_PARTITIONS,
     constraints_not_propagated,
     file_statistics,
     interpreted,
     kept_checkpoint,
     planned_ahead,
+    shuffle_partitions_held,
+    sized_for,
     sort_aggregated,
     spark_conf,
 )
@@ -74,7 +74,6 @@ from replay.store.table_writes import (
     TABLES_APART,
     WRITING,
     replaceable_rows,
-    table_rows,
     write_sorted,
     write_tables,
 )
@@ -82,19 +81,6 @@ from replay.store.table_writes import (
 ANOMALIES = REPLAY_ANOMALIES
 CHECKPOINTS = REPLAY_CHECKPOINTS
 COVERAGE = REPLAY_COVERAGE
-# A full replay's sort tasks hold about this many records' events at most: at 8 shuffle partitions a 10 M-record
-# log gave each task 1.25 M events, and a 2 GiB driver ran out of execution memory (issue 20's note).
-RECORDS_PER_SHUFFLE_PARTITION = 250_000
-# Below this many records per task, a task's fixed cost outweighs its work: a small replay or increment is planned in
-# fewer shuffle partitions than configured (issue 42: a 30,000-record log's full replay, and 100 new records'
-# increment, measured at 1 and 8 partitions in BENCHMARKS.md).
-RECORDS_PER_TASK_AT_LEAST = 50_000
-INTERPRETED_UP_TO = 100_000  # a log of up to this many records is replayed without generated code (measured)
-# A log of up to this many records is replayed planned ahead (``lakehouse.spark_settings.planned_ahead``): adaptive
-# execution runs each shuffle stage and each broadcast of a query as a Spark job of its own and re-plans the query
-# after it, which on small inputs is most of the work (a 100-record increment of a 34,343-record log: 151 jobs in
-# 46 queries), full replay and increment alike. A larger log keeps it for its increments (measured: BENCHMARKS.md).
-PLANNED_AHEAD_UP_TO = 100_000
 # An increment's fold (its records, the seeds, the merges into the open versions) is small work in many plans: it
 # runs without generated code on any lake, its writes with it (measured: BENCHMARKS.md, issue 20)
 INTERPRETED_INCREMENT_FOLD = True
@@ -129,22 +115,6 @@ def records_covered(covered: Mapping[str, ClusterCoverage]) -> int:
     """The records a full replay of ``covered`` (cluster → its coverage) folds: each cluster's log from its first
     stored offset on."""
     return sum(max(c.last_offset - c.log_first_offset + 1, 0) for c in covered.values())
-
-
-def shuffle_partitions_for(records: int, configured: int) -> int:
-    """The shuffle partitions of a replay of ``records`` (a full one's, or an increment's new records): the configured
-    ones, more for a large log, fewer for a small one (the tables' layout does not depend on them,
-    ``replay.store.layout``)."""
-    needed = -(-records // RECORDS_PER_SHUFFLE_PARTITION)
-    filled = -(-records // RECORDS_PER_TASK_AT_LEAST)
-    return max(needed, min(configured, filled), 1)
-
-
-def shuffle_partitions_held(spark: SparkSession, records: int) -> contextlib.AbstractContextManager[None]:
-    """The session's shuffle partitions set for a replay of ``records`` (``shuffle_partitions_for`` of the configured
-    ones) while the block runs, restored after it."""
-    configured = int(spark.conf.get(SHUFFLE_PARTITIONS) or 0)
-    return spark_conf(spark, SHUFFLE_PARTITIONS, str(shuffle_partitions_for(records, configured)))
 
 
 def _keep_other_clusters(spark: SparkSession, lake: Lake, name: str, new: DataFrame, cluster_id: str) -> DataFrame:
@@ -183,10 +153,9 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
     (``lakehouse.spark_settings.constraints_not_propagated``)."""
     if not lake.table_exists(METADATA_LOG):
         raise ReplayError(f"no metadata_log in the lake at {lake.root}: run `kraft-replay ingest` first")
-    log_records = table_rows(lake, METADATA_LOG)
-    with (interpreted(spark, log_records <= INTERPRETED_UP_TO),
-          planned_ahead(spark) if log_records <= PLANNED_AHEAD_UP_TO else contextlib.nullcontext(),
-          file_statistics(spark, many_files=topic_ranges(log_records) > 1), constraints_not_propagated(spark)):
+    log_records = lake.rows(METADATA_LOG)
+    with (sized_for(spark, log_records), file_statistics(spark, many_files=topic_ranges(log_records) > 1),
+          constraints_not_propagated(spark)):
         return _run_replay(spark, lake, cluster_id, full, incremental, log_records, progress or (lambda _stage: None))
 
 
@@ -232,6 +201,8 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
                      if at_once and name not in (PARTITION_HISTORY, CONFIG_HISTORY)}
             written_early = (run_ahead(spark, partial(write_tables, spark, lake, early, _untold, records)) if early
                              else None)
+            # the configs' checkpoint, which the derivation waits for, taken beside the replicas' cut too
+            configs_ahead = run_ahead(spark, history[CONFIG_HISTORY].localCheckpoint) if at_once else None
             # each replica's versions, cut from the partitions' and brokers' as they are written (with their snapshot
             # causes): the replica_history rows, and what the replica states read (checkpointed: cut once for both).
             # Grouped from the fold's rows sorted by partition: a hash of a large replay's groups spills them
@@ -247,7 +218,8 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             if at_once:
                 # a small replay derives while it writes; what both read is computed once (the partitions and
                 # brokers are the fold's checkpoints)
-                tables[CONFIG_HISTORY] = tables[CONFIG_HISTORY].localCheckpoint(eager=True)
+                assert configs_ahead is not None  # taken when at once
+                tables[CONFIG_HISTORY] = configs_ahead.result()
                 derivation = folded_input(tables[PARTITION_HISTORY], replicas, tables[BROKER_HISTORY])
                 versions = _beside(spark, tell, list(tables), partial(
                     write_tables, spark, lake, {n: df for n, df in tables.items() if n not in early}, _untold, records),
@@ -314,7 +286,7 @@ def _finish(lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_vers
         [dict(zip(CHECKPOINT_SCHEMA.names, (c, safe[c], log_version, mode, replayed_at, table_versions), strict=True))
          for c in sorted(safe)], CHECKPOINT_SCHEMA)
     versions[CHECKPOINTS] = lake.write(checkpoint, CHECKPOINTS, "append")
-    rows = {name: table_rows(lake, name) for name in names}
+    rows = {name: lake.rows(name) for name in names}
     return ReplaySummary(clusters=clusters, metadata_log_version=log_version, rows=rows, versions=versions,
                          anomalies=rows[ANOMALIES], seconds=time.monotonic() - started, mode=mode, notes=notes)
 

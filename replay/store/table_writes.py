@@ -108,23 +108,9 @@ def _fetched(df: DataFrame) -> pa.Table:
 def _rows_in(lake: Lake, name: str, files: list[str], version: int) -> int:
     """The rows of ``files`` of table ``name`` at ``version`` (a file without statistics counts as more than the
     driver writes)."""
-    counts = _file_rows(lake, name, version)
+    counts = lake.file_rows(name, version)
     return sum(counts.get(path) or DRIVER_WRITTEN_UP_TO + 1 for path in files)
 
 
-def _file_rows(lake: Lake, name: str, version: int | None = None) -> dict[str, int | None]:
-    """Each data file of table ``name`` (its current version by default) → its rows, from the Delta log's per-file
-    statistics (no Spark job; None: a file without them)."""
-    files = pa.table(lake.delta_table(name, version).get_add_actions(flatten=True))
-    if files.num_rows == 0:
-        return {}
-    return dict(zip(files.column("path").to_pylist(), files.column("num_records").to_pylist(), strict=True))
-
-
-def table_rows(lake: Lake, name: str) -> int:
-    """Rows of the table's current version, from the Delta log's per-file statistics (no Spark job)."""
-    return sum(n or 0 for n in _file_rows(lake, name).values())
-
-
 __all__ = ["DRIVER_WRITTEN_UP_TO", "MAX_RECORDS_CONF", "RECORDS_WRITTEN_AT_ONCE", "TABLES_APART", "WRITING",
-           "replace_open_versions", "replaceable_rows", "table_rows", "write_sorted", "write_tables"]
+           "replace_open_versions", "replaceable_rows", "write_sorted", "write_tables"]
