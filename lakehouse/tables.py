@@ -254,7 +254,8 @@ REPLAY_SCHEMAS: dict[str, pa.Schema] = {
         ("cluster_id", pa.string()),
         ("last_offset", pa.int64()),  # the last metadata_log offset of the cluster that was replayed
         ("metadata_log_version", pa.int64()),  # the Delta version of metadata_log that was read
-        ("mode", pa.string()),  # "full": every table rebuilt; "incremental": only offsets after the last
+        ("mode", pa.string()),  # "full": the whole log folded, every table rebuilt (a small log's after new records:
+        # but those of its small tables no new record is folded into, kept); "incremental": only offsets after the last
         # checkpoint folded in (`last_offset` is then a safe point: no metadata transaction open there)
         ("replayed_at", _UTC),
         ("tables", pa.map_(pa.string(), pa.int64())),  # table → Delta version written

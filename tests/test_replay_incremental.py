@@ -216,10 +216,18 @@ def test_cli_replay_of_a_small_log_is_whole_unless_incremental(spark: SparkSessi
                "append")
     assert f"(offsets 0..{middle}) from metadata_log v1 (incremental)" in _cli_replay(lake, "--incremental")
     lake.write(entries_frame(spark, [e for e in entries if e.offset > middle], cluster), "metadata_log", "append")
+    versions = {name: int(lake.delta_table(name).version()) for name in FOLDED_FROM}
     printed = _cli_replay(lake).splitlines()
     assert f"(offsets 0..{last}) from metadata_log v2 (full)" in printed[0]
     assert (f"  note: {len(entries):,} records in metadata_log: replayed whole, which costs less than an increment "
             f"up to {WHOLE_UP_TO:,} records (`replay --incremental` extends the history instead)") in printed
+    # the small tables folded from none of the records after the checkpoint (a safe point: here the last offset) keep
+    # their version; the others are written again
+    came = {e.record.type_name for e in entries if e.offset > middle and isinstance(e.record, MetadataRecord)}
+    kept = sorted(name for name, kinds in FOLDED_FROM.items() if not came & set(kinds))
+    assert kept and len(kept) < len(FOLDED_FROM), came
+    assert f"  note: kept as stored, no record they are folded from after the checkpoint: {', '.join(kept)}" in printed
+    assert sorted(name for name in FOLDED_FROM if int(lake.delta_table(name).version()) == versions[name]) == kept
     tables = _lake_tables(spark, lake)
     _assert_same(tables, _by_cluster(incremental["full"], cluster), "CLI replays vs full", names=WITH_DERIVED)
     assert "give one of them" in _cli_replay(lake, "--full", "--incremental", exit_code=2)

@@ -28,6 +28,7 @@ from lakehouse.tables import (
     spark_schema,
 )
 from replay.core.coverage import ClusterCoverage
+from replay.fold.incremental import FOLDED_FROM
 from replay.store.coverage_table import stored_coverage
 from replay.store.snapshots import SNAPSHOT_KEY, coverages
 
@@ -153,13 +154,25 @@ def incremental_plan(spark: SparkSession, lake: Lake, log_version: int, cluster_
 
 def cheaper_whole(plan: IncrementPlan, log_records: int, notes: list[str]) -> bool:
     """Whether the log of ``log_records`` records is replayed whole rather than by the increment ``plan`` (it has new
-    records and the log is at most ``WHOLE_UP_TO``), saying so in ``notes``; the plan's new records are released."""
+    records and the log is at most ``WHOLE_UP_TO``), saying so in ``notes``."""
     if not plan.new_bounds or log_records > WHOLE_UP_TO:
         return False
     notes.append(f"{log_records:,} records in metadata_log: replayed whole, which costs less than an increment up to "
                  f"{WHOLE_UP_TO:,} records (`replay --incremental` extends the history instead)")
-    plan.new_log.unpersist()
     return True
 
 
-__all__ = ["WHOLE_UP_TO", "IncrementPlan", "cheaper_whole", "incremental_plan", "lake_coverages"]
+def kept_whole(plan: IncrementPlan, notes: list[str]) -> frozenset[str]:
+    """The history tables a replay of the whole log after the ``plan``'s new records leaves as stored, saying so in
+    ``notes``: those folded only from record types none of which came after the checkpoint (``FOLDED_FROM``), whose
+    rows are then the stored ones, as an increment finds (``replay.fold.incremental``); the plan's new records are
+    released."""
+    present = {row["record_type"] for row in plan.new_log.select("record_type").distinct().collect()}
+    plan.new_log.unpersist()
+    kept = frozenset(name for name, kinds in FOLDED_FROM.items() if not present & set(kinds))
+    if kept:
+        notes.append(f"kept as stored, no record they are folded from after the checkpoint: {', '.join(sorted(kept))}")
+    return kept
+
+
+__all__ = ["WHOLE_UP_TO", "IncrementPlan", "cheaper_whole", "incremental_plan", "kept_whole", "lake_coverages"]

@@ -65,7 +65,7 @@ from replay.store.derived import (
     written_input,
 )
 from replay.store.derived_refresh import refresh_derived
-from replay.store.increment_plan import IncrementPlan, cheaper_whole, incremental_plan, lake_coverages
+from replay.store.increment_plan import IncrementPlan, cheaper_whole, incremental_plan, kept_whole, lake_coverages
 from replay.store.layout import topic_ranges
 from replay.store.snapshot_checks import SnapshotChecks, snapshot_checks
 from replay.store.snapshots import snapshot_input, with_snapshot_causes
@@ -164,12 +164,15 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     started = time.monotonic()
     log_version = int(lake.delta_table(METADATA_LOG).version())
     notes: list[str] = []
+    kept: frozenset[str] = frozenset()  # history tables left as stored: their Delta version stays
     if not full:
         plan = incremental_plan(spark, lake, log_version, cluster_id, notes)
-        if plan is not None and (incremental or not cheaper_whole(plan, log_records, notes)):
-            with shuffle_partitions_held(spark, plan.new_records):
-                tell("replaying the offsets after the last checkpoint (incremental)")
-                return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
+        if plan is not None:
+            if incremental or not cheaper_whole(plan, log_records, notes):
+                with shuffle_partitions_held(spark, plan.new_records):
+                    tell("replaying the offsets after the last checkpoint (incremental)")
+                    return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
+            kept = kept_whole(plan, notes)
     log = lake.read_as_files(spark, METADATA_LOG, log_version)
     if cluster_id is not None:
         log = log.where(F.col("cluster_id") == cluster_id)
@@ -198,7 +201,7 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             # a small replay writes the tables that need nothing of the partitions while it cuts the replicas (its
             # steps there run one at a time: a core is free); the configs' checkpoint is the derivation's too
             early = {name: history[name] for name in history
-                     if at_once and name not in (PARTITION_HISTORY, CONFIG_HISTORY)}
+                     if at_once and name not in (PARTITION_HISTORY, CONFIG_HISTORY, *kept)}
             written_early = (run_ahead(spark, partial(write_tables, spark, lake, early, _untold, records)) if early
                              else None)
             # the configs' checkpoint, which the derivation waits for, taken beside the replicas' cut too
@@ -221,13 +224,16 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
                 assert configs_ahead is not None  # taken when at once
                 tables[CONFIG_HISTORY] = configs_ahead.result()
                 derivation = folded_input(tables[PARTITION_HISTORY], replicas, tables[BROKER_HISTORY])
-                versions = _beside(spark, tell, list(tables), partial(
-                    write_tables, spark, lake, {n: df for n, df in tables.items() if n not in early}, _untold, records),
+                written = [name for name in tables if name not in kept]
+                versions = _beside(spark, tell, written, partial(
+                    write_tables, spark, lake, {n: tables[n] for n in written if n not in early}, _untold, records),
                     partial(_write_derived, spark, lake, derivation, tables[CONFIG_HISTORY], records))
                 if written_early is not None:
                     versions |= written_early.result()
             else:
-                versions = write_tables(spark, lake, tables, tell, records)
+                versions = write_tables(spark, lake, {n: df for n, df in tables.items() if n not in kept}, tell,
+                                        records)
+            versions |= {name: int(lake.delta_table(name).version()) for name in kept}
         versions[COVERAGE] = write_coverage(lake, covered, checks.counts)
         notes.extend(coverage_notes(covered, checks.counts))
         if not at_once:
