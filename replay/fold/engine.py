@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from functools import reduce
+from functools import partial, reduce
 from typing import cast
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse.concurrent_jobs import run_concurrently
+from lakehouse.concurrent_jobs import run_ahead, run_concurrently
 from lakehouse.spark_settings import few_partitions, kept_checkpoint, sort_aggregated
 from lakehouse.tables import (
     BROKER_HISTORY,
@@ -154,13 +154,14 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
     others = events.where(~F.col("record_type").isin(*PARTITION_TYPES)).localCheckpoint(eager=True)
     topics = topic_events(others, shapes)
     brokers = broker_states(others, shapes)
-    # independent folds, each a few small jobs whose time is mostly fixed latency: at once
+    # independent folds, each a few small jobs whose time is mostly fixed latency: at once; the brokers' (read only by
+    # the replicas' cut, after the partitions' checkpoint below) while that checkpoint is taken too
+    broker_ahead = run_ahead(log.sparkSession, partial(_broker_history, brokers.states))
     folded = run_concurrently(log.sparkSession, {
         PARTITION_HISTORY: lambda: partition_states(events, topics.topic_events, shapes, others),
-        TOPIC_HISTORY: lambda: _topic_history(topics.topic_events),
-        BROKER_HISTORY: lambda: _broker_history(brokers.states)})
+        TOPIC_HISTORY: lambda: _topic_history(topics.topic_events)})
     partitions = cast(PartitionsResult, folded[PARTITION_HISTORY])
-    topic_history, broker_history = cast(DataFrame, folded[TOPIC_HISTORY]), cast(DataFrame, folded[BROKER_HISTORY])
+    topic_history = cast(DataFrame, folded[TOPIC_HISTORY])
     # The fold's rows (the versions, and the events its anomalies read), checkpointed once: distributed by partition
     # as the fold grouped them (``replay.fold.partitions``) and sorted by offset in each, so the versions filtered from
     # them are too: the replicas' versions are grouped from them without a shuffle, and a full replay derives its
@@ -169,6 +170,7 @@ def replay(log: DataFrame, base: DataFrame | None = None, shapes: RecordShapes |
         fold_rows = kept_checkpoint(_with_topic_names(partitions.folded, topic_history).sortWithinPartitions(
             *HISTORY_KEYS[PARTITION_HISTORY], "valid_from_offset"))
     partition_history = partition_versions(fold_rows)
+    broker_history = broker_ahead.result()
     zk_migration = zk_migration_states(others, shapes)
     feature_history = _versions(feature_states(others, shapes).unionByName(zk_migration.states),
                                 IMAGE_PARTS["features"])

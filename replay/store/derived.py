@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial, reduce
 from operator import or_
+from typing import TypeVar
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -50,6 +51,8 @@ from replay.audit.state_machines import (
 from replay.core.history import lives_after
 from replay.core.safe_points import SAFE_POINT, SafePoints
 from replay.store.layout import mutable
+
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -90,15 +93,26 @@ def distributed_replicas(replica_history: DataFrame, partitions: DataFrame) -> D
     return grouped_state_inputs(replica_history.repartition(*PARTITION_KEY), partitions)
 
 
-def derived_tables(versions: DerivationInput, configs: ConfigsInForce | None = None) -> dict[str, DataFrame]:
-    """The derived tables of ``versions``; ``configs``: what the election audit judges elections by
-    (``replay.audit.election_configs``)."""
+def derived_tables(versions: DerivationInput, configs: ConfigsInForce | None,
+                   then: Callable[[str, DataFrame], Result]) -> dict[str, Result]:
+    """The derived tables of ``versions``, each passed to ``then`` (name, rows) as soon as it can be computed (its
+    write: the replica and partition states do not wait for the election audit); name → what ``then`` gave.
+    ``configs``: what the election audit judges elections by (``replay.audit.election_configs``)."""
     partitions, brokers = versions.partitions, versions.brokers
-    tables = run_concurrently(partitions.sparkSession, {  # independent, each a few jobs of mostly fixed latency
-        ELECTIONS: lambda: elections(partitions, brokers, configs=configs),
-        REPLICA_STATE_HISTORY: lambda: replica_state_history(versions.replicas, brokers),
-        PARTITION_STATE_HISTORY: lambda: partition_state_history(partitions)})
-    return {**tables, LEADERLESS_PERIODS: leaderless_periods(partitions, tables[ELECTIONS])}
+    spark = partitions.sparkSession
+
+    def audit() -> dict[str, Result]:
+        found = elections(partitions, brokers, configs=configs)
+        return run_concurrently(spark, {ELECTIONS: partial(then, ELECTIONS, found), LEADERLESS_PERIODS: lambda: then(
+            LEADERLESS_PERIODS, leaderless_periods(partitions, found))})
+
+    done = run_concurrently(spark, {  # independent, each a few jobs of mostly fixed latency
+        ELECTIONS: audit,
+        REPLICA_STATE_HISTORY: lambda: {REPLICA_STATE_HISTORY: then(
+            REPLICA_STATE_HISTORY, replica_state_history(versions.replicas, brokers))},
+        PARTITION_STATE_HISTORY: lambda: {PARTITION_STATE_HISTORY: then(
+            PARTITION_STATE_HISTORY, partition_state_history(partitions))}})
+    return {name: result for tables in done.values() for name, result in tables.items()}
 
 
 # table → its offset columns: a row with one of them after the checkpoint C was made (or changed) by the records

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -164,7 +165,8 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
     started = time.monotonic()
     log_version = int(lake.delta_table(METADATA_LOG).version())
     notes: list[str] = []
-    kept: frozenset[str] = frozenset()  # history tables left as stored: their Delta version stays
+    # the history tables left as stored (their Delta version stays): needed at the writes, found as the fold runs
+    kept: Future[frozenset[str]] | None = None
     if not full:
         plan = incremental_plan(spark, lake, log_version, cluster_id, notes)
         if plan is not None:
@@ -172,7 +174,7 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
                 with shuffle_partitions_held(spark, plan.new_records):
                     tell("replaying the offsets after the last checkpoint (incremental)")
                     return _run_incremental(spark, lake, log_version, plan, notes, started, tell)
-            kept = kept_whole(plan, notes)
+            kept = run_ahead(spark, partial(kept_whole, plan, notes))
     log = lake.read_as_files(spark, METADATA_LOG, log_version)
     if cluster_id is not None:
         log = log.where(F.col("cluster_id") == cluster_id)
@@ -198,10 +200,11 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
             result = replay(replay_input.log, replay_input.base, shapes)
             history = {name: with_snapshot_causes(df, covered) for name, df in result.tables.items()}
             at_once = cluster_id is None and records <= RECORDS_WRITTEN_AT_ONCE
+            kept_tables = frozenset() if kept is None else kept.result()
             # a small replay writes the tables that need nothing of the partitions while it cuts the replicas (its
             # steps there run one at a time: a core is free); the configs' checkpoint is the derivation's too
             early = {name: history[name] for name in history
-                     if at_once and name not in (PARTITION_HISTORY, CONFIG_HISTORY, *kept)}
+                     if at_once and name not in (PARTITION_HISTORY, CONFIG_HISTORY, *kept_tables)}
             written_early = (run_ahead(spark, partial(write_tables, spark, lake, early, _untold, records)) if early
                              else None)
             # the configs' checkpoint, which the derivation waits for, taken beside the replicas' cut too
@@ -224,16 +227,16 @@ def _run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None, full: b
                 assert configs_ahead is not None  # taken when at once
                 tables[CONFIG_HISTORY] = configs_ahead.result()
                 derivation = folded_input(tables[PARTITION_HISTORY], replicas, tables[BROKER_HISTORY])
-                written = [name for name in tables if name not in kept]
+                written = [name for name in tables if name not in kept_tables]
                 versions = _beside(spark, tell, written, partial(
                     write_tables, spark, lake, {n: tables[n] for n in written if n not in early}, _untold, records),
                     partial(_write_derived, spark, lake, derivation, tables[CONFIG_HISTORY], records))
                 if written_early is not None:
                     versions |= written_early.result()
             else:
-                versions = write_tables(spark, lake, {n: df for n, df in tables.items() if n not in kept}, tell,
+                versions = write_tables(spark, lake, {n: df for n, df in tables.items() if n not in kept_tables}, tell,
                                         records)
-            versions |= {name: int(lake.delta_table(name).version()) for name in kept}
+            versions |= {name: int(lake.delta_table(name).version()) for name in kept_tables}
         versions[COVERAGE] = write_coverage(lake, covered, checks.counts)
         notes.extend(coverage_notes(covered, checks.counts))
         if not at_once:
@@ -271,15 +274,18 @@ def _write_derived(spark: SparkSession, lake: Lake, derivation: DerivationInput,
     and ``config_history`` (of ``cluster_id`` only, when given: the other clusters' rows are kept); name → version
     written."""
     tell(DERIVING)
-    # each partition's and replica's rows grouped as sorted rows (the partitions' come sorted): planned as the tables
-    # are written
-    with sort_aggregated(spark):
-        tables = derived_tables(derivation, configs_in_force(spark, lake, config_history))
+    configs = configs_in_force(spark, lake, config_history)
+    tell(WRITING + TABLES_APART.join(DERIVED_TABLES))
+
+    def write(name: str, rows: DataFrame) -> int:
         if cluster_id is not None:
-            tables = {name: _keep_other_clusters(spark, lake, name, df, cluster_id) for name, df in tables.items()}
-        tell(WRITING + TABLES_APART.join(tables))
-        return run_concurrently(spark, {name: partial(write_sorted, lake, df, name, DERIVED_ORDER[name], records)
-                                        for name, df in tables.items()})
+            rows = _keep_other_clusters(spark, lake, name, rows, cluster_id)
+        return write_sorted(lake, rows, name, DERIVED_ORDER[name], records)
+
+    # each table written as soon as it is derived; each partition's and replica's rows grouped as sorted rows (the
+    # partitions' come sorted)
+    with sort_aggregated(spark):
+        return derived_tables(derivation, configs, write)
 
 
 def _finish(lake: Lake, clusters: dict[str, int], safe: dict[str, int], log_version: int, mode: str,
