@@ -144,11 +144,12 @@ def run_replay(spark: SparkSession, lake: Lake, cluster_id: str | None = None, f
 
     Incremental (``replay.fold.incremental``) when a checkpoint exists, the history tables are the ones it wrote
     and ``metadata_log`` grew since, unless the log is small enough that a full replay costs less
-    (``replay.store.increment_plan.WHOLE_UP_TO``; ``incremental=True`` extends it all the same); a full rebuild
-    otherwise or with ``full=True``. A cluster whose stored
-    log no longer starts at offset 0 is replayed from the snapshot it starts at (``replay.core.coverage``). ``progress``
-    is told each stage (a terminal shows it). A small log is replayed ``interpreted`` and ``planned_ahead`` (its
-    increments too), and without Delta's data skipping where its tables were written one topic range each
+    (``replay.store.increment_plan.WHOLE_UP_TO``; ``incremental=True`` extends it all the same: that whole replay
+    keeps the small tables no new record is folded into, ``kept_whole``); a full rebuild otherwise or with
+    ``full=True``. A cluster whose stored log no longer starts at offset 0 is replayed from the snapshot it starts at
+    (``replay.core.coverage``). ``progress`` is told each stage (a terminal shows it). A small log is replayed as
+    ``lakehouse.spark_settings.sized_for`` plans it (``interpreted``, ``planned_ahead``: its increments too), and
+    without Delta's data skipping where its tables were written one topic range each
     (``replay.store.layout.topic_ranges``): with nothing to skip, the job it runs before each filtered read is all it
     adds (BENCHMARKS.md, issue 42). Every replay is planned without constraint propagation
     (``lakehouse.spark_settings.constraints_not_propagated``)."""
