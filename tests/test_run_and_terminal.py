@@ -50,16 +50,19 @@ def test_run_on_the_real_ldi_poc_log_and_again(spark: SparkSession, real_log: Ca
     planned: list[tuple[str | None, ...]] = []
     listed = summary_queries.listed
 
+    def planning() -> tuple[str | None, ...]:
+        return tuple(map(spark.conf.get, (ADAPTIVE_EXECUTION, WHOLE_STAGE_CODEGEN, SHUFFLE_PARTITIONS)))
+
     def planning_seen(df: DataFrame, limit: int) -> summary_queries.Listed:
-        planned.append(tuple(map(spark.conf.get, (ADAPTIVE_EXECUTION, WHOLE_STAGE_CODEGEN, SHUFFLE_PARTITIONS))))
+        planned.append(planning())
         return listed(df, limit)
 
     monkeypatch.setattr(summary_queries, "listed", planning_seen)
-    before = tuple(map(spark.conf.get, (ADAPTIVE_EXECUTION, WHOLE_STAGE_CODEGEN, SHUFFLE_PARTITIONS)))
+    before = planning()
     result = runner.invoke(app, ["run", str(source)])
     assert result.exit_code == 0, result.output
     assert planned == [("false", "false", "1")] * 5  # the five lists: no adaptive execution, no generated code
-    assert tuple(map(spark.conf.get, (ADAPTIVE_EXECUTION, WHOLE_STAGE_CODEGEN, SHUFFLE_PARTITIONS))) == before
+    assert planning() == before
     lines = result.stdout.splitlines()
     root = tmp_path / "kraft-run" / "ldi-poc"
     assert lines[0] == f"1/4 ingesting {source} into the Delta lake at {root / 'lake'}"

@@ -104,6 +104,17 @@ _FEATURE_TYPES = IMAGE_PARTS["features"].folded_from
 FOLDED_FROM = {TOPIC_HISTORY: _TOPIC_TYPES, BROKER_HISTORY: _BROKER_TYPES, **PARTS_FOLDED_FROM}
 
 
+def record_types(log: DataFrame) -> set[str]:
+    """The record types in ``log`` (the new records: which tables they can change)."""
+    return {row["record_type"] for row in log.select("record_type").distinct().collect()}
+
+
+def left_as_stored(present: set[str]) -> set[str]:
+    """The tables of ``FOLDED_FROM`` no record of ``present`` (the new records' types) is folded into: nothing is stored
+    after C, so their rows are exactly the stored ones, neither folded nor written again."""
+    return {name for name, kinds in FOLDED_FROM.items() if not present & set(kinds)}
+
+
 @dataclass(frozen=True)
 class Touched:
     topics: DataFrame  # cluster_id, topic_id
@@ -305,12 +316,11 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
     open_topics = stored[TOPIC_HISTORY].where(F.col("valid_to_offset").isNull()).select(
         "cluster_id", "topic_id", "name")
     entities = touched(new_log, open_partitions, shapes, open_topics)
-    present = {row["record_type"] for row in new_log.select("record_type").distinct().collect()}
+    present = record_types(new_log)
     base = seeds(stored, cps, entities)
     parts = image_seeds(stored, cps, present)
-    # Nothing is stored after C, so without new rows (anomalies; records a small table is folded from) the
-    # merged rows are exactly the stored ones: those tables are neither folded nor merged.
-    unchanged = {name for name, kinds in FOLDED_FROM.items() if not present & set(kinds)}
+    # without new rows (anomalies; records a small table is folded from) the merged rows are exactly the stored ones
+    unchanged = left_as_stored(present)
     result: ReplayResult = replay(new_log, base if parts is None else base.unionByName(parts), shapes,
                                   parts_wanted=set(TABLE_KEYS) - unchanged)
     # The fold's plan is deep: materialise its (small) output once, so the merges below and the replica
@@ -345,9 +355,12 @@ def incremental_replay(spark: SparkSession, new_log: DataFrame, checkpoints: dic
 
 
 __all__ = [
+    "FOLDED_FROM",
     "IncrementalResult",
     "Touched",
     "incremental_replay",
+    "left_as_stored",
+    "record_types",
     "safe_offsets",
     "seeds",
     "touched",

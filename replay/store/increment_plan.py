@@ -28,7 +28,7 @@ from lakehouse.tables import (
     spark_schema,
 )
 from replay.core.coverage import ClusterCoverage
-from replay.fold.incremental import FOLDED_FROM
+from replay.fold.incremental import left_as_stored, record_types
 from replay.store.coverage_table import stored_coverage
 from replay.store.snapshots import SNAPSHOT_KEY, coverages
 
@@ -164,12 +164,10 @@ def cheaper_whole(plan: IncrementPlan, log_records: int, notes: list[str]) -> bo
 
 def kept_whole(plan: IncrementPlan, notes: list[str]) -> frozenset[str]:
     """The history tables a replay of the whole log after the ``plan``'s new records leaves as stored, saying so in
-    ``notes``: those folded only from record types none of which came after the checkpoint (``FOLDED_FROM``), whose
-    rows are then the stored ones, as an increment finds (``replay.fold.incremental``); the plan's new records are
-    released."""
-    present = {row["record_type"] for row in plan.new_log.select("record_type").distinct().collect()}
+    ``notes``: those an increment leaves as stored (``replay.fold.incremental.left_as_stored``); the plan's new records
+    are released."""
+    kept = frozenset(left_as_stored(record_types(plan.new_log)))
     plan.new_log.unpersist()
-    kept = frozenset(name for name, kinds in FOLDED_FROM.items() if not present & set(kinds))
     if kept:
         notes.append(f"kept as stored, no record they are folded from after the checkpoint: {', '.join(sorted(kept))}")
     return kept
