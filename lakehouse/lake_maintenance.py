@@ -6,6 +6,7 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import SparkSession
 
+from lakehouse.concurrent_jobs import run_concurrently
 from lakehouse.delta_commit import commit_at_version, removed_file, stage_parquet
 from lakehouse.lake_commit import (
     CONFLICT,
@@ -27,11 +29,16 @@ from lakehouse.lake_commit import (
     user_metadata,
 )
 from lakehouse.lake_root import STAGING_DIR, LakeError
+from lakehouse.spark import SHUFFLE_PARTITIONS
 from lakehouse.spark_settings import spark_conf
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, SORT_COLUMNS, spark_schema
 
 DEFAULT_RETENTION_HOURS = 7 * 24
 _RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+# Delta's VACUUM lists a table's directories in a Spark job of this many tasks (``VacuumCommand.gc`` reads
+# ``parallelPartitionDiscoveryParallelism``; Spark's default 10,000): on a few directories, most of a minute of
+# empty tasks per table on two cores. Held at the session's own shuffle partitions while it runs.
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 
 
 @dataclass(frozen=True)
@@ -78,28 +85,31 @@ class LakeMaintenance(LakeCommits):
                  small_file_bytes: int = 64 * 2**20) -> dict[str, dict[str, int]]:
         """Compact small files. Range-sorted tables are rewritten by Spark in key order, so each new
         file covers one contiguous key range and offset lookups still skip all other files; the
-        rewrite commits as a `data_change=false` replace of exactly the files it read."""
-        results: dict[str, dict[str, int]] = {}
+        rewrite commits as a `data_change=false` replace of exactly the files it read. The tables are
+        independent: they are compacted at once (``lakehouse.concurrent_jobs``), each mostly a small job's latency."""
         delta_spark = self.delta_spark(spark)
-        for name in names or self.table_names():
-            if delta_spark is not None:
-                # Delta's own OPTIMIZE; the range-sorted tables clustered on their sort key, so offset lookups
-                # still skip the other files
-                zorder = [c for c in SORT_COLUMNS.get(name, ()) if c != "cluster_id"]
-                sql = f"OPTIMIZE delta.`{self.path(name)}`" + (f" ZORDER BY ({', '.join(zorder)})" if zorder else "")
-                metrics = delta_spark.sql(sql).collect()[0]["metrics"]
-                results[name] = {"files_removed": int(metrics["numFilesRemoved"]),
-                                 "files_added": int(metrics["numFilesAdded"])}
-            elif name in (AVRO_SCHEMAS,) or name not in SORT_COLUMNS:
-                metrics = self.delta_table(name).optimize.compact(
-                    commit_properties=_props("optimize"))
-                results[name] = {"files_removed": int(metrics.get("numFilesRemoved", 0)),
-                                 "files_added": int(metrics.get("numFilesAdded", 0))}
-            else:
-                results[name] = self._rewrite_sorted(spark, name, small_file_bytes)
-            version = int(self.delta_table(name).version())
-            self._checkpoint(name, version)
-        return results
+        return run_concurrently(spark, {name: partial(self._optimize_table, spark, delta_spark, name, small_file_bytes)
+                                        for name in names or self.table_names()})
+
+    def _optimize_table(self, spark: SparkSession, delta_spark: SparkSession | None, name: str,
+                        small_file_bytes: int) -> dict[str, int]:
+        if delta_spark is not None:
+            # Delta's own OPTIMIZE; the range-sorted tables clustered on their sort key, so offset lookups
+            # still skip the other files
+            zorder = [c for c in SORT_COLUMNS.get(name, ()) if c != "cluster_id"]
+            sql = f"OPTIMIZE delta.`{self.path(name)}`" + (f" ZORDER BY ({', '.join(zorder)})" if zorder else "")
+            metrics = delta_spark.sql(sql).collect()[0]["metrics"]
+            result = {"files_removed": int(metrics["numFilesRemoved"]), "files_added": int(metrics["numFilesAdded"])}
+        elif name in (AVRO_SCHEMAS,) or name not in SORT_COLUMNS:
+            metrics = self.delta_table(name).optimize.compact(
+                commit_properties=_props("optimize"))
+            result = {"files_removed": int(metrics.get("numFilesRemoved", 0)),
+                      "files_added": int(metrics.get("numFilesAdded", 0))}
+        else:
+            result = self._rewrite_sorted(spark, name, small_file_bytes)
+        version = int(self.delta_table(name).version())
+        self._checkpoint(name, version)
+        return result
 
     def _rewrite_sorted(self, spark: SparkSession, name: str, small_file_bytes: int) -> dict[str, int]:
         root = self.path(name)
@@ -139,15 +149,14 @@ class LakeMaintenance(LakeCommits):
         """
         if retention_hours < 0:
             raise LakeError("retention must be >= 0 hours")
-        deleted: dict[str, list[str]] = {}
         spark = self.delta_spark()
-        for name in self.table_names():
-            if spark is not None:
-                deleted[name] = self._spark_vacuum(spark, name, retention_hours, dry_run)
-                continue
-            deleted[name] = self.delta_table(name).vacuum(
+        if spark is not None:  # the tables at once, as optimize does
+            deleted = run_concurrently(spark, {name: partial(self._spark_vacuum, spark, name, retention_hours, dry_run)
+                                               for name in self.table_names()})
+        else:
+            deleted = {name: self.delta_table(name).vacuum(
                 retention_hours=int(retention_hours), dry_run=dry_run, enforce_retention_duration=False,
-                commit_properties=_props("vacuum"))
+                commit_properties=_props("vacuum")) for name in self.table_names()}
         deleted[STAGING_DIR] = self._vacuum_staging(retention_hours, dry_run)
         return deleted
 
@@ -159,7 +168,8 @@ class LakeMaintenance(LakeCommits):
         candidates = self.delta_table(name).vacuum(retention_hours=int(retention_hours), dry_run=True,
                                                    enforce_retention_duration=False)
         if candidates and not dry_run:
-            with spark_conf(spark, _RETENTION_CHECK, "false"):
+            with (spark_conf(spark, _RETENTION_CHECK, "false"),
+                  spark_conf(spark, LISTING_PARALLELISM, str(spark.conf.get(SHUFFLE_PARTITIONS)))):
                 spark.sql(f"VACUUM delta.`{self.path(name)}` RETAIN {retention_hours} HOURS").collect()
         return sorted(candidates)
 

@@ -23,7 +23,8 @@ from pyspark.sql import SparkSession
 
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import DATABASE, Lake, writer_id
-from lakehouse.spark import DELTA_RS, DELTA_SPARK, has_delta_spark
+from lakehouse.lake_maintenance import LISTING_PARALLELISM
+from lakehouse.spark import DELTA_RS, DELTA_SPARK, SHUFFLE_PARTITIONS, has_delta_spark
 from lakehouse.tables import DERIVED_TABLES, METADATA_LOG
 from replay.fold.engine import TABLE_KEYS
 from replay.query.views import register_views
@@ -151,8 +152,16 @@ def test_tables_stay_readable_by_delta_rs_after_optimize_and_vacuum(spark: Spark
     files_before = len(DeltaTable(lake.path(METADATA_LOG)).file_uris())
     results = lake.optimize(spark, [METADATA_LOG, "partition_history"])
     assert results[METADATA_LOG]["files_removed"] == files_before and results[METADATA_LOG]["files_added"] == 1
+    tracker = spark.sparkContext.statusTracker()
+    jobs_before = set(tracker.getJobIdsForGroup(None))
     deleted = lake.vacuum(retention_hours=0)
     assert len(deleted[METADATA_LOG]) == files_before  # the compacted files, now unreferenced
+    # Delta's listing job of each VACUUM in the session's own tasks, not Spark's default 10,000 (and the setting back)
+    stages = [tracker.getStageInfo(stage) for job in set(tracker.getJobIdsForGroup(None)) - jobs_before
+              for stage in tracker.getJobInfo(job).stageIds]
+    shuffle_partitions = int(spark.conf.get(SHUFFLE_PARTITIONS))
+    assert stages and max(stage.numTasks for stage in stages if stage) <= shuffle_partitions
+    assert spark.conf.get(LISTING_PARALLELISM, None) is None
     assert all(not (Path(lake.path(METADATA_LOG)) / path).exists() for path in deleted[METADATA_LOG])
     for name in (METADATA_LOG, "partition_history"):
         commits = [a["commitInfo"] for a in _log_actions(lake, name) if "commitInfo" in a]
