@@ -29,16 +29,11 @@ from lakehouse.lake_commit import (
     user_metadata,
 )
 from lakehouse.lake_root import STAGING_DIR, LakeError
-from lakehouse.spark import SHUFFLE_PARTITIONS
-from lakehouse.spark_settings import spark_conf
+from lakehouse.spark_settings import listed_in_session_tasks, spark_conf
 from lakehouse.tables import AVRO_SCHEMAS, SCHEMAS, SORT_COLUMNS, spark_schema
 
 DEFAULT_RETENTION_HOURS = 7 * 24
 _RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
-# Delta's VACUUM lists a table's directories in a Spark job of this many tasks (``VacuumCommand.gc`` reads
-# ``parallelPartitionDiscoveryParallelism``; Spark's default 10,000): on a few directories, most of a minute of
-# empty tasks per table on two cores. Held at the session's own shuffle partitions while it runs.
-LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 
 
 @dataclass(frozen=True)
@@ -168,8 +163,7 @@ class LakeMaintenance(LakeCommits):
         candidates = self.delta_table(name).vacuum(retention_hours=int(retention_hours), dry_run=True,
                                                    enforce_retention_duration=False)
         if candidates and not dry_run:
-            with (spark_conf(spark, _RETENTION_CHECK, "false"),
-                  spark_conf(spark, LISTING_PARALLELISM, str(spark.conf.get(SHUFFLE_PARTITIONS)))):
+            with spark_conf(spark, _RETENTION_CHECK, "false"), listed_in_session_tasks(spark):
                 spark.sql(f"VACUUM delta.`{self.path(name)}` RETAIN {retention_hours} HOURS").collect()
         return sorted(candidates)
 

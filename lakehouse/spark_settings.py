@@ -64,6 +64,19 @@ def file_statistics(spark: SparkSession, many_files: bool = True) -> contextlib.
     return spark_conf(spark, DELTA_STATS_SKIPPING, "true" if many_files else "false")
 
 
+# Delta's VACUUM lists a table's directories in a Spark job of this many tasks (``VacuumCommand`` reads
+# ``parallelPartitionDiscoveryParallelism``; Spark's default 10,000): on a few directories, most of a minute of
+# empty tasks per table on two cores.
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+
+
+def listed_in_session_tasks(spark: SparkSession) -> contextlib.AbstractContextManager[None]:
+    """A listing job of Delta's in the block runs as many tasks as the session's shuffle partitions (the parallelism
+    its users gave it), not Spark's default."""
+    tasks = spark.conf.get(SHUFFLE_PARTITIONS) or str(LOCAL_SHUFFLE_PARTITIONS)
+    return spark_conf(spark, LISTING_PARALLELISM, tasks)
+
+
 # Adaptive execution plans a query stage by stage as it runs, so a local checkpoint taken under it reports neither
 # partitioning nor order (Spark 4.0): every window or aggregate after it shuffles and sorts its rows again.
 ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"

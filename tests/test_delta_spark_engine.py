@@ -23,8 +23,8 @@ from pyspark.sql import SparkSession
 
 from lakehouse.ingest import IngestOptions, ingest
 from lakehouse.lake import DATABASE, Lake, writer_id
-from lakehouse.lake_maintenance import LISTING_PARALLELISM
 from lakehouse.spark import DELTA_RS, DELTA_SPARK, SHUFFLE_PARTITIONS, has_delta_spark
+from lakehouse.spark_settings import LISTING_PARALLELISM
 from lakehouse.tables import DERIVED_TABLES, METADATA_LOG
 from replay.fold.engine import TABLE_KEYS
 from replay.query.views import register_views
