@@ -34,7 +34,7 @@ from lakehouse.class_archive import (
     stamp,
     stamp_path,
 )
-from lakehouse.spark import DRIVER_JAVA_OPTIONS, SparkOptions, get_spark, has_delta_spark, session_conf
+from lakehouse.spark import SparkOptions, get_spark, has_delta_spark
 
 TRAINING_ROWS = 20_000
 BUILD_TIMEOUT = 600.0
@@ -64,10 +64,9 @@ def workload(spark: SparkSession, directory: Path) -> None:
 def _train(archive: Path) -> None:
     """The child's part: a session whose JVM dumps its classes to ``archive`` at exit, the workload, then the JVM
     stopped and waited for."""
-    driver = session_conf(SparkOptions(), local=True)[DRIVER_JAVA_OPTIONS]  # a command's (no archive: off here)
-    options = f"{driver} -XX:ArchiveClassesAtExit={archive} -Xlog:cds=off"
+    # a command's driver (no archive: off here), dumping its classes
     spark = get_spark(SparkOptions(app_name="kraft-replay-class-archive", announce=False,
-                                   extra_conf={DRIVER_JAVA_OPTIONS: options}))
+                                   java_options=(f"-XX:ArchiveClassesAtExit={archive}", "-Xlog:cds=off")))
     with tempfile.TemporaryDirectory(prefix="kraft-class-archive-") as directory:
         workload(spark, Path(directory))
     gateway = SparkContext._gateway

@@ -31,7 +31,6 @@ from lakehouse.jars import SCALA_BINARY, SPARK_HOME, SPARK_SUBMIT
 from lakehouse.loopback import LOOPBACK, free_port, listening
 from lakehouse.server_dir import end_process, process_alive, server_dir
 from lakehouse.spark import (
-    DRIVER_JAVA_OPTIONS,
     SPARK_JARS_CONF,
     SparkOptions,
     SparkUnavailableError,
@@ -143,9 +142,8 @@ def stop_server() -> ResidentServer | None:
 
 
 def _server_command(port: int, driver_memory: str | None) -> list[str]:
-    conf = local_session_conf(SparkOptions(driver_memory=driver_memory), SERVER_MASTER)
-    conf |= {CONNECT_PORT: str(port), CONNECT_ADDRESS: LOOPBACK,
-             DRIVER_JAVA_OPTIONS: f"{SERVER_GC} {conf.get(DRIVER_JAVA_OPTIONS, '')}".strip()}
+    conf = local_session_conf(SparkOptions(driver_memory=driver_memory, java_options=(SERVER_GC,)), SERVER_MASTER)
+    conf |= {CONNECT_PORT: str(port), CONNECT_ADDRESS: LOOPBACK}
     settings = [part for key, value in conf.items() for part in ("--conf", f"{key}={value}")]
     return [str(SPARK_SUBMIT), "--class", SERVER_CLASS, "--name", "kraft-replay-server",
             "--master", SERVER_MASTER, *settings, "spark-internal"]

@@ -92,6 +92,7 @@ class SparkOptions:
     """How to get a session. Unset fields fall back to the environment, then to local defaults.
 
     `remote` falls back to `SPARK_REMOTE` and `master` to `KRAFT_REPLAY_SPARK_MASTER`, then `local[*]`.
+    `java_options` are added to the driver JVM's own (a session started here; Connect's server owns its JVM).
     `extra_conf` is applied last and wins over every default.
     """
 
@@ -100,6 +101,7 @@ class SparkOptions:
     app_name: str = "kraft-replay"
     shuffle_partitions: int | None = None
     driver_memory: str | None = None
+    java_options: tuple[str, ...] = ()
     extra_conf: dict[str, str] = field(default_factory=dict)
     announce: bool = False  # say once on stderr which lake engine the session gives (the CLI does)
 
@@ -205,7 +207,7 @@ def session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             # Spark's warnings without its start-up notices (hostname, native Hadoop, plan truncation).
             # Spark's classes mapped from the class archive when there is one (lakehouse.class_archive).
             DRIVER_JAVA_OPTIONS: " ".join((f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
-                                           *class_archive.java_options())),
+                                           *class_archive.java_options(), *options.java_options)),
         } | delta_conf()
         jars = [jar for jar in (conf.get(SPARK_JARS_CONF), replay_jar()) if jar]
         if jars:

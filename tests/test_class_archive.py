@@ -39,7 +39,7 @@ import sys
 from lakehouse.spark import DRIVER_JAVA_OPTIONS, SparkOptions, get_spark, session_conf
 options = session_conf(SparkOptions(), local=True)[DRIVER_JAVA_OPTIONS]
 print(options, file=sys.stderr)
-spark = get_spark(SparkOptions(extra_conf={DRIVER_JAVA_OPTIONS: f"{options} -Xlog:class+load=info:file={sys.argv[1]}"}))
+spark = get_spark(SparkOptions(java_options=(f"-Xlog:class+load=info:file={sys.argv[1]}",)))
 print(spark.range(5).selectExpr("sum(id)").first()[0])
 """
 SPARK_JARS = (SPARK_HOME / "jars").resolve()

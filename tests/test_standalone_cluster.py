@@ -59,6 +59,9 @@ SPARK_DEFAULTS = {
     "spark.executor.memory": "512m",
     "spark.executor.cores": "1",
     "spark.cores.max": str(WORKERS),
+    # executors that live for one short command each: the client compiler only and the serial collector, as the
+    # test's Kafka brokers run (tests.kafka_cluster.JVM_OPTIONS), leave the cores to the work
+    "spark.executor.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
 }
 # `python -m tests.executor_decode_cli`: the CLI with segment inputs decoded by the executors at any size.
 EXECUTOR_DECODE_CLI = "tests.executor_decode_cli"
