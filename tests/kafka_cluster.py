@@ -36,7 +36,10 @@ START_TIMEOUT = 300.0  # one JVM to listen (a restarted broker recovers its logs
 WAIT_TIMEOUT = 180.0  # the cluster to reach a state after an incident, on a loaded 2-core machine
 STOP_TIMEOUT = 30.0
 HEAP = {"controller": "-Xmx256m", "broker": "-Xmx384m"}
-JVM_OPTIONS = ("-Xms32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Djava.awt.headless=true")
+# a test's short-lived JVM, small and busy briefly: the client compiler only and the serial collector leave the cores
+# to the work (the Kafka nodes here, the standalone cluster's executors in tests/test_standalone_cluster.py)
+SHORT_LIVED_JVM = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+JVM_OPTIONS = ("-Xms32m", *SHORT_LIVED_JVM, "-Xss512k", "-Djava.awt.headless=true")
 METADATA_DIR = "__cluster_metadata-0"
 T = TypeVar("T")
 

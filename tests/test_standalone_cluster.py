@@ -44,6 +44,7 @@ from lakehouse.spark import java_available
 from simulator import run_scenario
 from tests.conftest import REPO_ROOT
 from tests.incident_lake import OPTIONS
+from tests.kafka_cluster import SHORT_LIVED_JVM
 from tests.test_lake_support import write_jsonl_file, write_log_dir
 
 pytestmark = pytest.mark.cluster
@@ -59,9 +60,8 @@ SPARK_DEFAULTS = {
     "spark.executor.memory": "512m",
     "spark.executor.cores": "1",
     "spark.cores.max": str(WORKERS),
-    # executors that live for one short command each: the client compiler only and the serial collector, as the
-    # test's Kafka brokers run (tests.kafka_cluster.JVM_OPTIONS), leave the cores to the work
-    "spark.executor.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+    # executors that live for one short command each, run as the test's Kafka nodes are
+    "spark.executor.extraJavaOptions": " ".join(SHORT_LIVED_JVM),
 }
 # `python -m tests.executor_decode_cli`: the CLI with segment inputs decoded by the executors at any size.
 EXECUTOR_DECODE_CLI = "tests.executor_decode_cli"
