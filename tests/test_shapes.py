@@ -201,6 +201,29 @@ def _older_shaped(entries: list[LogEntry], cluster: str, registry: dict[int, Reg
 
 
 @pytest.mark.usefixtures("avro_shapes")  # needs from_avro
+def test_a_writer_schema_with_quotes_and_backslashes_in_its_text_is_read(spark: SparkSession) -> None:
+    """The typing hands each writer schema to ``from_avro`` as a SQL string literal: an apostrophe, a backslash and a
+    double quote in its text (a doc string) must reach Avro as they are."""
+    record = make_record("PartitionRecord", 0, partitionId=7, topicId=b"\x04" * 16, replicas=[3, 1], isr=[3],
+                         leader=3, leaderEpoch=2, partitionEpoch=5)
+    schema = json.loads(schema_text("PartitionRecord"))
+    schema["doc"] = "a broker's \\ path, \"quoted\", \\' and \\\\ again"
+    text = json.dumps(schema)
+    assert "'" in text and "\\\\" in text and '\\"' in text
+    sid = schema_id("PartitionRecord") + 1_000_003
+    registry = {sid: RegisteredSchema(sid, "PartitionRecord", text, datetime(2020, 1, 1, tzinfo=UTC))}
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, fastavro.parse_schema(schema), _to_avro(record.definition.body, record.data))
+    row = entry_row(LogEntry(offset=0, record=record, append_time_ms=1), "c") | {
+        "payload": buffer.getvalue(), "schema_id": sid, "payload_json": None}
+    shapes = RecordShapes.from_registry(registry.values(), avro=True)
+    typed = _typed_rows(_log_of(spark, [row]), shapes, "PartitionRecord")[("c", 0)]
+    assert {k: typed[k] for k in ("partitionId", "topicId", "replicas", "isr", "leader", "leaderEpoch")} == {
+        "partitionId": 7, "topicId": uuid_to_str(b"\x04" * 16), "replicas": [3, 1], "isr": [3], "leader": 3,
+        "leaderEpoch": 2}
+
+
+@pytest.mark.usefixtures("avro_shapes")  # needs from_avro
 def test_an_older_writer_schema_gives_the_later_fields_their_defaults(spark: SparkSession) -> None:
     records = [make_record("PartitionRecord", 0, partitionId=1, topicId=b"\x01" * 16, replicas=[1, 2], isr=[1],
                            leader=1, leaderEpoch=3, partitionEpoch=4),

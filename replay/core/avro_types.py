@@ -10,8 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -35,7 +33,7 @@ _PRIMITIVES: dict[str, DataType] = {
 }
 
 Schema = Any  # an Avro schema as parsed JSON: a name, a list (union) or a dict
-Convert = Callable[[Column], Column]
+Convert = Callable[[str], str]  # SQL text of a value -> SQL text of its Kafka form
 
 
 def _full_name(schema: Mapping[str, Any], namespace: str | None) -> str:
@@ -169,49 +167,61 @@ def spark_type(schema: Schema) -> DataType:
     return convert(schema, None)
 
 
-def kafka_uuid(raw: Column) -> Column:
-    """Kafka's ``Uuid.toString()`` of 16 bytes: base64url without its padding (22 characters). Three plain
-    replacements: Spark's ``translate`` (and ``substring``) cost twice as much per row, and 16 bytes always end
-    in exactly ``==``."""
-    encoded = F.base64(raw)
+def kafka_uuid(raw: str) -> str:
+    """Kafka's ``Uuid.toString()`` of 16 bytes (``raw``: SQL text) as SQL text: base64url without its padding (22
+    characters). Three plain replacements: Spark's ``translate`` (and ``substring``) cost twice as much per row, and 16
+    bytes always end in exactly ``==``."""
+    encoded = f"base64({raw})"
     for plain, url_safe in (("+", "-"), ("/", "_"), ("==", "")):
-        encoded = F.replace(encoded, F.lit(plain), F.lit(url_safe))
+        encoded = f"replace({encoded}, '{plain}', '{url_safe}')"
     return encoded
+
+
+def _base64(raw: str) -> str:
+    return f"base64({raw})"
 
 
 def kafka_form(schema: Schema) -> Convert | None:
     """How to turn ``from_avro``'s value of a reader schema into Kafka's JSON form (UUIDs and bytes as text,
-    see :func:`spark_type`); None when it already is (no UUID, no bytes inside)."""
+    see :func:`spark_type`), as SQL text of the value's SQL text; None when it already is (no UUID, no bytes inside).
+    SQL text, not ``F`` columns: ``shapes.typed`` builds one per record type it decodes, and a column built with ``F``
+    costs a py4j round trip per field (``F.expr`` parses the text in one)."""
     names = named_types(schema)
 
-    def build(node: Schema, namespace: str | None) -> Convert | None:
+    def build(node: Schema, namespace: str | None, depth: int) -> Convert | None:
         if isinstance(node, str):
             if node == "bytes":
-                return F.base64
+                return _base64
             if node in _PRIMITIVES:
                 return None
             target = _lookup(node, names, namespace)
-            return None if target is None else build(target, namespace)
+            return None if target is None else build(target, namespace, depth)
         if isinstance(node, list):
-            return build(_non_null(node), namespace)
+            return build(_non_null(node), namespace, depth)
         kind = node["type"]
         if kind == "fixed":
-            return kafka_uuid if _full_name(node, namespace) == UUID_NAME else F.base64
+            return kafka_uuid if _full_name(node, namespace) == UUID_NAME else _base64
         if kind == "array":
-            item = build(node["items"], namespace)
-            return None if item is None else (lambda c: F.transform(c, item))
+            item = build(node["items"], namespace, depth + 1)
+            element = f"_e{depth}"  # the lambda's variable, one name per nesting level
+            return None if item is None else (lambda c: f"transform({c}, {element} -> {item(element)})")
         if kind == "record":
             inner = _full_name(node, namespace).rpartition(".")[0] or None
-            parts = [(f["name"], build(f["type"], inner)) for f in node["fields"]]
+            parts = [(f["name"], build(f["type"], inner, depth)) for f in node["fields"]]
             if all(convert is None for _, convert in parts):
                 return None
-            return lambda c: F.when(c.isNotNull(), F.struct(*[
-                (convert(c[name]) if convert is not None else c[name]).alias(name) for name, convert in parts]))
+
+            def record(c: str) -> str:
+                fields = ", ".join(f"'{name}', {convert(f'{c}.`{name}`') if convert else f'{c}.`{name}`'}"
+                                   for name, convert in parts)
+                return f"CASE WHEN {c} IS NOT NULL THEN named_struct({fields}) END"
+
+            return record
         if kind in ("enum", "map"):
             return None  # enum symbols are strings already; no map holds a UUID in Kafka's records
-        return build(kind, namespace)
+        return build(kind, namespace, depth)
 
-    return build(schema, None)
+    return build(schema, None, 0)
 
 
 @cache

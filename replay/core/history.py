@@ -8,9 +8,8 @@ entities where a record can leave the state unchanged (fencing a fenced broker).
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.window import WindowSpec
 
 
 def lives_after(offset: Column, interval: str = "") -> Column:
@@ -26,18 +25,35 @@ def holds_at(offset: Column, interval: str = "") -> Column:
     return (valid_from <= offset) & lives_after(offset, interval)
 
 
+def _sql_name(column: str) -> str:
+    """A column as Spark SQL text, read as ``F.col`` reads it (a dot reaches into a struct)."""
+    return ".".join(f"`{part}`" for part in column.split("."))
+
+
+def _over(keyed: tuple[str, ...], *order: str) -> str:
+    """A window's SQL text: each key's rows in ``order``."""
+    return f"OVER (PARTITION BY {', '.join(map(_sql_name, keyed))} ORDER BY {', '.join(order)})"
+
+
+# The steps below are written as SQL text (``selectExpr``, ``where``): a column built with ``F`` costs a py4j round trip
+# per function, name and list element, and a small replay builds these steps for every entity kind, so their round
+# trips were a fifth of a small replay's (issue 42, BENCHMARKS.md).
+_VERSION_END = ("valid_to_offset", "valid_to_time_ms")
+
+
 def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
                  tombstone: str = "is_tombstone") -> DataFrame:
     """``states``: one row per applied event (``visible_offset``, ``visible_time_ms``, ``offset``,
     ``record_type`` and the entity's state after it) plus tombstone rows (``tombstone`` true)."""
     # One window in apply order: the last row at each visible offset is the version (only the state after
     # the last record of a transaction is ever seen), and the next row's visible offset ends it.
-    in_apply_order = Window.partitionBy(*keyed).orderBy("visible_offset", "offset", "seq")
-    versions = (states
-                .withColumn("valid_to_offset", F.lead("visible_offset").over(in_apply_order))
-                .withColumn("valid_to_time_ms", F.lead("visible_time_ms").over(in_apply_order))
-                .where((F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") != F.col("visible_offset")))
-                       & ~F.coalesce(F.col(tombstone), F.lit(False))))
+    in_apply_order = _over(keyed, "visible_offset", "offset", "seq")
+    ended = [name for name in _VERSION_END if name in states.columns]
+    versions = ((states.drop(*ended) if ended else states)
+                .selectExpr("*", f"lead(visible_offset) {in_apply_order} AS valid_to_offset",
+                            f"lead(visible_time_ms) {in_apply_order} AS valid_to_time_ms")
+                .where(f"(valid_to_offset IS NULL OR valid_to_offset != visible_offset) "
+                       f"AND NOT coalesce({_sql_name(tombstone)}, false)"))
     return as_versions(versions, keyed, value_columns)
 
 
@@ -45,39 +61,29 @@ def as_versions(versions: DataFrame, keyed: tuple[str, ...], value_columns: tupl
     """Rows that are versions (the state after an event: its ``visible_offset``, ``visible_time_ms``, ``offset``,
     ``record_type``, the values, and the version's end ``valid_to_offset``/``valid_to_time_ms``) in the columns of
     a history table."""
-    return versions.select(
-        *keyed, *value_columns,
-        F.col("visible_offset").alias("valid_from_offset"), "valid_to_offset",
-        F.col("visible_time_ms").alias("valid_from_time_ms"), "valid_to_time_ms",
-        F.col("offset").alias("cause_offset"), F.col("record_type").alias("cause_type"))
-
-
-def touches_before(by_start: WindowSpec) -> Column:
-    """The version starts where the one before it (``by_start``: its key's versions by start) ends; false for the
-    first: a run of touching versions is one life of the entity."""
-    return F.coalesce(F.lag("valid_to_offset").over(by_start) == F.col("valid_from_offset"), F.lit(False))
+    return versions.selectExpr(
+        *map(_sql_name, (*keyed, *value_columns)),
+        "visible_offset AS valid_from_offset", "valid_to_offset",
+        "visible_time_ms AS valid_from_time_ms", "valid_to_time_ms",
+        "offset AS cause_offset", "record_type AS cause_type")
 
 
 def collapse(history: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
              restart: str | None = None) -> DataFrame:
     """Merge consecutive, touching versions whose values are equal; the merged version keeps the
     cause of its first part. ``restart``: a boolean column that always starts a new version."""
-    by_start = Window.partitionBy(*keyed).orderBy("valid_from_offset")
-    values = F.struct(*value_columns)
-    same = (F.lag(values).over(by_start) == values) & touches_before(by_start)
+    by_start = _over(keyed, "valid_from_offset")
+    values = f"struct({', '.join(map(_sql_name, value_columns))})"
+    # the version starts where the one before it ends (false for the first): a run of touching versions is one life
+    touches_before = f"coalesce(lag(valid_to_offset) {by_start} = valid_from_offset, false)"
+    same = f"lag({values}) {by_start} = {values} AND {touches_before}"
     if restart is not None:
-        same = same & ~F.col(restart)
+        same = f"{same} AND NOT {_sql_name(restart)}"
     # Every window below has the same spec, so Spark sorts the rows once: a merged version starts at a row
     # that does not continue its predecessor and ends where the last row of its run ends.
-    starts = history.withColumn("_new", ~F.coalesce(same, F.lit(False)))
-    edges = (starts.withColumn("_last", F.coalesce(F.lead("_new").over(by_start), F.lit(True)))
-             .where(F.col("_new") | F.col("_last")))
-    merged = (edges
-              .withColumn("_to", F.when(F.col("_last"), F.col("valid_to_offset"))
-                          .otherwise(F.lead("valid_to_offset").over(by_start)))
-              .withColumn("_to_time", F.when(F.col("_last"), F.col("valid_to_time_ms"))
-                          .otherwise(F.lead("valid_to_time_ms").over(by_start)))
-              .where(F.col("_new"))
-              .withColumn("valid_to_offset", F.col("_to"))
-              .withColumn("valid_to_time_ms", F.col("_to_time")))
-    return merged.drop("_new", "_last", "_to", "_to_time")
+    columns = history.columns
+    starts = history.selectExpr("*", f"NOT coalesce({same}, false) AS _new")
+    edges = starts.selectExpr("*", f"coalesce(lead(_new) {by_start}, true) AS _last").where("_new OR _last")
+    ends = {name: f"CASE WHEN _last THEN {name} ELSE lead({name}) {by_start} END AS {name}" for name in _VERSION_END}
+    merged = edges.selectExpr(*(ends.get(name, _sql_name(name)) for name in columns), "_new").where("_new")
+    return merged.drop("_new")

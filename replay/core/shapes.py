@@ -161,30 +161,27 @@ class RecordShapes:
               ) -> DataFrame:
         """``df`` with the fields of its ``record_type`` rows as struct column ``alias`` (null on the rows of
         other types); ``fields``: decode only those. ``df`` has the columns of :data:`PAYLOAD_COLUMNS`."""
+        # SQL text, not ``F`` columns: a replay types records some twenty times, and a column built with ``F`` costs a
+        # py4j round trip per function, name and option (``F.expr`` parses the text in one)
         reader = self._reader(record_type, fields)
-        is_type = F.col("record_type") == record_type
-        from_text = F.when(is_type, F.from_json("payload_json", json_struct_type(reader)))
+        is_type = f"record_type = {_sql_string(record_type)}"
+        parsed = f"from_json(payload_json, {_sql_string(json_struct_type(reader).json())})"
+        from_text = f"CASE WHEN {is_type} THEN {parsed} END"
         writers = self.writers.get(record_type, {})
         if not self.avro or not writers:
-            return df.withColumn(alias, from_text)
-        from pyspark.sql.avro.functions import from_avro
-
-        options = {"avroSchema": reader, "mode": _AVRO_MODE}
-        on_payload = is_type & F.col("payload").isNotNull()
-        decoded: Column | None = None
-        for sid, writer in sorted(writers.items()):
-            when = on_payload & (F.col("schema_id") == sid)
-            value = from_avro(F.col("payload"), writer, options)
-            decoded = F.when(when, value) if decoded is None else decoded.when(when, value)
-        assert decoded is not None
+            return df.withColumn(alias, F.expr(from_text))
+        options = f"map('avroSchema', {_sql_string(reader)}, 'mode', {_sql_string(_AVRO_MODE)})"
+        on_payload = f"{is_type} AND payload IS NOT NULL"
+        decoded = " ".join(f"WHEN {on_payload} AND schema_id = {sid} THEN from_avro(payload, {_sql_string(writer)}, "
+                           f"{options})" for sid, writer in sorted(writers.items()))
         # Two projections: the Avro value once, then its Kafka form (which reads it field by field: Spark does
         # not inline a costly expression that is read more than once).
         raw = f"_{alias}_avro"
         convert = kafka_form(json.loads(reader))
-        value = F.col(raw) if convert is None else convert(F.col(raw))
-        readable = on_payload & F.col("schema_id").isin(*sorted(writers))
-        return (df.withColumn(raw, decoded)
-                .withColumn(alias, F.when(readable, value).otherwise(from_text))
+        value = f"`{raw}`" if convert is None else convert(f"`{raw}`")
+        readable = f"{on_payload} AND schema_id IN ({', '.join(str(sid) for sid in sorted(writers))})"
+        return (df.withColumn(raw, F.expr(f"CASE {decoded} END"))
+                .withColumn(alias, F.expr(f"CASE WHEN {readable} THEN {value} ELSE {from_text} END"))
                 .drop(raw))
 
     def named(self, df: DataFrame, record_types: Sequence[str], fields: Sequence[str]) -> DataFrame:
@@ -203,6 +200,11 @@ class RecordShapes:
                    for found in sources.values()]
         temporary = [f"_named{index}" for index in range(len(record_types))]
         return df.select("*", *[c.alias(name) for c, name in zip(columns, fields, strict=True)]).drop(*temporary)
+
+
+def _sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (Spark reads backslash escapes in literals)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def record_shapes(spark: SparkSession, registry: DataFrame | None = None) -> RecordShapes:
