@@ -204,17 +204,17 @@ def kafka_form(schema: Schema) -> Convert | None:
         if kind == "array":
             item = build(node["items"], namespace, depth + 1)
             element = f"_e{depth}"  # the lambda's variable, one name per nesting level
-            return None if item is None else (lambda c: f"transform({c}, {element} -> {item(element)})")
+            return None if item is None else (lambda array: f"transform({array}, {element} -> {item(element)})")
         if kind == "record":
             inner = _full_name(node, namespace).rpartition(".")[0] or None
             parts = [(f["name"], build(f["type"], inner, depth)) for f in node["fields"]]
             if all(convert is None for _, convert in parts):
                 return None
 
-            def record(c: str) -> str:
-                fields = ", ".join(f"'{name}', {convert(f'{c}.`{name}`') if convert else f'{c}.`{name}`'}"
+            def record(struct: str) -> str:
+                fields = ", ".join(f"'{name}', {convert(f'{struct}.`{name}`') if convert else f'{struct}.`{name}`'}"
                                    for name, convert in parts)
-                return f"CASE WHEN {c} IS NOT NULL THEN named_struct({fields}) END"
+                return f"CASE WHEN {struct} IS NOT NULL THEN named_struct({fields}) END"
 
             return record
         if kind in ("enum", "map"):
