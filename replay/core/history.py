@@ -44,14 +44,13 @@ _VERSION_END = ("valid_to_offset", "valid_to_time_ms")
 def to_intervals(states: DataFrame, keyed: tuple[str, ...], value_columns: tuple[str, ...],
                  tombstone: str = "is_tombstone") -> DataFrame:
     """``states``: one row per applied event (``visible_offset``, ``visible_time_ms``, ``offset``,
-    ``record_type`` and the entity's state after it) plus tombstone rows (``tombstone`` true)."""
+    ``record_type`` and the entity's state after it, no ``valid_to_*`` column yet) plus tombstone rows (``tombstone``
+    true)."""
     # One window in apply order: the last row at each visible offset is the version (only the state after
     # the last record of a transaction is ever seen), and the next row's visible offset ends it.
     in_apply_order = _over(keyed, "visible_offset", "offset", "seq")
-    ended = [name for name in _VERSION_END if name in states.columns]
-    versions = ((states.drop(*ended) if ended else states)
-                .selectExpr("*", f"lead(visible_offset) {in_apply_order} AS valid_to_offset",
-                            f"lead(visible_time_ms) {in_apply_order} AS valid_to_time_ms")
+    versions = (states.selectExpr("*", f"lead(visible_offset) {in_apply_order} AS valid_to_offset",
+                                  f"lead(visible_time_ms) {in_apply_order} AS valid_to_time_ms")
                 .where(f"(valid_to_offset IS NULL OR valid_to_offset != visible_offset) "
                        f"AND NOT coalesce({_sql_name(tombstone)}, false)"))
     return as_versions(versions, keyed, value_columns)
@@ -81,9 +80,10 @@ def collapse(history: DataFrame, keyed: tuple[str, ...], value_columns: tuple[st
         same = f"{same} AND NOT {_sql_name(restart)}"
     # Every window below has the same spec, so Spark sorts the rows once: a merged version starts at a row
     # that does not continue its predecessor and ends where the last row of its run ends.
-    columns = history.columns
+    # (``withColumns`` keeps each replaced column in its place without asking for the plan's columns: over Spark
+    # Connect that would be a request to the server)
     starts = history.selectExpr("*", f"NOT coalesce({same}, false) AS _new")
     edges = starts.selectExpr("*", f"coalesce(lead(_new) {by_start}, true) AS _last").where("_new OR _last")
-    ends = {name: f"CASE WHEN _last THEN {name} ELSE lead({name}) {by_start} END AS {name}" for name in _VERSION_END}
-    merged = edges.selectExpr(*(ends.get(name, _sql_name(name)) for name in columns), "_new").where("_new")
-    return merged.drop("_new")
+    merged = edges.withColumns({name: F.expr(f"CASE WHEN _last THEN {name} ELSE lead({name}) {by_start} END")
+                                for name in _VERSION_END}).where("_new")
+    return merged.drop("_new", "_last")
