@@ -47,10 +47,6 @@ CONNECT_ADDRESS = "spark.connect.grpc.binding.address"
 START_TIMEOUT = 120.0  # seconds for the JVM to listen (a busy 2-core machine takes about 20)
 STOP_TIMEOUT = 30.0  # seconds for the JVM to end after SIGTERM before SIGKILL
 CONNECT_JAR = SPARK_HOME / "jars" / f"spark-connect_{SCALA_BINARY}-{pyspark.__version__}.jar"
-# The server's garbage collector: the throughput one, not G1. Serving command after command on a small machine, G1's
-# concurrent threads and write barriers compete with the commands for the cores: with it the server spent about a
-# fifth more CPU per command (BENCHMARKS.md, issue 42). A command's own short-lived JVM keeps Java's default.
-SERVER_GC = "-XX:+UseParallelGC"
 # the directory holding the product's packages: the server's Python workers import them (``mapInArrow`` decoders)
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,7 +138,7 @@ def stop_server() -> ResidentServer | None:
 
 
 def _server_command(port: int, driver_memory: str | None) -> list[str]:
-    conf = local_session_conf(SparkOptions(driver_memory=driver_memory, java_options=(SERVER_GC,)), SERVER_MASTER)
+    conf = local_session_conf(SparkOptions(driver_memory=driver_memory), SERVER_MASTER)
     conf |= {CONNECT_PORT: str(port), CONNECT_ADDRESS: LOOPBACK}
     settings = [part for key, value in conf.items() for part in ("--conf", f"{key}={value}")]
     return [str(SPARK_SUBMIT), "--class", SERVER_CLASS, "--name", "kraft-replay-server",

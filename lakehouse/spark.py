@@ -37,6 +37,10 @@ LOCAL_SHUFFLE_PARTITIONS = 8
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SPARK_JARS_CONF = "spark.jars"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# Every driver JVM started here runs the throughput garbage collector, not G1. On a small machine G1's concurrent
+# threads and write barriers compete with the jobs for the cores: a resident server spent about a fifth more CPU per
+# command with it, a 1 M-record replay took 8-16 % longer (BENCHMARKS.md, issue 42).
+DRIVER_GC = "-XX:+UseParallelGC"
 DEFAULT_DRIVER_MEMORY = "2g"
 DRIVER_MEMORY_ENV = "KRAFT_REPLAY_DRIVER_MEMORY"
 _JVM_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
@@ -207,7 +211,7 @@ def session_conf(options: SparkOptions, *, local: bool) -> dict[str, str]:
             # Spark's warnings without its start-up notices (hostname, native Hadoop, plan truncation).
             # Spark's classes mapped from the class archive when there is one (lakehouse.class_archive).
             DRIVER_JAVA_OPTIONS: " ".join((f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
-                                           *class_archive.java_options(), *options.java_options)),
+                                           DRIVER_GC, *class_archive.java_options(), *options.java_options)),
         } | delta_conf()
         jars = [jar for jar in (conf.get(SPARK_JARS_CONF), replay_jar()) if jar]
         if jars:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse.resident_server import SERVER_GC
 from lakehouse.server_dir import SERVER_DIR_ENV
 from lakehouse.spark import SparkOptions, get_spark
 
@@ -124,9 +123,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
             if owner != worker:
                 pytest.fail(f"a second Spark session of the run, on {worker} ({owner} has the first): every test "
                             f"on the session must be in the xdist group {SESSION_GROUP!r}")
-    # a JVM that runs job after job for the whole run, as the resident server does: its garbage collector
-    session = get_spark(SparkOptions(master="local[2]", shuffle_partitions=4, driver_memory=TEST_DRIVER_MEMORY,
-                                     java_options=(SERVER_GC,)))
+    session = get_spark(SparkOptions(master="local[2]", shuffle_partitions=4, driver_memory=TEST_DRIVER_MEMORY))
     yield session
     session.stop()
 

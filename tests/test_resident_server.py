@@ -16,9 +16,9 @@ from kraft_replay.resident_runner import NO_RUNNER_ENV, RUNNER_FILE, RUNNER_LOG
 from kraft_replay.sample import CLUSTER_ID, SAMPLE_DIR
 from lakehouse.jars import installed, missing_reason
 from lakehouse.loopback import listening
-from lakehouse.resident_server import CONNECT_JAR, SERVER_FILE, SERVER_GC
+from lakehouse.resident_server import CONNECT_JAR, SERVER_FILE
 from lakehouse.server_dir import SERVER_DIR_ENV, process_alive
-from lakehouse.spark import java_available
+from lakehouse.spark import DRIVER_GC, java_available
 from simulator import ScenarioOptions, run_scenario
 from tests.conftest import REPO_ROOT
 
@@ -66,7 +66,7 @@ def test_start_again_and_status_find_the_same_server(server_dir: Path) -> None:
     assert isinstance(port, int) and listening(port)
     assert record["url"] == f"sc://127.0.0.1:{port}"
     # the JVM itself (spark-submit execs it), with the throughput garbage collector
-    assert SERVER_GC in Path(f"/proc/{record['pid']}/cmdline").read_bytes().decode().split("\0")
+    assert DRIVER_GC in Path(f"/proc/{record['pid']}/cmdline").read_bytes().decode().split("\0")
     again = _cli(server_dir, "server", "start", cwd=server_dir)
     assert again.returncode == 0
     assert again.stdout.startswith(f"already running: resident Spark server sc://127.0.0.1:{port} "

@@ -33,12 +33,13 @@ from deltalake import DeltaTable
 from kraft_replay.demo import CLUSTER_ID, SCENARIO
 from lakehouse.jars import SPARK_HOME, SPARK_SUBMIT, installed, missing_reason
 from lakehouse.loopback import free_port, listening
-from lakehouse.resident_server import CONNECT_JAR, SERVER_CLASS, SERVER_GC
+from lakehouse.resident_server import CONNECT_JAR, SERVER_CLASS
 from lakehouse.spark import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
     DELTA_RS,
     DELTA_SPARK,
+    DRIVER_GC,
     DRIVER_JAVA_OPTIONS,
     ENGINE_ENV,
     java_available,
@@ -85,7 +86,7 @@ def connect_server(request: pytest.FixtureRequest,
                "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.driver.memory=1g",
                "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
                # a server's collector, as kraft-replay's own resident server runs (lakehouse.resident_server)
-               "--conf", f"{DRIVER_JAVA_OPTIONS}={SERVER_GC}", *delta,
+               "--conf", f"{DRIVER_JAVA_OPTIONS}={DRIVER_GC}", *delta,
                "spark-internal"]
     with log_path.open("wb") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -21,6 +21,8 @@ from lakehouse.parquet_files import DISTINCT_COLUMNS, add_actions, spark_columns
 from lakehouse.spark import (
     DEFAULT_DRIVER_MEMORY,
     DELTA_EXTENSION,
+    DRIVER_GC,
+    DRIVER_JAVA_OPTIONS,
     DRIVER_MEMORY_ENV,
     KRYO_SERIALIZER,
     SparkOptions,
@@ -250,6 +252,13 @@ def test_session_defaults(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
     assert spark.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
     assert spark.sparkContext.master == "local[2]"
+
+
+def test_a_driver_started_here_runs_the_throughput_collector(spark: SparkSession) -> None:
+    assert DRIVER_GC in session_conf(SparkOptions(), local=True)[DRIVER_JAVA_OPTIONS].split()
+    # the run's session is such a driver: the JVM's own collectors say which one it runs (G1's are "G1 ...")
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert sorted(bean.getName() for bean in beans) == ["PS MarkSweep", "PS Scavenge"]
 
 
 def test_a_commands_driver_heap_is_2_gib_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
