@@ -38,8 +38,8 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SPARK_JARS_CONF = "spark.jars"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # Every driver JVM started here runs the throughput garbage collector, not G1. On a small machine G1's concurrent
-# threads and write barriers compete with the jobs for the cores: a resident server spent about a fifth more CPU per
-# command with it, a 1 M-record replay took 8-16 % longer (BENCHMARKS.md, issue 42).
+# threads and write barriers compete with the jobs for the cores, most of all when a replay caches and spills at the
+# heap's edge (a resident server, a large replay: BENCHMARKS.md, issue 42).
 DRIVER_GC = "-XX:+UseParallelGC"
 DEFAULT_DRIVER_MEMORY = "2g"
 DRIVER_MEMORY_ENV = "KRAFT_REPLAY_DRIVER_MEMORY"
