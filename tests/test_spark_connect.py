@@ -85,7 +85,7 @@ def connect_server(request: pytest.FixtureRequest,
                "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
                "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.driver.memory=1g",
                "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
-               # a server's collector, as kraft-replay's own resident server runs (lakehouse.resident_server)
+               # the collector every driver JVM kraft-replay starts runs, its resident server's too (lakehouse.spark)
                "--conf", f"{DRIVER_JAVA_OPTIONS}={DRIVER_GC}", *delta,
                "spark-internal"]
     with log_path.open("wb") as log:
